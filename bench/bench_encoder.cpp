@@ -1,0 +1,80 @@
+// Encoder throughput (sentences/s) of a MiniLM-L6-shaped random model: 6 layers, hidden 384,
+// 12 heads, FFN 1536, vocab 30522; batch 1/32/128; ~16 and ~128 tokens; 1 and 2 threads.
+// Compare with bench/pytorch_encoder.py (the same shapes in PyTorch eager). Run:
+//   build/bench/bench_encoder --benchmark_format=json
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sieve/encoder.h"
+#include "sieve/model.h"
+
+namespace {
+
+const std::string& model_dir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/sieve_bench_minilm_XXXXXX";
+    std::string d = ::mkdtemp(tmpl);
+    sieve::FixtureModelOptions f;
+    f.config.hidden_size = 384;
+    f.config.num_hidden_layers = 6;
+    f.config.num_attention_heads = 12;
+    f.config.intermediate_size = 1536;
+    f.config.vocab_size = 30522;
+    f.config.max_position_embeddings = 512;
+    f.max_seq_length = 128;
+    f.init_std = 0.02f * 8;
+    sieve::write_fixture_model(d, f);
+    return d;
+  }();
+  return dir;
+}
+
+// A text of `words` words from the fixture vocabulary: each word is one token, so the encoded
+// length is words + 2.
+std::string make_text(int words, int salt) {
+  static const char* kWords[] = {"the", "dog", "bit", "man", "red", "car", "near", "river", "old", "city",
+                                 "saw", "five", "birds", "above", "tree", "children"};
+  std::string s;
+  for (int i = 0; i < words; ++i) {
+    if (i) s += ' ';
+    s += kWords[(i * 7 + salt) % 16];
+  }
+  return s;
+}
+
+void BM_Encode(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const int tokens = static_cast<int>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
+  static std::unique_ptr<sieve::Encoder> enc;
+  if (!enc) enc = sieve::Encoder::load(model_dir());
+  sieve::set_compute_threads(threads);
+  std::vector<std::string> texts;
+  for (int i = 0; i < batch; ++i) texts.push_back(make_text(tokens - 2, i));
+  sieve::EncodeCall call;
+  call.batch_size = static_cast<size_t>(batch);
+  for (auto _ : state) {
+    auto e = enc->encode(texts, call);
+    benchmark::DoNotOptimize(e.pooled.data());
+  }
+  state.counters["sentences_per_s"] =
+      benchmark::Counter(static_cast<double>(batch) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2})
+    for (int tokens : {16, 128})
+      for (int batch : {1, 32, 128}) b->Args({batch, tokens, threads});
+  b->ArgNames({"batch", "tokens", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+}
+
+BENCHMARK(BM_Encode)->Apply(Args);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,70 @@
+// sieve: the Encoder interface: text -> final-layer token states and a pooled unit key.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sieve/model.h"
+#include "sieve/tokenizer.h"
+
+namespace sieve {
+
+/// Load-time options of an encoder (fixed for its lifetime).
+struct EncoderOptions {
+  std::string device = "cpu";        ///< "cpu", "cuda" or "cuda:N"
+  int threads = 0;                   ///< intra-op threads; 0 = all cores (see docs/architecture.md)
+  std::optional<Pooling> pooling;    ///< override the model's pooling (1_Pooling/config.json)
+  size_t max_length = 0;             ///< token cap incl. specials; 0 = the model's max_seq_length
+};
+
+/// Per-call options of Encoder::encode.
+struct EncodeCall {
+  size_t batch_size = 32;      ///< texts per forward pass (after sorting by length)
+  bool token_states = false;   ///< also return the final-layer token states of every text
+};
+
+/// The final-layer states of one text: `length` rows of `dim` floats, row-major, padding removed.
+struct TokenStates {
+  size_t length = 0;
+  std::vector<float> values;
+};
+
+/// Output of Encoder::encode, in input order.
+struct Embeddings {
+  size_t dim = 0;
+  std::vector<float> pooled;            ///< n x dim, each row L2-normalised (the unit key)
+  std::vector<TokenStates> tokens;      ///< n entries when EncodeCall::token_states, else empty
+  std::vector<Encoding> encodings;      ///< the tokenizer's output for each text
+  size_t truncated = 0;                 ///< how many texts were cut to max_length
+};
+
+/// A loaded text encoder. Immutable after load; encode() may be called from several threads.
+class Encoder {
+ public:
+  virtual ~Encoder() = default;
+  /// Width of token states and keys.
+  virtual size_t dim() const = 0;
+  /// The tokenizer this encoder was loaded with.
+  virtual const Tokenizer& tokenizer() const = 0;
+  /// What was read from the model directory.
+  virtual const ModelInfo& info() const = 0;
+  /// Pooling mode in effect.
+  virtual Pooling pooling() const = 0;
+  /// Token cap including specials.
+  virtual size_t max_length() const = 0;
+  /// Encodes texts (any count, any lengths; empty texts give [CLS][SEP]).
+  virtual Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call = {}) const = 0;
+
+  /// Loads a BERT model directory in Hugging Face layout; throws sieve::Error on any problem,
+  /// naming the file or tensor at fault.
+  static std::unique_ptr<Encoder> load(const std::string& model_dir, const EncoderOptions& opt = {});
+};
+
+/// Sets the number of compute threads sieve's tensor code uses (libtorch intra-op and BLAS);
+/// 0 = number of cores. Process-wide.
+void set_compute_threads(int n);
+
+}  // namespace sieve

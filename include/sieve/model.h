@@ -1,0 +1,76 @@
+// sieve: model directories in Hugging Face + sentence-transformers layout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sieve {
+
+/// How token states become one vector per text.
+enum class Pooling { Cls, Mean, LastToken };
+
+/// Parses "cls", "mean", "last" (also sentence-transformers' "lasttoken"); throws on others.
+Pooling pooling_from_name(const std::string& name);
+/// The canonical name of a pooling mode ("cls", "mean", "last").
+const char* pooling_name(Pooling p);
+
+/// The BERT hyper-parameters sieve reads from `config.json`.
+struct BertConfig {
+  std::string model_type = "bert";
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 384;
+  int64_t num_hidden_layers = 6;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 1536;
+  std::string hidden_act = "gelu";  ///< gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu
+  double layer_norm_eps = 1e-12;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  int64_t pad_token_id = 0;
+};
+
+/// Parses a config.json text; throws sieve::Error on a non-BERT architecture or bad values.
+BertConfig parse_bert_config(const std::string& json_text, const std::string& source = "config.json");
+/// Serialises a config in Hugging Face's config.json layout.
+std::string bert_config_to_json(const BertConfig& c);
+
+/// Everything sieve needs to know about a model directory before loading weights.
+struct ModelInfo {
+  std::string dir;
+  BertConfig config;
+  std::string weights_path;    ///< model.safetensors
+  Pooling pooling = Pooling::Mean;
+  bool pooling_from_files = false;  ///< true when 1_Pooling/config.json said so
+  bool normalize_module = false;    ///< sentence-transformers pipeline ends with Normalize
+  size_t max_seq_length = 512;      ///< sentence_bert_config.json, else max_position_embeddings
+};
+
+/// Reads config.json and the sentence-transformers files (modules.json, 1_Pooling/config.json,
+/// sentence_bert_config.json) of `dir`; throws sieve::Error naming the missing or bad file.
+ModelInfo read_model_info(const std::string& dir);
+
+/// Options of the random BERT fixture generator (tests, benchmarks, the first-run demo).
+struct FixtureModelOptions {
+  BertConfig config{};               ///< vocab_size is overridden by the vocabulary's size
+  uint64_t seed = 42;
+  float init_std = 0.2f;             ///< weight scale; larger than HF's 0.02 so tests see signal
+  Pooling pooling = Pooling::Mean;
+  bool normalize_module = true;      ///< write a Normalize module in modules.json
+  bool bert_prefix = false;          ///< store keys as "bert.embeddings..." like BertForMaskedLM
+  bool fp16 = false;                 ///< store weights as F16
+  size_t max_seq_length = 128;       ///< sentence_bert_config.json
+  std::string vocab_file;            ///< use this vocab.txt; empty = a built-in English vocabulary
+  bool do_lower_case = true;
+};
+
+/// Writes a complete random model directory (config.json, model.safetensors, vocab.txt,
+/// tokenizer_config.json, special_tokens_map.json, modules.json, 1_Pooling/config.json,
+/// sentence_bert_config.json, config_sentence_transformers.json). Deterministic for a seed.
+void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt);
+
+/// The built-in vocabulary used by fixtures: BERT specials, characters, "##" characters and a
+/// few hundred common English words, padded with [unusedN] up to `size` (at least its natural size).
+std::vector<std::string> builtin_fixture_vocab(size_t size);
+
+}  // namespace sieve

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sieve needs. Idempotent: installs only what is missing and runs
+# `apt-get update` at most once, only when something must be installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libtorch-dev libopenblas-dev libgloo-dev
+  libfaiss-dev libxapian-dev
+  libutf8proc-dev libsentencepiece-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  wordnet-base
+)
+# Optional extras (the PyTorch comparison benchmark): `scripts/setup.sh --bench`.
+if [[ "${1:-}" == "--bench" ]]; then
+  PACKAGES+=(python3-torch)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#PACKAGES[@]} packages present" >&2
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

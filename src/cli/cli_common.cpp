@@ -1,0 +1,75 @@
+#include "cli/cli_common.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sieve/error.h"
+
+namespace sieve::cli {
+
+void TextSource::add_options(CLI::App* cmd) {
+  cmd->add_option("texts", args, "Texts to process (default: one per line from --input or stdin)");
+  cmd->add_option("-i,--input", input_file, "Read texts from FILE, one per line ('-' = stdin)");
+}
+
+std::vector<std::string> TextSource::read() const {
+  if (!args.empty()) {
+    SIEVE_THROW_IF_NOT(input_file.empty(), "give texts either as arguments or with --input, not both");
+    return args;
+  }
+  std::vector<std::string> texts;
+  auto read_lines = [&](std::istream& in) {
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      texts.push_back(line);
+    }
+  };
+  if (!input_file.empty() && input_file != "-") {
+    std::ifstream in(input_file, std::ios::binary);
+    SIEVE_THROW_IF_NOT(in, "cannot open input file '" << input_file << "'");
+    read_lines(in);
+  } else {
+    read_lines(std::cin);
+  }
+  return texts;
+}
+
+void append_float(std::string& out, float v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.7g", static_cast<double>(v));
+  out += buf;
+}
+
+void append_float_array(std::string& out, const float* v, size_t n) {
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    append_float(out, v[i]);
+  }
+  out += ']';
+}
+
+std::string json_quote(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int run_guarded(const std::function<void()>& body) {
+  try {
+    body();
+    return 0;
+  } catch (const sieve::Error& e) {
+    std::fprintf(stderr, "sieve: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sieve: error: %s\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace sieve::cli

@@ -1,0 +1,41 @@
+// Helpers shared by the CLI subcommands: input gathering, JSON output, error boundaries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace sieve::cli {
+
+/// Where a command's texts come from: positional arguments, else --input FILE ('-' = stdin),
+/// else standard input. One text per line for files and stdin.
+struct TextSource {
+  std::vector<std::string> args;
+  std::string input_file;
+  /// Adds the positional TEXT... and --input options to a subcommand.
+  void add_options(CLI::App* cmd);
+  /// Collects the texts in input order; throws sieve::Error when a file cannot be read.
+  std::vector<std::string> read() const;
+};
+
+/// Appends a float with 7 significant digits (enough to round-trip to ~1e-7) to a JSON string.
+void append_float(std::string& out, float v);
+/// Appends a JSON array of floats.
+void append_float_array(std::string& out, const float* v, size_t n);
+/// Quotes a string as JSON (invalid UTF-8 replaced by U+FFFD).
+std::string json_quote(const std::string& s);
+
+/// Runs a command body, turning sieve::Error and std::exception into "sieve: error: ..." on
+/// stderr and exit code 1. Returns the exit code.
+int run_guarded(const std::function<void()>& body);
+
+/// Registers the subcommands; each file in src/cli/ defines one.
+void register_tokenize(CLI::App& app);
+void register_embed(CLI::App& app);
+void register_similarity(CLI::App& app);
+void register_make_fixture(CLI::App& app);
+
+}  // namespace sieve::cli

@@ -1,0 +1,107 @@
+// `sieve embed` and `sieve similarity`: pooled unit keys (and token states) of texts.
+#include <cstdio>
+
+#include "cli/cli_common.h"
+#include "sieve/encoder.h"
+
+namespace sieve::cli {
+namespace {
+
+struct EncoderFlags {
+  std::string model;
+  std::string pooling;
+  std::string device = "cpu";
+  int threads = 0;
+  size_t batch_size = 32;
+  size_t max_length = 0;
+
+  void add(CLI::App* cmd) {
+    cmd->add_option("-m,--model", model, "Model directory (Hugging Face layout)")->required();
+    cmd->add_option("--pooling", pooling, "Override the model's pooling: cls, mean or last")
+        ->check(CLI::IsMember({"cls", "mean", "last"}));
+    cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
+    cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--batch-size", batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--max-length", max_length, "Token cap incl. specials (default: the model's max_seq_length)");
+  }
+  std::unique_ptr<Encoder> load() const {
+    EncoderOptions eo;
+    eo.device = device;
+    eo.threads = threads;
+    eo.max_length = max_length;
+    if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
+    return Encoder::load(model, eo);
+  }
+};
+
+}  // namespace
+
+void register_embed(CLI::App& app) {
+  struct Opts {
+    EncoderFlags enc;
+    bool tokens = false;
+    TextSource src;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("embed", "Embed texts: one JSON line per text with its unit key (and token states)");
+  o->enc.add(cmd);
+  cmd->add_flag("--tokens", o->tokens, "Also write the final-layer token states (\"tokens\": [[...], ...])");
+  o->src.add_options(cmd);
+  cmd->callback([o]() {
+    int rc = run_guarded([&] {
+      auto texts = o->src.read();
+      auto enc = o->enc.load();
+      EncodeCall call;
+      call.batch_size = o->enc.batch_size;
+      call.token_states = o->tokens;
+      Embeddings e = enc->encode(texts, call);
+      std::string line;
+      for (size_t i = 0; i < texts.size(); ++i) {
+        line = "{\"embedding\":";
+        append_float_array(line, &e.pooled[i * e.dim], e.dim);
+        if (o->tokens) {
+          line += ",\"tokens\":[";
+          const TokenStates& ts = e.tokens[i];
+          for (size_t t = 0; t < ts.length; ++t) {
+            if (t) line += ',';
+            append_float_array(line, &ts.values[t * e.dim], e.dim);
+          }
+          line += ']';
+        }
+        line += "}\n";
+        std::fwrite(line.data(), 1, line.size(), stdout);
+      }
+    });
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+void register_similarity(CLI::App& app) {
+  struct Opts {
+    EncoderFlags enc;
+    TextSource src;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("similarity", "Print the pooled cosine similarity of every pair of texts (TSV)");
+  o->enc.add(cmd);
+  o->src.add_options(cmd);
+  cmd->callback([o]() {
+    int rc = run_guarded([&] {
+      auto texts = o->src.read();
+      auto enc = o->enc.load();
+      EncodeCall call;
+      call.batch_size = o->enc.batch_size;
+      Embeddings e = enc->encode(texts, call);
+      std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
+      for (size_t i = 0; i < texts.size(); ++i)
+        for (size_t j = i + 1; j < texts.size(); ++j) {
+          double dot = 0;
+          for (size_t d = 0; d < e.dim; ++d) dot += double(e.pooled[i * e.dim + d]) * e.pooled[j * e.dim + d];
+          std::printf("%zu\t%zu\t%.4f\t%s\t%s\n", i, j, dot, texts[i].c_str(), texts[j].c_str());
+        }
+    });
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace sieve::cli

@@ -1,0 +1,71 @@
+#include "core/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sieve/error.h"
+
+namespace sieve {
+
+std::string read_file(const std::string& path) {
+  SIEVE_THROW_IF_NOT(is_file(path), "file not found: '" << path << "'");
+  std::ifstream in(path, std::ios::binary);
+  SIEVE_THROW_IF_NOT(in, "cannot open '" << path << "': " << std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  SIEVE_THROW_IF_NOT(!in.bad(), "error while reading '" << path << "'");
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SIEVE_THROW_IF_NOT(fd >= 0, "cannot create '" << tmp << "': " << std::strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      SIEVE_THROW("cannot write '" << tmp << "': " << std::strerror(e));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    SIEVE_THROW("cannot flush '" << tmp << "': " << std::strerror(e));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    SIEVE_THROW("cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(e));
+  }
+}
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string path_join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+}  // namespace sieve

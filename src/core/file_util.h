@@ -1,0 +1,23 @@
+// Small file helpers shared by all modules.
+#pragma once
+
+#include <string>
+
+namespace sieve {
+
+/// Reads a whole file into a string; throws sieve::Error naming the path when it cannot.
+std::string read_file(const std::string& path);
+
+/// Writes `content` to `path` atomically: a temp file in the same folder, fsync, then rename.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// True when `path` names an existing regular file.
+bool is_file(const std::string& path);
+
+/// True when `path` names an existing directory.
+bool is_dir(const std::string& path);
+
+/// Joins two path components with exactly one '/'.
+std::string path_join(const std::string& a, const std::string& b);
+
+}  // namespace sieve

@@ -1,0 +1,86 @@
+#include "core/log.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+namespace sieve {
+namespace {
+
+LogLevel initial_level() {
+  const char* env = std::getenv("SIEVE_LOG");
+  if (env == nullptr) return LogLevel::Info;
+  if (std::strcmp(env, "quiet") == 0) return LogLevel::Quiet;
+  if (std::strcmp(env, "warn") == 0) return LogLevel::Warn;
+  if (std::strcmp(env, "debug") == 0) return LogLevel::Debug;
+  return LogLevel::Info;
+}
+
+LogLevel g_level = initial_level();
+std::mutex g_mu;
+
+void emit(LogLevel level, const char* tag, const std::string& msg) {
+  if (static_cast<int>(level) > static_cast<int>(g_level)) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::fprintf(stderr, "sieve: %s%s\n", tag, msg.c_str());
+}
+
+}  // namespace
+
+void set_log_level(LogLevel level) { g_level = level; }
+LogLevel log_level() { return g_level; }
+
+void log_warn(const std::string& msg) { emit(LogLevel::Warn, "warning: ", msg); }
+void log_info(const std::string& msg) { emit(LogLevel::Info, "", msg); }
+void log_debug(const std::string& msg) { emit(LogLevel::Debug, "debug: ", msg); }
+
+void log_warn_once(const std::string& key, const std::string& msg) {
+  static std::set<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!seen.insert(key).second) return;
+  }
+  log_warn(msg);
+}
+
+Progress::Progress(std::string label, uint64_t total)
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(::isatty(STDERR_FILENO) == 1 && g_level >= LogLevel::Info),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+Progress::~Progress() { finish(); }
+
+void Progress::add(uint64_t n) {
+  done_ += n;
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_draw_ > std::chrono::milliseconds(250)) {
+    last_draw_ = now;
+    draw(false);
+  }
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (enabled_) draw(true);
+}
+
+void Progress::draw(bool final_line) {
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double rate = secs > 0 ? static_cast<double>(done_) / secs : 0.0;
+  double eta = (rate > 0 && total_ > done_) ? static_cast<double>(total_ - done_) / rate : 0.0;
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::fprintf(stderr, "\r%s: %llu/%llu  %.1f/s  ETA %.0fs%s", label_.c_str(),
+               static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
+               rate, eta, final_line ? "\n" : "   ");
+  std::fflush(stderr);
+}
+
+}  // namespace sieve

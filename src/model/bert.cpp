@@ -1,0 +1,217 @@
+#include "model/bert.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+
+namespace sieve {
+
+namespace {
+torch::nn::LayerNorm make_layer_norm(const BertOptions& opt) {
+  return torch::nn::LayerNorm(
+      torch::nn::LayerNormOptions({opt.config.hidden_size}).eps(opt.config.layer_norm_eps));
+}
+}  // namespace
+
+BertEmbeddingsImpl::BertEmbeddingsImpl(const BertOptions& opt) : dropout(opt.dropout) {
+  const auto& c = opt.config;
+  word_embeddings = register_module("word_embeddings", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  position_embeddings =
+      register_module("position_embeddings", torch::nn::Embedding(c.max_position_embeddings, c.hidden_size));
+  if (c.type_vocab_size > 0)
+    token_type_embeddings =
+        register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  LayerNorm = register_module("LayerNorm", make_layer_norm(opt));
+}
+
+at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
+  const int64_t L = input_ids.size(1);
+  at::Tensor x = word_embeddings->forward(input_ids);
+  // Position ids 0..L-1 are the same for every row: add the first L rows, broadcast over the batch.
+  x = x + position_embeddings->weight.narrow(0, 0, L).unsqueeze(0);
+  if (token_type_embeddings) {
+    if (token_type_ids.defined())
+      x = x + token_type_embeddings->forward(token_type_ids);
+    else
+      x = x + token_type_embeddings->weight[0];  // all-zero type ids
+  }
+  x = LayerNorm->forward(x);
+  if (is_training() && dropout > 0) x = at::dropout(x, dropout, true);
+  return x;
+}
+
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertOptions& opt) {
+  const int64_t H = opt.config.hidden_size;
+  query = register_module("query", torch::nn::Linear(H, H));
+  key = register_module("key", torch::nn::Linear(H, H));
+  value = register_module("value", torch::nn::Linear(H, H));
+}
+
+BertDenseLayerNormImpl::BertDenseLayerNormImpl(const BertOptions& opt, int64_t in_features) {
+  dense = register_module("dense", torch::nn::Linear(in_features, opt.config.hidden_size));
+  LayerNorm = register_module("LayerNorm", make_layer_norm(opt));
+}
+
+BertAttentionImpl::BertAttentionImpl(const BertOptions& opt) {
+  self = register_module("self", BertSelfAttention(opt));
+  output = register_module("output", BertDenseLayerNorm(opt, opt.config.hidden_size));
+}
+
+BertIntermediateImpl::BertIntermediateImpl(const BertOptions& opt) {
+  dense = register_module("dense", torch::nn::Linear(opt.config.hidden_size, opt.config.intermediate_size));
+}
+
+BertLayerImpl::BertLayerImpl(const BertOptions& opt) : cfg_(opt.config), dropout_(opt.dropout) {
+  attention = register_module("attention", BertAttention(opt));
+  intermediate = register_module("intermediate", BertIntermediate(opt));
+  output = register_module("output", BertDenseLayerNorm(opt, opt.config.intermediate_size));
+}
+
+void BertLayerImpl::prepare_inference() {
+  at::NoGradGuard no_grad;
+  auto& s = *attention->self;
+  qkv_weight_ = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).contiguous();
+  qkv_bias_ = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).contiguous();
+}
+
+at::Tensor BertLayerImpl::activation(const at::Tensor& x) const {
+  if (cfg_.hidden_act == "gelu") return at::gelu(x);
+  if (cfg_.hidden_act == "relu") return at::relu(x);
+  return at::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh
+}
+
+at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& mask_bias) {
+  const int64_t B = x.size(0), L = x.size(1), H = cfg_.hidden_size;
+  const int64_t nh = cfg_.num_attention_heads, dh = H / nh;
+  const bool train = is_training();
+  at::Tensor q, k, v;
+  if (!train && qkv_weight_.defined()) {
+    // One [B*L, H] x [H, 3H] product instead of three.
+    at::Tensor qkv = at::linear(x, qkv_weight_, qkv_bias_).view({B, L, 3, nh, dh}).permute({2, 0, 3, 1, 4});
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
+  } else {
+    auto& s = *attention->self;
+    q = s.query->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
+    k = s.key->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
+    v = s.value->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
+  }
+  // scores [B, nh, L, L] = q k^T / sqrt(dh) + mask
+  at::Tensor scores = at::matmul(q, k.transpose(-1, -2));
+  scores.mul_(1.0 / std::sqrt(static_cast<double>(dh))).add_(mask_bias);
+  at::Tensor probs = at::softmax(scores, -1);
+  if (train && dropout_ > 0) probs = at::dropout(probs, dropout_, true);
+  at::Tensor ctx = at::matmul(probs, v).permute({0, 2, 1, 3}).reshape({B, L, H});
+
+  at::Tensor attn = attention->output->dense->forward(ctx);
+  if (train && dropout_ > 0) attn = at::dropout(attn, dropout_, true);
+  at::Tensor h = attention->output->LayerNorm->forward(attn + x);
+
+  at::Tensor inter = activation(intermediate->dense->forward(h));
+  at::Tensor out = output->dense->forward(inter);
+  if (train && dropout_ > 0) out = at::dropout(out, dropout_, true);
+  return output->LayerNorm->forward(out + h);
+}
+
+BertEncoderStackImpl::BertEncoderStackImpl(const BertOptions& opt) {
+  layer = register_module("layer", torch::nn::ModuleList());
+  for (int64_t i = 0; i < opt.config.num_hidden_layers; ++i) layer->push_back(BertLayer(opt));
+}
+
+BertModelImpl::BertModelImpl(const BertOptions& opt) : opt_(opt) {
+  embeddings = register_module("embeddings", BertEmbeddings(opt));
+  encoder = register_module("encoder", BertEncoderStack(opt));
+}
+
+at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                  const at::Tensor& token_type_ids) {
+  SIEVE_THROW_IF_NOT(input_ids.dim() == 2, "input_ids must be [batch, length]");
+  SIEVE_THROW_IF_NOT(input_ids.size(1) <= opt_.config.max_position_embeddings,
+                     "sequence length " << input_ids.size(1) << " exceeds max_position_embeddings "
+                                        << opt_.config.max_position_embeddings);
+  at::Tensor x = embeddings->forward(input_ids, token_type_ids);
+  // Additive mask over keys: 0 for real tokens, the most negative float for padding (as HF does).
+  const float neg = std::numeric_limits<float>::lowest();
+  at::Tensor bias = (1.0 - attention_mask.to(x.scalar_type())).mul_(neg).view({x.size(0), 1, 1, x.size(1)});
+  for (const auto& m : *encoder->layer) x = m->as<BertLayerImpl>()->forward(x, bias);
+  return x;
+}
+
+void BertModelImpl::prepare_inference() {
+  for (const auto& m : *encoder->layer) m->as<BertLayerImpl>()->prepare_inference();
+}
+
+namespace {
+
+// Finds a parameter's tensor under its HF name, with or without the "bert." prefix, accepting
+// the old TF-converted LayerNorm names gamma/beta.
+const TensorView* find_tensor(const SafetensorsFile& f, const std::string& name) {
+  std::vector<std::string> candidates = {name, "bert." + name};
+  auto ln = name.rfind("LayerNorm.");
+  if (ln != std::string::npos) {
+    std::string base = name.substr(0, ln + 10), leaf = name.substr(ln + 10);
+    std::string alt = base + (leaf == "weight" ? "gamma" : leaf == "bias" ? "beta" : leaf);
+    candidates.push_back(alt);
+    candidates.push_back("bert." + alt);
+  }
+  for (const auto& c : candidates)
+    if (f.contains(c)) return &f.get(c);
+  return nullptr;
+}
+
+}  // namespace
+
+void BertModelImpl::load_weights(const SafetensorsFile& file) {
+  at::NoGradGuard no_grad;
+  for (auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    at::Tensor& param = item.value();
+    const TensorView* t = find_tensor(file, name);
+    SIEVE_THROW_IF_NOT(t != nullptr, file.path() << ": tensor '" << name << "' (or 'bert." << name
+                                                 << "') is missing");
+    std::vector<int64_t> want(param.sizes().begin(), param.sizes().end());
+    auto shape_str = [](const std::vector<int64_t>& s) {
+      std::string r = "[";
+      for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+      return r + "]";
+    };
+    SIEVE_THROW_IF_NOT(t->shape == want, file.path() << ": tensor '" << t->name << "' has shape "
+                                                     << shape_str(t->shape) << ", expected " << shape_str(want));
+    SIEVE_THROW_IF_NOT(t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16 ||
+                           t->dtype == DType::F64,
+                       file.path() << ": tensor '" << t->name << "' has dtype " << dtype_name(t->dtype)
+                                   << ", expected a floating type (F32, F16, BF16, F64)");
+    std::vector<float> values = t->to_float();
+    at::Tensor src = at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kFloat);
+    param.copy_(src.view(param.sizes()));
+  }
+}
+
+at::Tensor pool_and_normalize(const at::Tensor& states, const at::Tensor& attention_mask, Pooling pooling) {
+  at::Tensor pooled;
+  at::Tensor mask = attention_mask.to(states.scalar_type());
+  switch (pooling) {
+    case Pooling::Cls:
+      pooled = states.select(1, 0);
+      break;
+    case Pooling::Mean: {
+      at::Tensor sum = (states * mask.unsqueeze(-1)).sum(1);
+      pooled = sum / mask.sum(1, /*keepdim=*/true).clamp_min(1e-9);
+      break;
+    }
+    case Pooling::LastToken: {
+      // Right padding: the last real token sits at length - 1.
+      at::Tensor last = (attention_mask.to(at::kLong).sum(1) - 1).clamp_min(0);
+      at::Tensor idx = last.view({-1, 1, 1}).expand({states.size(0), 1, states.size(2)});
+      pooled = states.gather(1, idx).squeeze(1);
+      break;
+    }
+  }
+  return pooled / pooled.norm(2, -1, /*keepdim=*/true).clamp_min(1e-12);
+}
+
+}  // namespace sieve

@@ -1,0 +1,114 @@
+// The BERT encoder as libtorch modules. Submodules are named after the Hugging Face keys
+// ("embeddings.word_embeddings", "encoder.layer.3.attention.self.query", ...) so that loading
+// safetensors is a name lookup. Internal to sieve (the public API is sieve/encoder.h).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <memory>
+#include <string>
+
+#include "sieve/model.h"
+
+namespace sieve {
+
+class SafetensorsFile;
+
+/// Module options: the HF config plus the dropout used when training.
+struct BertOptions {
+  BertConfig config;
+  double dropout = 0.1;  ///< hidden and attention dropout, active only in train()
+};
+
+struct BertEmbeddingsImpl : torch::nn::Module {
+  explicit BertEmbeddingsImpl(const BertOptions& opt);
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
+  torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+  double dropout;
+};
+TORCH_MODULE(BertEmbeddings);
+
+struct BertSelfAttentionImpl : torch::nn::Module {
+  explicit BertSelfAttentionImpl(const BertOptions& opt);
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+};
+TORCH_MODULE(BertSelfAttention);
+
+struct BertDenseLayerNormImpl : torch::nn::Module {
+  BertDenseLayerNormImpl(const BertOptions& opt, int64_t in_features);
+  torch::nn::Linear dense{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+};
+TORCH_MODULE(BertDenseLayerNorm);
+
+struct BertAttentionImpl : torch::nn::Module {
+  explicit BertAttentionImpl(const BertOptions& opt);
+  BertSelfAttention self{nullptr};
+  BertDenseLayerNorm output{nullptr};
+};
+TORCH_MODULE(BertAttention);
+
+struct BertIntermediateImpl : torch::nn::Module {
+  explicit BertIntermediateImpl(const BertOptions& opt);
+  torch::nn::Linear dense{nullptr};
+};
+TORCH_MODULE(BertIntermediate);
+
+struct BertLayerImpl : torch::nn::Module {
+  explicit BertLayerImpl(const BertOptions& opt);
+  /// x: [B, L, H]; mask_bias: [B, 1, 1, L] additive (0 or a large negative number).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask_bias);
+  /// Builds the fused query/key/value weight used by inference; call after weights change.
+  void prepare_inference();
+
+  BertAttention attention{nullptr};
+  BertIntermediate intermediate{nullptr};
+  BertDenseLayerNorm output{nullptr};
+
+ private:
+  at::Tensor activation(const at::Tensor& x) const;
+  BertConfig cfg_;
+  double dropout_;
+  at::Tensor qkv_weight_, qkv_bias_;  // inference-only fused copies (not parameters)
+};
+TORCH_MODULE(BertLayer);
+
+struct BertEncoderStackImpl : torch::nn::Module {
+  explicit BertEncoderStackImpl(const BertOptions& opt);
+  torch::nn::ModuleList layer{nullptr};
+};
+TORCH_MODULE(BertEncoderStack);
+
+/// The BERT backbone (no pooler: sieve pools token states itself).
+struct BertModelImpl : torch::nn::Module {
+  explicit BertModelImpl(const BertOptions& opt);
+  /// input_ids, attention_mask, token_type_ids: [B, L] int64 (token_type_ids may be undefined).
+  /// Returns the final-layer token states [B, L, H].
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                     const at::Tensor& token_type_ids = {});
+  /// Copies weights from a safetensors file (keys with or without "bert."); every parameter must
+  /// be present with the right shape, else sieve::Error names the tensor.
+  void load_weights(const SafetensorsFile& file);
+  /// Prepares inference-only caches (fused QKV); call after load_weights / training.
+  void prepare_inference();
+
+  const BertConfig& config() const { return opt_.config; }
+
+  BertEmbeddings embeddings{nullptr};
+  BertEncoderStack encoder{nullptr};
+
+ private:
+  BertOptions opt_;
+};
+TORCH_MODULE(BertModel);
+
+/// Pools token states [B, L, H] under mask [B, L] into L2-normalised keys [B, H].
+at::Tensor pool_and_normalize(const at::Tensor& states, const at::Tensor& attention_mask, Pooling pooling);
+
+}  // namespace sieve

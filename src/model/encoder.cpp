@@ -1,0 +1,136 @@
+// BertEncoder: the libtorch implementation of the Encoder interface.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/log.h"
+#include "model/bert.h"
+#include "sieve/encoder.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+
+namespace sieve {
+namespace {
+
+c10::Device parse_device(const std::string& name) {
+  SIEVE_THROW_IF_NOT(name == "cpu" || name.rfind("cuda", 0) == 0,
+                     "unknown device '" << name << "' (expected cpu, cuda or cuda:N)");
+  if (name != "cpu")
+    SIEVE_THROW_IF_NOT(at::hasCUDA(), "device '" << name << "' requested but this libtorch has no CUDA support "
+                                                 "or no GPU is visible; use --device cpu");
+  return c10::Device(name);
+}
+
+class BertEncoder final : public Encoder {
+ public:
+  BertEncoder(const std::string& dir, const EncoderOptions& opt) : device_(parse_device(opt.device)) {
+    info_ = read_model_info(dir);
+    tokenizer_ = Tokenizer::from_model_dir(dir);
+    SIEVE_THROW_IF_NOT(tokenizer_->vocab_size() <= static_cast<size_t>(info_.config.vocab_size),
+                       dir << ": the tokenizer has " << tokenizer_->vocab_size()
+                           << " entries but config.json says vocab_size " << info_.config.vocab_size);
+    pooling_ = opt.pooling.value_or(info_.pooling);
+    max_length_ = opt.max_length ? opt.max_length : info_.max_seq_length;
+    max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(info_.config.max_position_embeddings));
+    SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2 (room for [CLS] and [SEP])");
+    set_compute_threads(opt.threads);
+
+    auto weights = SafetensorsFile::open(info_.weights_path);
+    BertOptions bo;
+    bo.config = info_.config;
+    model_ = BertModel(bo);
+    model_->load_weights(*weights);
+    model_->eval();
+    model_->to(device_);
+    model_->prepare_inference();
+  }
+
+  size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const ModelInfo& info() const override { return info_; }
+  Pooling pooling() const override { return pooling_; }
+  size_t max_length() const override { return max_length_; }
+
+  Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call) const override {
+    SIEVE_THROW_IF_NOT(call.batch_size > 0, "batch size must be positive");
+    Embeddings out;
+    out.dim = dim();
+    const size_t n = texts.size();
+    out.pooled.assign(n * out.dim, 0.f);
+    if (call.token_states) out.tokens.resize(n);
+    out.encodings.reserve(n);
+    EncodeOptions eo;
+    eo.max_length = max_length_;
+    for (const auto& t : texts) {
+      out.encodings.push_back(tokenizer_->encode(t, eo));
+      if (out.encodings.back().truncated) ++out.truncated;
+    }
+    if (out.truncated > 0)
+      log_warn_once("encoder.truncate", std::to_string(out.truncated) + " text(s) longer than " +
+                                            std::to_string(max_length_) + " tokens were truncated");
+
+    // Longest first, so each batch pads to a length close to all its members.
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return out.encodings[a].ids.size() > out.encodings[b].ids.size();
+    });
+
+    c10::InferenceMode guard;
+    for (size_t start = 0; start < n; start += call.batch_size) {
+      const size_t b = std::min(call.batch_size, n - start);
+      const size_t L = out.encodings[order[start]].ids.size();
+      at::Tensor ids = at::zeros({static_cast<int64_t>(b), static_cast<int64_t>(L)}, at::kLong);
+      at::Tensor mask = at::zeros_like(ids);
+      at::Tensor types = at::zeros_like(ids);
+      auto* ip = ids.data_ptr<int64_t>();
+      auto* mp = mask.data_ptr<int64_t>();
+      auto* tp = types.data_ptr<int64_t>();
+      const int64_t pad = tokenizer_->special_tokens().pad >= 0 ? tokenizer_->special_tokens().pad : 0;
+      for (size_t r = 0; r < b; ++r) {
+        const Encoding& e = out.encodings[order[start + r]];
+        for (size_t j = 0; j < L; ++j) {
+          bool real = j < e.ids.size();
+          ip[r * L + j] = real ? e.ids[j] : pad;
+          mp[r * L + j] = real ? 1 : 0;
+          tp[r * L + j] = real ? e.type_ids[j] : 0;
+        }
+      }
+      at::Tensor states = model_.ptr()->forward(ids.to(device_), mask.to(device_), types.to(device_));
+      at::Tensor keys = pool_and_normalize(states, mask.to(device_), pooling_).to(at::kCPU).contiguous();
+      const float* kp = keys.data_ptr<float>();
+      for (size_t r = 0; r < b; ++r)
+        std::memcpy(&out.pooled[order[start + r] * out.dim], kp + r * out.dim, out.dim * sizeof(float));
+      if (call.token_states) {
+        at::Tensor cpu = states.to(at::kCPU).contiguous();
+        const float* sp = cpu.data_ptr<float>();
+        for (size_t r = 0; r < b; ++r) {
+          const size_t len = out.encodings[order[start + r]].ids.size();
+          TokenStates& ts = out.tokens[order[start + r]];
+          ts.length = len;
+          ts.values.assign(sp + r * L * out.dim, sp + (r * L + len) * out.dim);
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  c10::Device device_;
+  ModelInfo info_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  BertModel model_{nullptr};
+  Pooling pooling_ = Pooling::Mean;
+  size_t max_length_ = 512;
+};
+
+}  // namespace
+
+std::unique_ptr<Encoder> Encoder::load(const std::string& model_dir, const EncoderOptions& opt) {
+  return std::make_unique<BertEncoder>(model_dir, opt);
+}
+
+}  // namespace sieve

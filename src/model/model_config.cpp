@@ -1,0 +1,165 @@
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+#include "sieve/model.h"
+
+namespace sieve {
+
+using nlohmann::json;
+
+Pooling pooling_from_name(const std::string& name) {
+  if (name == "cls") return Pooling::Cls;
+  if (name == "mean") return Pooling::Mean;
+  if (name == "last" || name == "lasttoken" || name == "last_token") return Pooling::LastToken;
+  SIEVE_THROW("unknown pooling '" << name << "' (expected cls, mean or last)");
+}
+
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::Cls: return "cls";
+    case Pooling::Mean: return "mean";
+    case Pooling::LastToken: return "last";
+  }
+  SIEVE_ASSERT(false);
+  return "";
+}
+
+namespace {
+
+json parse_json(const std::string& text, const std::string& source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  SIEVE_THROW_IF_NOT(!j.is_discarded(), source << ": not valid JSON");
+  SIEVE_THROW_IF_NOT(j.is_object(), source << ": expected a JSON object");
+  return j;
+}
+
+int64_t get_int(const json& j, const char* key, int64_t def, const std::string& source,
+                int64_t min_value) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  SIEVE_THROW_IF_NOT(j[key].is_number_integer(), source << ": '" << key << "' must be an integer");
+  int64_t v = j[key].get<int64_t>();
+  SIEVE_THROW_IF_NOT(v >= min_value, source << ": '" << key << "' = " << v << " must be >= " << min_value);
+  return v;
+}
+
+}  // namespace
+
+BertConfig parse_bert_config(const std::string& text, const std::string& source) {
+  json j = parse_json(text, source);
+  BertConfig c;
+  if (j.contains("model_type")) {
+    SIEVE_THROW_IF_NOT(j["model_type"].is_string(), source << ": 'model_type' must be a string");
+    c.model_type = j["model_type"].get<std::string>();
+  }
+  // Only the BERT graph is implemented: RoBERTa-style models need position-id offsets.
+  SIEVE_THROW_IF_NOT(c.model_type == "bert",
+                     source << ": unsupported architecture model_type='" << c.model_type
+                            << "'; sieve runs BERT encoders (model_type 'bert')");
+  c.vocab_size = get_int(j, "vocab_size", c.vocab_size, source, 1);
+  c.hidden_size = get_int(j, "hidden_size", c.hidden_size, source, 1);
+  c.num_hidden_layers = get_int(j, "num_hidden_layers", c.num_hidden_layers, source, 0);
+  c.num_attention_heads = get_int(j, "num_attention_heads", c.num_attention_heads, source, 1);
+  c.intermediate_size = get_int(j, "intermediate_size", c.intermediate_size, source, 1);
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", c.max_position_embeddings, source, 1);
+  c.type_vocab_size = get_int(j, "type_vocab_size", c.type_vocab_size, source, 0);
+  c.pad_token_id = get_int(j, "pad_token_id", c.pad_token_id, source, 0);
+  if (j.contains("layer_norm_eps")) {
+    SIEVE_THROW_IF_NOT(j["layer_norm_eps"].is_number(), source << ": 'layer_norm_eps' must be a number");
+    c.layer_norm_eps = j["layer_norm_eps"].get<double>();
+    SIEVE_THROW_IF_NOT(c.layer_norm_eps > 0, source << ": 'layer_norm_eps' must be positive");
+  }
+  if (j.contains("hidden_act")) {
+    SIEVE_THROW_IF_NOT(j["hidden_act"].is_string(), source << ": 'hidden_act' must be a string");
+    c.hidden_act = j["hidden_act"].get<std::string>();
+  }
+  SIEVE_THROW_IF_NOT(c.hidden_act == "gelu" || c.hidden_act == "gelu_new" ||
+                         c.hidden_act == "gelu_pytorch_tanh" || c.hidden_act == "relu",
+                     source << ": unsupported hidden_act '" << c.hidden_act
+                            << "' (gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  if (j.contains("position_embedding_type") && j["position_embedding_type"].is_string()) {
+    auto p = j["position_embedding_type"].get<std::string>();
+    SIEVE_THROW_IF_NOT(p == "absolute", source << ": position_embedding_type '" << p
+                                               << "' is not supported (only absolute)");
+  }
+  SIEVE_THROW_IF_NOT(c.hidden_size % c.num_attention_heads == 0,
+                     source << ": hidden_size " << c.hidden_size << " is not a multiple of num_attention_heads "
+                            << c.num_attention_heads);
+  return c;
+}
+
+std::string bert_config_to_json(const BertConfig& c) {
+  json j;
+  j["architectures"] = json::array({"BertModel"});
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["intermediate_size"] = c.intermediate_size;
+  j["hidden_act"] = c.hidden_act;
+  j["hidden_dropout_prob"] = 0.1;
+  j["attention_probs_dropout_prob"] = 0.1;
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["pad_token_id"] = c.pad_token_id;
+  j["initializer_range"] = 0.02;
+  j["position_embedding_type"] = "absolute";
+  j["torch_dtype"] = "float32";
+  return j.dump(2) + "\n";
+}
+
+ModelInfo read_model_info(const std::string& dir) {
+  SIEVE_THROW_IF_NOT(is_dir(dir), "model directory not found: '" << dir << "'");
+  ModelInfo info;
+  info.dir = dir;
+  std::string cfg_path = path_join(dir, "config.json");
+  SIEVE_THROW_IF_NOT(is_file(cfg_path), "'" << dir << "' is not a model directory: config.json is missing");
+  info.config = parse_bert_config(read_file(cfg_path), cfg_path);
+  info.weights_path = path_join(dir, "model.safetensors");
+  SIEVE_THROW_IF_NOT(is_file(info.weights_path),
+                     "'" << dir << "': model.safetensors is missing (sieve reads safetensors weights only; "
+                         "convert pytorch_model.bin with Hugging Face's save_pretrained(safe_serialization=True))");
+  info.max_seq_length = static_cast<size_t>(info.config.max_position_embeddings);
+
+  // sentence-transformers: the pooling module's folder comes from modules.json when present.
+  std::string pooling_dir = path_join(dir, "1_Pooling");
+  std::string modules_path = path_join(dir, "modules.json");
+  if (is_file(modules_path)) {
+    json m = json::parse(read_file(modules_path), nullptr, false);
+    SIEVE_THROW_IF_NOT(!m.is_discarded() && m.is_array(), modules_path << ": expected a JSON array of modules");
+    for (const auto& mod : m) {
+      SIEVE_THROW_IF_NOT(mod.is_object(), modules_path << ": each module must be an object");
+      std::string type = mod.value("type", "");
+      std::string path = mod.value("path", "");
+      if (type.find("Pooling") != std::string::npos && !path.empty()) pooling_dir = path_join(dir, path);
+      if (type.find("Normalize") != std::string::npos) info.normalize_module = true;
+    }
+  }
+  std::string pooling_cfg = path_join(pooling_dir, "config.json");
+  if (is_file(pooling_cfg)) {
+    json p = parse_json(read_file(pooling_cfg), pooling_cfg);
+    int modes = 0;
+    if (p.value("pooling_mode_cls_token", false)) { info.pooling = Pooling::Cls; ++modes; }
+    if (p.value("pooling_mode_mean_tokens", false)) { info.pooling = Pooling::Mean; ++modes; }
+    if (p.value("pooling_mode_lasttoken", false)) { info.pooling = Pooling::LastToken; ++modes; }
+    SIEVE_THROW_IF_NOT(!p.value("pooling_mode_max_tokens", false) && !p.value("pooling_mode_mean_sqrt_len_tokens", false),
+                       pooling_cfg << ": max and mean_sqrt_len pooling are not supported (cls, mean, last)");
+    SIEVE_THROW_IF_NOT(modes == 1, pooling_cfg << ": expected exactly one of pooling_mode_cls_token, "
+                                                  "pooling_mode_mean_tokens, pooling_mode_lasttoken");
+    info.pooling_from_files = true;
+  }
+  std::string sbert_cfg = path_join(dir, "sentence_bert_config.json");
+  if (is_file(sbert_cfg)) {
+    json s = parse_json(read_file(sbert_cfg), sbert_cfg);
+    if (s.contains("max_seq_length") && s["max_seq_length"].is_number_integer()) {
+      int64_t v = s["max_seq_length"].get<int64_t>();
+      SIEVE_THROW_IF_NOT(v >= 2, sbert_cfg << ": max_seq_length must be >= 2");
+      info.max_seq_length = std::min<size_t>(static_cast<size_t>(v), info.max_seq_length);
+    }
+  }
+  return info;
+}
+
+}  // namespace sieve

@@ -1,0 +1,51 @@
+// Helpers shared by the test binaries: temp directories, shared-data paths, running the CLI.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace sieve::test {
+
+/// A fresh temp directory under gtest's TempDir, unique per call.
+inline std::string make_temp_dir(const std::string& tag) {
+  std::string tmpl = ::testing::TempDir() + "sieve_" + tag + "_XXXXXX";
+  char* p = ::mkdtemp(tmpl.data());
+  if (p == nullptr) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+/// Path of a file in ../shared/data, or empty when the shared data is absent.
+inline std::string shared_data(const std::string& rel) {
+  std::string p = std::string(SIEVE_SHARED_DATA) + "/" + rel;
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? p : std::string();
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+/// Runs a shell command line, capturing stdout (stderr goes to `err_file` when given).
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  int status = ::pclose(f);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// The built `sieve` executable.
+inline std::string cli_path() { return SIEVE_CLI_PATH; }
+
+}  // namespace sieve::test

@@ -1,0 +1,24 @@
+// The `sieve` command line: a thin shell over the library (see docs/cli.md).
+#include <CLI/CLI.hpp>
+
+#include "cli/cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sieve: semantic search that verifies identity (stage 1 recall, stage 2 verification)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sieve 0.1.0");
+  sieve::cli::register_tokenize(app);
+  sieve::cli::register_embed(app);
+  sieve::cli::register_similarity(app);
+  sieve::cli::register_make_fixture(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    // Usage errors exit 2; --help and --version exit 0.
+    return rc == 0 ? 0 : 2;
+  }
+  return 0;
+}
