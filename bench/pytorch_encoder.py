@@ -42,13 +42,13 @@ class Layer(nn.Module):
 class Bert(nn.Module):
     def __init__(self, vocab=30522, h=384, layers=6, heads=12, ffn=1536, positions=512):
         super().__init__()
-        self.word, self.pos, self.type = nn.Embedding(vocab, h), nn.Embedding(positions, h), nn.Embedding(2, h)
+        self.word, self.pos, self.tok_type = nn.Embedding(vocab, h), nn.Embedding(positions, h), nn.Embedding(2, h)
         self.ln = nn.LayerNorm(h, eps=1e-12)
         self.layers = nn.ModuleList(Layer(h, heads, ffn) for _ in range(layers))
 
     def forward(self, ids, mask):
         l = ids.shape[1]
-        x = self.ln(self.word(ids) + self.pos.weight[:l] + self.type.weight[0])
+        x = self.ln(self.word(ids) + self.pos.weight[:l] + self.tok_type.weight[0])
         bias = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
         for layer in self.layers:
             x = layer(x, bias)

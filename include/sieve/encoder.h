@@ -67,4 +67,9 @@ class Encoder {
 /// 0 = number of cores. Process-wide.
 void set_compute_threads(int n);
 
+/// Call first thing in main(): when OpenBLAS does not know this CPU and fell back to its generic
+/// kernels, re-executes the program with OPENBLAS_CORETYPE set to the best matching kernels
+/// (SIEVE_BLAS_REEXEC=0 disables this; with argv == nullptr it only warns). No-op otherwise.
+void ensure_fast_blas(char** argv);
+
 }  // namespace sieve

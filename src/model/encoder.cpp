@@ -37,6 +37,7 @@ class BertEncoder final : public Encoder {
     max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(info_.config.max_position_embeddings));
     SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2 (room for [CLS] and [SEP])");
     set_compute_threads(opt.threads);
+    ensure_fast_blas(nullptr);  // warns when the process runs OpenBLAS's generic kernels
 
     auto weights = SafetensorsFile::open(info_.weights_path);
     BertOptions bo;

@@ -15,6 +15,14 @@
 namespace sieve {
 namespace {
 
+// AddressSanitizer refuses RTLD_DEEPBIND; sanitizer builds load the module without it (fine in
+// processes without libtorch, which is where SentencePiece is tested under sanitizers).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
 using CreateFn = Tokenizer* (*)(const char*, size_t, char*, size_t);
 using TrainFn = int (*)(const char*, char*, size_t);
 
@@ -51,7 +59,7 @@ const SpmModule& spm_module() {
         tried += " " + path;
         continue;
       }
-      void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
       if (h == nullptr) {
         failure = std::string("cannot load ") + path + ": " + ::dlerror();
         return;

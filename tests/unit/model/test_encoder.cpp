@@ -83,13 +83,19 @@ TEST_P(EncoderVsReference, TokenStatesAndKeysMatch) {
   expect_matches_reference(dir, pooling, 3);
 }
 
+std::string param_name(const ::testing::TestParamInfo<EncoderVsReference::ParamType>& info) {
+  auto [pooling, act, prefix, fp16] = info.param;
+  return std::string(pooling_name(pooling)) + "_" + act + (prefix ? "_bertprefix" : "") + (fp16 ? "_fp16" : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllPoolings, EncoderVsReference,
     ::testing::Values(std::make_tuple(Pooling::Mean, std::string("gelu"), false, false),
                       std::make_tuple(Pooling::Cls, std::string("gelu"), false, false),
                       std::make_tuple(Pooling::LastToken, std::string("gelu"), false, false),
                       std::make_tuple(Pooling::Mean, std::string("gelu_new"), true, false),
-                      std::make_tuple(Pooling::Cls, std::string("relu"), false, true)));
+                      std::make_tuple(Pooling::Cls, std::string("relu"), false, true)),
+    param_name);
 
 TEST(Encoder, BatchSizeDoesNotChangeResults) {
   std::string dir = make_temp_dir("enc_bs");
@@ -141,6 +147,23 @@ TEST(Encoder, EmptyInputListGivesEmptyOutput) {
   auto enc = Encoder::load(dir);
   Embeddings e = enc->encode({});
   EXPECT_TRUE(e.pooled.empty());
+}
+
+// libsentencepiece bundles protobuf-lite; libtorch links libprotobuf. In one process they crash
+// unless the SentencePiece module is isolated (src/text/spm_module.cpp). This binary links libtorch.
+TEST(Encoder, SentencePieceWorksInALibtorchProcess) {
+  std::string dir = make_temp_dir("spm_torch");
+  {
+    std::ofstream corpus(dir + "/corpus.txt");
+    for (int i = 0; i < 200; ++i) corpus << kTexts[i % kTexts.size()] << " " << i << "\n";
+  }
+  train_sentencepiece("--input=" + dir + "/corpus.txt --model_prefix=" + dir + "/spiece --vocab_size=80 "
+                      "--hard_vocab_limit=false --control_symbols=[CLS],[SEP],[PAD],[MASK] --minloglevel=2");
+  auto tok = make_sentencepiece_tokenizer(dir + "/spiece.model", 64);
+  Encoding e = tok->encode("the dog bit the man");
+  EXPECT_EQ(e.ids.front(), tok->special_tokens().cls);
+  EXPECT_EQ(e.ids.back(), tok->special_tokens().sep);
+  EXPECT_GT(e.ids.size(), 3u);
 }
 
 // --- loading errors -------------------------------------------------------------------------
@@ -256,6 +279,20 @@ TEST(Cli, TokenizeAndEmbedWriteOneJsonLinePerTextInOrder) {
     for (size_t h = 0; h < ref.dim; ++h) EXPECT_NEAR(j["embedding"][h].get<double>(), ref.pooled[i * ref.dim + h], 1e-6);
     EXPECT_EQ(j["tokens"].size(), ref.tokens[i].length);
   }
+}
+
+TEST(Cli, EmptyInputWritesNothingAndLongInputWarnsOnce) {
+  std::string dir = make_temp_dir("cli_empty");
+  write_fixture_model(dir, small_fixture(Pooling::Mean));
+  std::string cli = test::cli_path();
+  auto r = test::run_command("printf '' | " + cli + " embed --model " + dir + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "the dog ";
+  auto w = test::run_command(cli + " embed --max-length 8 --model " + dir + " '" + long_text + "' '" + long_text +
+                             "' 2>&1 >/dev/null | grep -c truncated");
+  EXPECT_EQ(w.out, "1\n") << "the truncation warning must appear exactly once";
 }
 
 TEST(Cli, ExitCodes) {
