@@ -72,4 +72,11 @@ int run_guarded(const std::function<void()>& body) {
   return 1;
 }
 
+void on_run(CLI::App* cmd, std::function<void()> body) {
+  cmd->callback([body = std::move(body)]() {
+    int rc = run_guarded(body);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
 }  // namespace sieve::cli

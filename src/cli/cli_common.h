@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -31,6 +30,9 @@ std::string json_quote(const std::string& s);
 /// Runs a command body, turning sieve::Error and std::exception into "sieve: error: ..." on
 /// stderr and exit code 1. Returns the exit code.
 int run_guarded(const std::function<void()>& body);
+
+/// Makes `body` the subcommand's action, run through run_guarded; a failure exits with 1.
+void on_run(CLI::App* cmd, std::function<void()> body);
 
 /// Registers the subcommands; each file in src/cli/ defines one.
 void register_tokenize(CLI::App& app);

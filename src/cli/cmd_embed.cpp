@@ -21,8 +21,11 @@ struct EncoderFlags {
         ->check(CLI::IsMember({"cls", "mean", "last"}));
     cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
     cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")->capture_default_str();
-    cmd->add_option("--batch-size", batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--max-length", max_length, "Token cap incl. specials (default: the model's max_seq_length)");
+    cmd->add_option("--batch-size", batch_size, "Texts per forward pass")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--max-length", max_length,
+                    "Token cap incl. specials (default: the model's max_seq_length)");
   }
   std::unique_ptr<Encoder> load() const {
     EncoderOptions eo;
@@ -43,36 +46,34 @@ void register_embed(CLI::App& app) {
     TextSource src;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("embed", "Embed texts: one JSON line per text with its unit key (and token states)");
+  auto* cmd =
+      app.add_subcommand("embed", "Embed texts: one JSON line per text with its unit key (and token states)");
   o->enc.add(cmd);
   cmd->add_flag("--tokens", o->tokens, "Also write the final-layer token states (\"tokens\": [[...], ...])");
   o->src.add_options(cmd);
-  cmd->callback([o]() {
-    int rc = run_guarded([&] {
-      auto texts = o->src.read();
-      auto enc = o->enc.load();
-      EncodeCall call;
-      call.batch_size = o->enc.batch_size;
-      call.token_states = o->tokens;
-      Embeddings e = enc->encode(texts, call);
-      std::string line;
-      for (size_t i = 0; i < texts.size(); ++i) {
-        line = "{\"embedding\":";
-        append_float_array(line, &e.pooled[i * e.dim], e.dim);
-        if (o->tokens) {
-          line += ",\"tokens\":[";
-          const TokenStates& ts = e.tokens[i];
-          for (size_t t = 0; t < ts.length; ++t) {
-            if (t) line += ',';
-            append_float_array(line, &ts.values[t * e.dim], e.dim);
-          }
-          line += ']';
+  on_run(cmd, [o] {
+    auto texts = o->src.read();
+    auto enc = o->enc.load();
+    EncodeCall call;
+    call.batch_size = o->enc.batch_size;
+    call.token_states = o->tokens;
+    Embeddings e = enc->encode(texts, call);
+    std::string line;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      line = "{\"embedding\":";
+      append_float_array(line, &e.pooled[i * e.dim], e.dim);
+      if (o->tokens) {
+        line += ",\"tokens\":[";
+        const TokenStates& ts = e.tokens[i];
+        for (size_t t = 0; t < ts.length; ++t) {
+          if (t) line += ',';
+          append_float_array(line, &ts.values[t * e.dim], e.dim);
         }
-        line += "}\n";
-        std::fwrite(line.data(), 1, line.size(), stdout);
+        line += ']';
       }
-    });
-    if (rc != 0) throw CLI::RuntimeError(rc);
+      line += "}\n";
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
   });
 }
 
@@ -82,25 +83,23 @@ void register_similarity(CLI::App& app) {
     TextSource src;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("similarity", "Print the pooled cosine similarity of every pair of texts (TSV)");
+  auto* cmd =
+      app.add_subcommand("similarity", "Print the pooled cosine similarity of every pair of texts (TSV)");
   o->enc.add(cmd);
   o->src.add_options(cmd);
-  cmd->callback([o]() {
-    int rc = run_guarded([&] {
-      auto texts = o->src.read();
-      auto enc = o->enc.load();
-      EncodeCall call;
-      call.batch_size = o->enc.batch_size;
-      Embeddings e = enc->encode(texts, call);
-      std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
-      for (size_t i = 0; i < texts.size(); ++i)
-        for (size_t j = i + 1; j < texts.size(); ++j) {
-          double dot = 0;
-          for (size_t d = 0; d < e.dim; ++d) dot += double(e.pooled[i * e.dim + d]) * e.pooled[j * e.dim + d];
-          std::printf("%zu\t%zu\t%.4f\t%s\t%s\n", i, j, dot, texts[i].c_str(), texts[j].c_str());
-        }
-    });
-    if (rc != 0) throw CLI::RuntimeError(rc);
+  on_run(cmd, [o] {
+    auto texts = o->src.read();
+    auto enc = o->enc.load();
+    EncodeCall call;
+    call.batch_size = o->enc.batch_size;
+    Embeddings e = enc->encode(texts, call);
+    std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
+    for (size_t i = 0; i < texts.size(); ++i)
+      for (size_t j = i + 1; j < texts.size(); ++j) {
+        double dot = 0;
+        for (size_t d = 0; d < e.dim; ++d) dot += double(e.pooled[i * e.dim + d]) * e.pooled[j * e.dim + d];
+        std::printf("%zu\t%zu\t%.4f\t%s\t%s\n", i, j, dot, texts[i].c_str(), texts[j].c_str());
+      }
   });
 }
 

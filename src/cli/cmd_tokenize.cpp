@@ -15,36 +15,36 @@ void register_tokenize(CLI::App& app) {
     TextSource src;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("tokenize", "Tokenize texts with a model's tokenizer (JSON lines: ids, tokens, offsets)");
+  auto* cmd = app.add_subcommand(
+      "tokenize", "Tokenize texts with a model's tokenizer (JSON lines: ids, tokens, offsets)");
   cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout)")->required();
-  cmd->add_option("--max-length", o->max_length, "Truncate to N tokens incl. specials (default: the model's)");
+  cmd->add_option("--max-length", o->max_length,
+                  "Truncate to N tokens incl. specials (default: the model's)");
   cmd->add_flag("--no-special", o->no_special, "Do not add [CLS]/[SEP]");
   o->src.add_options(cmd);
-  cmd->callback([o]() {
-    int rc = run_guarded([&] {
-      auto tok = Tokenizer::from_model_dir(o->model);
-      EncodeOptions eo;
-      eo.max_length = o->max_length;
-      eo.add_special_tokens = !o->no_special;
-      size_t truncated = 0;
-      std::string line;
-      for (const auto& text : o->src.read()) {
-        Encoding e = tok->encode(text, eo);
-        truncated += e.truncated ? 1 : 0;
-        line = "{\"ids\":[";
-        for (size_t i = 0; i < e.ids.size(); ++i) line += (i ? "," : "") + std::to_string(e.ids[i]);
-        line += "],\"tokens\":[";
-        for (size_t i = 0; i < e.tokens.size(); ++i) line += (i ? "," : "") + json_quote(e.tokens[i]);
-        line += "],\"offsets\":[";
-        for (size_t i = 0; i < e.offsets.size(); ++i)
-          line += (i ? ",[" : "[") + std::to_string(e.offsets[i].first) + "," + std::to_string(e.offsets[i].second) + "]";
-        line += "]}\n";
-        std::fwrite(line.data(), 1, line.size(), stdout);
-      }
-      if (truncated > 0)
-        std::fprintf(stderr, "sieve: warning: %zu text(s) were truncated to the maximum length\n", truncated);
-    });
-    if (rc != 0) throw CLI::RuntimeError(rc);
+  on_run(cmd, [o] {
+    auto tok = Tokenizer::from_model_dir(o->model);
+    EncodeOptions eo;
+    eo.max_length = o->max_length;
+    eo.add_special_tokens = !o->no_special;
+    size_t truncated = 0;
+    std::string line;
+    for (const auto& text : o->src.read()) {
+      Encoding e = tok->encode(text, eo);
+      truncated += e.truncated ? 1 : 0;
+      line = "{\"ids\":[";
+      for (size_t i = 0; i < e.ids.size(); ++i) line += (i ? "," : "") + std::to_string(e.ids[i]);
+      line += "],\"tokens\":[";
+      for (size_t i = 0; i < e.tokens.size(); ++i) line += (i ? "," : "") + json_quote(e.tokens[i]);
+      line += "],\"offsets\":[";
+      for (size_t i = 0; i < e.offsets.size(); ++i)
+        line += (i ? ",[" : "[") + std::to_string(e.offsets[i].first) + "," +
+                std::to_string(e.offsets[i].second) + "]";
+      line += "]}\n";
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
+    if (truncated > 0)
+      std::fprintf(stderr, "sieve: warning: %zu text(s) were truncated to the maximum length\n", truncated);
   });
 }
 

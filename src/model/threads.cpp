@@ -58,11 +58,18 @@ void ensure_fast_blas(char** argv) {
 void set_compute_threads(int n) {
   if (n <= 0) n = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (n <= 0) n = 1;
-  at::set_num_threads(n);
   // Found at run time so sieve works with any BLAS (the symbol only exists in OpenBLAS).
   using SetThreads = void (*)(int);
-  if (auto fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    fn(blas_threads_for(n));
+  auto blas_fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (blas_fn == nullptr) {
+    at::set_num_threads(n);
+    return;
+  }
+  // With OpenBLAS the matrix products, which are nearly all of the encoder's time, get the
+  // threads; libtorch's own pool stays at one thread. Both pools at n threads oversubscribe the
+  // cores (their workers spin) and ran up to 3.5x slower at batch 1 (docs/benchmarks.md).
+  at::set_num_threads(1);
+  blas_fn(blas_threads_for(n));
 }
 
 }  // namespace sieve
