@@ -1,5 +1,7 @@
 // Encoder throughput (sentences/s) of a MiniLM-L6-shaped random model: 6 layers, hidden 384,
 // 12 heads, FFN 1536, vocab 30522; batch 1/32/128; ~16 and ~128 tokens; 1 and 2 threads.
+// lengths=0: every text has exactly `tokens` tokens; lengths=1: lengths spread evenly over
+// [tokens/2, tokens], as real sentences vary (the batch pads to `tokens`).
 // Compare with bench/pytorch_encoder.py (the same shapes in PyTorch eager). Run:
 //   build/bench/bench_encoder --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -51,11 +53,15 @@ void BM_Encode(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   const int tokens = static_cast<int>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
+  const bool varied = state.range(3) != 0;
   static std::unique_ptr<sieve::Encoder> enc;
   if (!enc) enc = sieve::Encoder::load(model_dir());
   sieve::set_compute_threads(threads);
   std::vector<std::string> texts;
-  for (int i = 0; i < batch; ++i) texts.push_back(make_text(tokens - 2, i));
+  for (int i = 0; i < batch; ++i) {
+    int len = varied && batch > 1 ? tokens / 2 + (tokens / 2) * i / (batch - 1) : tokens;
+    texts.push_back(make_text(len - 2, i));
+  }
   sieve::EncodeCall call;
   call.batch_size = static_cast<size_t>(batch);
   for (auto _ : state) {
@@ -69,8 +75,10 @@ void BM_Encode(benchmark::State& state) {
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2})
     for (int tokens : {16, 128})
-      for (int batch : {1, 32, 128}) b->Args({batch, tokens, threads});
-  b->ArgNames({"batch", "tokens", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+      for (int batch : {1, 32, 128})
+        for (int varied : {0, 1})
+          if (batch > 1 || varied == 0) b->Args({batch, tokens, threads, varied});
+  b->ArgNames({"batch", "tokens", "threads", "lengths"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 }
 
 BENCHMARK(BM_Encode)->Apply(Args);

@@ -4,7 +4,9 @@
 The same BERT shape as the C++ benchmark (MiniLM-L6: 6 layers, hidden 384, 12 heads, FFN 1536,
 vocab 30522), written with plain torch.nn modules the way Hugging Face's BertModel computes it
 (separate Q/K/V projections, additive mask, post-LN, erf GELU), run under torch.inference_mode().
-Needs Debian's python3-torch (`scripts/setup.sh --bench`). Prints one JSON object per line:
+Lengths: "fixed" gives every text `tokens` tokens; "varied" spreads them evenly over
+[tokens/2, tokens] and pads the batch to the longest, as Hugging Face's tokenizer(padding=True)
+does. Needs Debian's python3-torch (`scripts/setup.sh --bench`). Prints one JSON object per line:
   {"batch": B, "tokens": T, "threads": N, "sentences_per_s": X, "ms_per_batch": Y}
 
 Usage: /usr/bin/python3 bench/pytorch_encoder.py [--threads 1 2] [--min-time 1.0]
@@ -61,6 +63,7 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 32, 128])
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 128])
+    ap.add_argument("--lengths", nargs="+", default=["fixed", "varied"], choices=["fixed", "varied"])
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds per configuration")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -69,21 +72,29 @@ def main():
         torch.set_num_threads(threads)
         for tokens in args.tokens:
             for batch in args.batches:
-                ids = torch.randint(1000, 30000, (batch, tokens))
-                mask = torch.ones(batch, tokens, dtype=torch.long)
-                with torch.inference_mode():
-                    model(ids, mask)  # warm-up
-                    n, start = 0, time.perf_counter()
-                    while True:
-                        model(ids, mask)
-                        n += 1
-                        elapsed = time.perf_counter() - start
-                        if elapsed >= args.min_time:
-                            break
-                print(json.dumps({"impl": "pytorch-eager", "torch": torch.__version__, "batch": batch,
-                                  "tokens": tokens, "threads": threads,
-                                  "sentences_per_s": round(batch * n / elapsed, 2),
-                                  "ms_per_batch": round(1000 * elapsed / n, 3)}), flush=True)
+                for lengths in args.lengths:
+                    if lengths == "varied" and batch == 1:
+                        continue
+                    ids = torch.randint(1000, 30000, (batch, tokens))
+                    mask = torch.ones(batch, tokens, dtype=torch.long)
+                    if lengths == "varied":
+                        for i in range(batch):
+                            n = tokens // 2 + (tokens // 2) * i // (batch - 1)
+                            mask[i, n:] = 0
+                            ids[i, n:] = 0
+                    with torch.inference_mode():
+                        model(ids, mask)  # warm-up
+                        n, start = 0, time.perf_counter()
+                        while True:
+                            model(ids, mask)
+                            n += 1
+                            elapsed = time.perf_counter() - start
+                            if elapsed >= args.min_time:
+                                break
+                    print(json.dumps({"impl": "pytorch-eager", "torch": torch.__version__, "batch": batch,
+                                      "tokens": tokens, "lengths": lengths, "threads": threads,
+                                      "sentences_per_s": round(batch * n / elapsed, 2),
+                                      "ms_per_batch": round(1000 * elapsed / n, 3)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -83,38 +83,50 @@ at::Tensor BertLayerImpl::activation(const at::Tensor& x) const {
   return at::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh
 }
 
-at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& mask_bias) {
-  const int64_t B = x.size(0), L = x.size(1), H = cfg_.hidden_size;
-  const int64_t nh = cfg_.num_attention_heads, dh = H / nh;
-  const bool train = is_training();
-  at::Tensor q, k, v;
-  if (!train && qkv_weight_.defined()) {
-    // One [B*L, H] x [H, 3H] product instead of three.
-    at::Tensor qkv = at::linear(x, qkv_weight_, qkv_bias_).view({B, L, 3, nh, dh}).permute({2, 0, 3, 1, 4});
-    q = qkv[0];
-    k = qkv[1];
-    v = qkv[2];
-  } else {
-    auto& s = *attention->self;
-    q = s.query->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
-    k = s.key->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
-    v = s.value->forward(x).view({B, L, nh, dh}).permute({0, 2, 1, 3});
-  }
-  // scores [B, nh, L, L] = q k^T / sqrt(dh) + mask
-  at::Tensor scores = at::matmul(q, k.transpose(-1, -2));
+// Self-attention over qkv [B, L, 3H] (query, key, value side by side): returns context [B, L, H].
+at::Tensor BertLayerImpl::attend(const at::Tensor& qkv, int64_t B, int64_t L, const at::Tensor& mask_bias) const {
+  const int64_t H = cfg_.hidden_size, nh = cfg_.num_attention_heads, dh = H / nh;
+  at::Tensor heads = qkv.view({B, L, 3, nh, dh}).permute({2, 0, 3, 1, 4});  // [3, B, nh, L, dh]
+  at::Tensor scores = at::matmul(heads[0], heads[1].transpose(-1, -2));
   scores.mul_(1.0 / std::sqrt(static_cast<double>(dh))).add_(mask_bias);
   at::Tensor probs = at::softmax(scores, -1);
-  if (train && dropout_ > 0) probs = at::dropout(probs, dropout_, true);
-  at::Tensor ctx = at::matmul(probs, v).permute({0, 2, 1, 3}).reshape({B, L, H});
+  if (is_training() && dropout_ > 0) probs = at::dropout(probs, dropout_, true);
+  return at::matmul(probs, heads[2]).permute({0, 2, 1, 3}).reshape({B, L, H});
+}
 
+// Attention output projection, residual + LayerNorm, then the feed-forward block; works on any
+// leading shape ([B, L, H] or packed [T, H]).
+at::Tensor BertLayerImpl::feed_forward(const at::Tensor& ctx, const at::Tensor& x) {
+  const bool train = is_training() && dropout_ > 0;
   at::Tensor attn = attention->output->dense->forward(ctx);
-  if (train && dropout_ > 0) attn = at::dropout(attn, dropout_, true);
+  if (train) attn = at::dropout(attn, dropout_, true);
   at::Tensor h = attention->output->LayerNorm->forward(attn + x);
-
   at::Tensor inter = activation(intermediate->dense->forward(h));
   at::Tensor out = output->dense->forward(inter);
-  if (train && dropout_ > 0) out = at::dropout(out, dropout_, true);
+  if (train) out = at::dropout(out, dropout_, true);
   return output->LayerNorm->forward(out + h);
+}
+
+at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& mask_bias) {
+  const int64_t B = x.size(0), L = x.size(1);
+  at::Tensor qkv;
+  if (!is_training() && qkv_weight_.defined()) {
+    qkv = at::linear(x, qkv_weight_, qkv_bias_);  // one [B*L, H] x [H, 3H] product instead of three
+  } else {
+    auto& s = *attention->self;
+    qkv = at::cat({s.query->forward(x), s.key->forward(x), s.value->forward(x)}, -1);
+  }
+  return feed_forward(attend(qkv, B, L, mask_bias), x);
+}
+
+at::Tensor BertLayerImpl::forward_packed(const at::Tensor& xp, const at::Tensor& index, int64_t B, int64_t L,
+                                         const at::Tensor& mask_bias) {
+  SIEVE_ASSERT(!is_training() && qkv_weight_.defined());
+  const int64_t H = cfg_.hidden_size;
+  at::Tensor qkv_p = at::linear(xp, qkv_weight_, qkv_bias_);
+  at::Tensor qkv = at::zeros({B * L, 3 * H}, qkv_p.options()).index_copy_(0, index, qkv_p);
+  at::Tensor ctx = attend(qkv.view({B, L, 3 * H}), B, L, mask_bias).view({B * L, H}).index_select(0, index);
+  return feed_forward(ctx, xp);
 }
 
 BertEncoderStackImpl::BertEncoderStackImpl(const BertOptions& opt) {
@@ -134,11 +146,23 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
                      "sequence length " << input_ids.size(1) << " exceeds max_position_embeddings "
                                         << opt_.config.max_position_embeddings);
   at::Tensor x = embeddings->forward(input_ids, token_type_ids);
+  const int64_t B = x.size(0), L = x.size(1), H = x.size(2);
   // Additive mask over keys: 0 for real tokens, the most negative float for padding (as HF does).
   const float neg = std::numeric_limits<float>::lowest();
-  at::Tensor bias = (1.0 - attention_mask.to(x.scalar_type())).mul_(neg).view({x.size(0), 1, 1, x.size(1)});
-  for (const auto& m : *encoder->layer) x = m->as<BertLayerImpl>()->forward(x, bias);
-  return x;
+  at::Tensor bias = (1.0 - attention_mask.to(x.scalar_type())).mul_(neg).view({B, 1, 1, L});
+  const bool packed_ok = !is_training() && encoder->layer->size() > 0 &&
+                         encoder->layer[0]->as<BertLayerImpl>()->packed_ready();
+  at::Tensor flat_mask = attention_mask.reshape({-1});
+  const int64_t T = packed_ok ? flat_mask.count_nonzero().item<int64_t>() : B * L;
+  if (T == B * L) {
+    for (const auto& m : *encoder->layer) x = m->as<BertLayerImpl>()->forward(x, bias);
+    return x;
+  }
+  // Padding present: the dense layers (nearly all the work) run on the T real tokens only.
+  at::Tensor index = flat_mask.nonzero().reshape({-1});
+  at::Tensor xp = x.reshape({B * L, H}).index_select(0, index);
+  for (const auto& m : *encoder->layer) xp = m->as<BertLayerImpl>()->forward_packed(xp, index, B, L, bias);
+  return at::zeros({B * L, H}, xp.options()).index_copy_(0, index, xp).view({B, L, H});
 }
 
 void BertModelImpl::prepare_inference() {

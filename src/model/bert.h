@@ -64,8 +64,15 @@ struct BertLayerImpl : torch::nn::Module {
   explicit BertLayerImpl(const BertOptions& opt);
   /// x: [B, L, H]; mask_bias: [B, 1, 1, L] additive (0 or a large negative number).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask_bias);
+  /// Inference on packed tokens: xp [T, H] holds only the real tokens of a [B, L] batch, `index`
+  /// [T] their flat positions in it. Dense layers run on the T real rows; attention alone goes
+  /// through the padded layout. Returns the packed output [T, H].
+  at::Tensor forward_packed(const at::Tensor& xp, const at::Tensor& index, int64_t B, int64_t L,
+                            const at::Tensor& mask_bias);
   /// Builds the fused query/key/value weight used by inference; call after weights change.
   void prepare_inference();
+  /// True when prepare_inference() has run (forward_packed may be used).
+  bool packed_ready() const { return qkv_weight_.defined(); }
 
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
@@ -73,6 +80,8 @@ struct BertLayerImpl : torch::nn::Module {
 
  private:
   at::Tensor activation(const at::Tensor& x) const;
+  at::Tensor attend(const at::Tensor& qkv, int64_t B, int64_t L, const at::Tensor& mask_bias) const;
+  at::Tensor feed_forward(const at::Tensor& ctx, const at::Tensor& x);
   BertConfig cfg_;
   double dropout_;
   at::Tensor qkv_weight_, qkv_bias_;  // inference-only fused copies (not parameters)
@@ -89,7 +98,7 @@ TORCH_MODULE(BertEncoderStack);
 struct BertModelImpl : torch::nn::Module {
   explicit BertModelImpl(const BertOptions& opt);
   /// input_ids, attention_mask, token_type_ids: [B, L] int64 (token_type_ids may be undefined).
-  /// Returns the final-layer token states [B, L, H].
+  /// Returns the final-layer token states [B, L, H]; in inference with padding, padded rows are 0.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                      const at::Tensor& token_type_ids = {});
   /// Copies weights from a safetensors file (keys with or without "bert."); every parameter must
