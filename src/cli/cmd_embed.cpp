@@ -35,6 +35,13 @@ struct EncoderFlags {
     if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
     return Encoder::load(model, eo);
   }
+  /// Loads the encoder and encodes `texts` with these flags.
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states) const {
+    EncodeCall call;
+    call.batch_size = batch_size;
+    call.token_states = token_states;
+    return load()->encode(texts, call);
+  }
 };
 
 }  // namespace
@@ -53,11 +60,7 @@ void register_embed(CLI::App& app) {
   o->src.add_options(cmd);
   on_run(cmd, [o] {
     auto texts = o->src.read();
-    auto enc = o->enc.load();
-    EncodeCall call;
-    call.batch_size = o->enc.batch_size;
-    call.token_states = o->tokens;
-    Embeddings e = enc->encode(texts, call);
+    Embeddings e = o->enc.encode(texts, o->tokens);
     std::string line;
     for (size_t i = 0; i < texts.size(); ++i) {
       line = "{\"embedding\":";
@@ -89,10 +92,7 @@ void register_similarity(CLI::App& app) {
   o->src.add_options(cmd);
   on_run(cmd, [o] {
     auto texts = o->src.read();
-    auto enc = o->enc.load();
-    EncodeCall call;
-    call.batch_size = o->enc.batch_size;
-    Embeddings e = enc->encode(texts, call);
+    Embeddings e = o->enc.encode(texts, false);
     std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
     for (size_t i = 0; i < texts.size(); ++i)
       for (size_t j = i + 1; j < texts.size(); ++j) {

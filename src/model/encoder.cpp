@@ -100,8 +100,9 @@ class BertEncoder final : public Encoder {
           tp[r * L + j] = real ? e.type_ids[j] : 0;
         }
       }
-      at::Tensor states = model_.ptr()->forward(ids.to(device_), mask.to(device_), types.to(device_));
-      at::Tensor keys = pool_and_normalize(states, mask.to(device_), pooling_).to(at::kCPU).contiguous();
+      at::Tensor dev_mask = mask.to(device_);
+      at::Tensor states = model_.ptr()->forward(ids.to(device_), dev_mask, types.to(device_));
+      at::Tensor keys = pool_and_normalize(states, dev_mask, pooling_).to(at::kCPU).contiguous();
       const float* kp = keys.data_ptr<float>();
       for (size_t r = 0; r < b; ++r)
         std::memcpy(&out.pooled[order[start + r] * out.dim], kp + r * out.dim, out.dim * sizeof(float));

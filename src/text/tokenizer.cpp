@@ -22,6 +22,14 @@ size_t effective_max_length(const Tokenizer& tok, const EncodeOptions& opt) {
   return opt.max_length ? opt.max_length : tok.model_max_length();
 }
 
+void reserve_all(Encoding& e, size_t total) {
+  e.ids.reserve(total);
+  e.type_ids.reserve(total);
+  e.attention_mask.reserve(total);
+  e.tokens.reserve(total);
+  e.offsets.reserve(total);
+}
+
 void push_special(Encoding& e, const Tokenizer& tok, int32_t id, int32_t type_id) {
   e.ids.push_back(id);
   e.type_ids.push_back(type_id);
@@ -65,11 +73,7 @@ Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) cons
     e.truncated = true;
   }
   const size_t total = keep + n_special;
-  e.ids.reserve(total);
-  e.type_ids.reserve(total);
-  e.attention_mask.reserve(total);
-  e.tokens.reserve(total);
-  e.offsets.reserve(total);
+  reserve_all(e, total);
   if (opt.add_special_tokens) push_special(e, *this, sp.cls, 0);
   push_pieces(e, pieces, keep, 0);
   if (opt.add_special_tokens) push_special(e, *this, sp.sep, 0);
@@ -106,11 +110,7 @@ Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b,
     n2 = std::min(n2, swap ? s : l);
   }
   const size_t total = n1 + n2 + n_special;
-  e.ids.reserve(total);
-  e.type_ids.reserve(total);
-  e.attention_mask.reserve(total);
-  e.tokens.reserve(total);
-  e.offsets.reserve(total);
+  reserve_all(e, total);
   if (opt.add_special_tokens) push_special(e, *this, sp.cls, 0);
   push_pieces(e, pa, n1, 0);
   if (opt.add_special_tokens) push_special(e, *this, sp.sep, 0);
