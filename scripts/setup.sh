@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config
   libtorch-dev libopenblas-dev libgloo-dev
-  libfaiss-dev libxapian-dev
+  libfaiss-dev libxapian-dev zlib1g-dev
   libutf8proc-dev libsentencepiece-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   sieve::cli::register_embed(app);
   sieve::cli::register_similarity(app);
   sieve::cli::register_make_fixture(app);
+  sieve::cli::register_index(app);
+  sieve::cli::register_search(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

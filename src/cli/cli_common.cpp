@@ -9,6 +9,18 @@
 
 namespace sieve::cli {
 
+void DeviceFlags::add(CLI::App* cmd) {
+  cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")->capture_default_str();
+}
+
+EncoderOptions DeviceFlags::options() const {
+  EncoderOptions eo;
+  eo.device = device;
+  eo.threads = threads;
+  return eo;
+}
+
 void TextSource::add_options(CLI::App* cmd) {
   cmd->add_option("texts", args, "Texts to process (default: one per line from --input or stdin)");
   cmd->add_option("-i,--input", input_file, "Read texts from FILE, one per line ('-' = stdin)");

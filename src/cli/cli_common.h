@@ -7,7 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "sieve/encoder.h"
+
 namespace sieve::cli {
+
+/// --device and --threads, shared by every command that runs the encoder.
+struct DeviceFlags {
+  std::string device = "cpu";
+  int threads = 0;
+  void add(CLI::App* cmd);
+  /// EncoderOptions with the device and thread count set.
+  EncoderOptions options() const;
+};
 
 /// Where a command's texts come from: positional arguments, else --input FILE ('-' = stdin),
 /// else standard input. One text per line for files and stdin.
@@ -39,5 +50,7 @@ void register_tokenize(CLI::App& app);
 void register_embed(CLI::App& app);
 void register_similarity(CLI::App& app);
 void register_make_fixture(CLI::App& app);
+void register_index(CLI::App& app);
+void register_search(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -10,8 +10,7 @@ namespace {
 struct EncoderFlags {
   std::string model;
   std::string pooling;
-  std::string device = "cpu";
-  int threads = 0;
+  DeviceFlags dev;
   size_t batch_size = 32;
   size_t max_length = 0;
 
@@ -19,8 +18,7 @@ struct EncoderFlags {
     cmd->add_option("-m,--model", model, "Model directory (Hugging Face layout)")->required();
     cmd->add_option("--pooling", pooling, "Override the model's pooling: cls, mean or last")
         ->check(CLI::IsMember({"cls", "mean", "last"}));
-    cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
-    cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")->capture_default_str();
+    dev.add(cmd);
     cmd->add_option("--batch-size", batch_size, "Texts per forward pass")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
@@ -28,9 +26,7 @@ struct EncoderFlags {
                     "Token cap incl. specials (default: the model's max_seq_length)");
   }
   std::unique_ptr<Encoder> load() const {
-    EncoderOptions eo;
-    eo.device = device;
-    eo.threads = threads;
+    EncoderOptions eo = dev.options();
     eo.max_length = max_length;
     if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
     return Encoder::load(model, eo);

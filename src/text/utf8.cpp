@@ -97,6 +97,22 @@ std::string encode_utf8(std::u32string_view cps) {
   return out;
 }
 
+size_t first_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    size_t len = sequence_length(p + i, s.size() - i, cp);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());

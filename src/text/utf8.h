@@ -33,6 +33,8 @@ void append_utf8(std::string& out, char32_t cp);
 std::string encode_utf8(std::u32string_view cps);
 /// Returns `s` with each invalid byte replaced by U+FFFD (valid input comes back unchanged).
 std::string sanitize_utf8(std::string_view s);
+/// Byte offset of the first invalid UTF-8 sequence in `s`, or npos when all of it is valid.
+size_t first_invalid_utf8(std::string_view s);
 
 /// Unicode full lower-case mapping of one code point (unconditional SpecialCasing included:
 /// U+0130 -> "i\u0307"); writes 1 or 2 code points to `out` and returns how many.

@@ -1,0 +1,163 @@
+// sieve: stage 1, the persistent corpus index (dense vectors in FAISS, BM25 in Xapian, a corpus
+// store and a compressed store of every document's token states for stage 2).
+// The directory format is specified in docs/formats.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sieve/encoder.h"
+
+namespace sieve {
+
+/// One corpus document.
+struct Document {
+  std::string id;
+  std::string title;
+  std::string text;
+};
+
+/// Corpus file layouts `sieve index build` reads.
+enum class CorpusFormat {
+  Auto,   ///< by extension: .jsonl -> Jsonl, .tsv -> Tsv, anything else -> Text
+  Jsonl,  ///< BEIR corpus.jsonl: {"_id", "title", "text"} per line
+  Tsv,    ///< id <TAB> text [<TAB> title]; a header row naming the columns is optional
+  Text,   ///< one document per line; the id is the 1-based line number
+};
+
+/// Options of an index build (fixed for the index's lifetime, recorded in its manifest).
+struct IndexBuildOptions {
+  CorpusFormat format = CorpusFormat::Auto;
+  /// FAISS index_factory string for the pooled keys ("Flat", "HNSW32", "IVF256,Flat", ...);
+  /// "auto" = Flat below `auto_hnsw_threshold` documents, HNSW32 from there on.
+  std::string vector_factory = "auto";
+  size_t auto_hnsw_threshold = 50000;
+  int hnsw_ef_construction = 80;
+  /// Token-state codec: fp32, fp16, sq8, sq4, pq (d/4 sub-quantizers of 8 bits), or a FAISS
+  /// factory string of a standalone codec ("SQ6", "PQ48", ...).
+  std::string token_codec = "sq8";
+  size_t codec_train_tokens = 65536;  ///< token vectors sampled to train the codec
+  bool store_tokens = true;           ///< false: no token store (stage 2 then cannot run)
+  size_t chunk_docs = 512;            ///< documents encoded and committed per step
+  size_t batch_size = 32;             ///< texts per encoder forward pass
+  bool restart = false;               ///< build: ignore an interrupted build's checkpoint
+  bool force = false;                 ///< build: replace an existing index at `out`
+};
+
+/// How `Index::search` finds candidates.
+enum class SearchMode { Dense, Bm25, Hybrid };
+/// How hybrid search merges the dense and BM25 lists.
+enum class Fusion {
+  Rrf,       ///< reciprocal rank fusion: sum over lists of 1 / (rrf_k + rank)
+  Weighted,  ///< dense_weight * minmax(dense) + (1 - dense_weight) * minmax(bm25)
+};
+
+/// Per-call search knobs.
+struct SearchParams {
+  SearchMode mode = SearchMode::Dense;
+  size_t k = 10;
+  size_t depth = 0;        ///< hybrid: depth of each fused list; 0 = max(k, 100)
+  int ef_search = 0;       ///< HNSW: 0 = max(64, k)
+  int nprobe = 0;          ///< IVF: 0 = the value stored at build time
+  Fusion fusion = Fusion::Rrf;
+  double rrf_k = 60.0;
+  double dense_weight = 0.5;
+  bool query_tokens = false;  ///< also return the query's token states (for stage 2)
+};
+
+/// One result. `doc` is the internal id (0-based, dense, stable across `add`).
+struct Hit {
+  uint32_t doc = 0;
+  std::string id;
+  double score = 0;
+  double dense_score = std::numeric_limits<double>::quiet_NaN();  ///< cosine, when seen by dense
+  double bm25_score = std::numeric_limits<double>::quiet_NaN();   ///< BM25, when seen by BM25
+  int dense_rank = 0;  ///< 1-based rank in the dense list, 0 = absent
+  int bm25_rank = 0;   ///< 1-based rank in the BM25 list, 0 = absent
+};
+
+/// Result of one query.
+struct SearchResult {
+  std::vector<Hit> hits;
+  TokenStates query_tokens;  ///< filled when SearchParams::query_tokens (L2-normalised rows)
+};
+
+/// Options of Index::open.
+struct IndexOpenOptions {
+  std::string model_dir;        ///< encoder to use; empty = the path recorded at build time
+  EncoderOptions encoder;       ///< device and threads (pooling and max length come from the index)
+  bool load_encoder = true;     ///< false: no query encoding (bm25 search, documents, tokens only)
+  bool verify = false;          ///< also check the CRC of every data file (reads everything)
+};
+
+/// What an index holds.
+struct IndexStats {
+  size_t documents = 0;
+  size_t dim = 0;
+  uint64_t tokens = 0;          ///< token states stored
+  std::string vector_factory;
+  std::string token_codec;
+  size_t token_code_bytes = 0;  ///< bytes per stored token state
+  std::string model_identity;
+  std::string model_path;
+  uint64_t bytes_on_disk = 0;
+  std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder
+};
+
+/// An opened index. Immutable; search() and the accessors may be called from several threads.
+class Index {
+ public:
+  virtual ~Index() = default;
+  /// Opens an index directory; throws sieve::Error when it is missing, of another format version,
+  /// damaged, or when the model is not the one the index was built with.
+  static std::unique_ptr<Index> open(const std::string& dir, const IndexOpenOptions& opt = {});
+
+  virtual const IndexStats& stats() const = 0;
+  virtual size_t size() const = 0;
+  /// The document with internal id `doc`.
+  virtual Document document(uint32_t doc) const = 0;
+  /// Internal id of an external id, or -1.
+  virtual int64_t find(const std::string& id) const = 0;
+  /// The decoded, L2-normalised token states the encoder produced for `doc`.
+  virtual TokenStates tokens(uint32_t doc) const = 0;
+  /// The query encoder (nullptr when opened without one).
+  virtual const Encoder* encoder() const = 0;
+
+  /// Searches one query.
+  virtual SearchResult search(const std::string& query, const SearchParams& params = {}) const = 0;
+  /// Searches many queries, encoding them in batches.
+  virtual std::vector<SearchResult> search_batch(const std::vector<std::string>& queries,
+                                                 const SearchParams& params = {}) const = 0;
+};
+
+/// How a build ended.
+struct BuildReport {
+  size_t documents = 0;       ///< documents in the index now
+  size_t added = 0;           ///< documents encoded by this call
+  size_t resumed_from = 0;    ///< documents kept from an interrupted build (0 = fresh start)
+  size_t truncated = 0;       ///< documents longer than the encoder's max length
+  double encode_seconds = 0;  ///< time spent inside the encoder
+  double total_seconds = 0;
+  std::string note;           ///< "fresh", "resumed ...", or "restarted: <reason>"
+};
+
+/// Builds an index at `out` from a corpus file with the model at `model_dir`. Written in
+/// `<out>.partial` and renamed into place when complete; an interrupted build resumes from its
+/// last checkpoint when called again with the same model, corpus and options.
+BuildReport build_index(const std::string& model_dir, const std::string& corpus_path, const std::string& out,
+                        const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {});
+
+/// Appends the documents of a corpus file to an existing index (ids must be new). Readers see the
+/// old index until the new manifest is in place; an interrupted add leaves the old index intact.
+BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path,
+                         const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {},
+                         const std::string& model_dir = "");
+
+/// Hash of a model's config, vocabulary and weights: the identity an index records.
+std::string model_identity(const std::string& model_dir);
+
+}  // namespace sieve

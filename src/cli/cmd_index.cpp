@@ -1,0 +1,151 @@
+// `sieve index build|add|info|verify`: create, extend and inspect an index directory.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "sieve/index.h"
+
+namespace sieve::cli {
+namespace {
+
+struct BuildFlags {
+  std::string corpus;
+  std::string format = "auto";
+  IndexBuildOptions opt;
+  DeviceFlags dev;
+  std::string pooling;
+  size_t max_length = 0;
+  bool no_tokens = false;
+
+  void add(CLI::App* cmd, bool build) {
+    cmd->add_option("-c,--corpus", corpus, "Corpus: BEIR corpus.jsonl, TSV (id, text[, title]) or text")
+        ->required();
+    cmd->add_option("--format", format, "Corpus format (auto = by extension)")
+        ->check(CLI::IsMember({"auto", "jsonl", "tsv", "text"}))
+        ->capture_default_str();
+    if (build) {
+      cmd->add_option("--vectors", opt.vector_factory,
+                      "FAISS factory string for the keys (Flat, HNSW32, IVF256,Flat, ...); auto = Flat "
+                      "below --hnsw-threshold documents, else HNSW32")
+          ->capture_default_str();
+      cmd->add_option("--hnsw-threshold", opt.auto_hnsw_threshold, "Corpus size from which auto uses HNSW32")
+          ->capture_default_str();
+      cmd->add_option("--ef-construction", opt.hnsw_ef_construction, "HNSW build breadth")->capture_default_str();
+      cmd->add_option("--codec", opt.token_codec,
+                      "Token-state codec: fp32, fp16, sq8, sq4, pq, or a FAISS codec string (SQ6, PQ48)")
+          ->capture_default_str();
+      cmd->add_option("--codec-train", opt.codec_train_tokens, "Token states sampled to train the codec")
+          ->capture_default_str();
+      cmd->add_flag("--no-tokens", no_tokens, "Do not store token states (stage 2 verification then cannot run)");
+      cmd->add_option("--pooling", pooling, "Override the model's pooling: cls, mean or last")
+          ->check(CLI::IsMember({"cls", "mean", "last"}));
+      cmd->add_option("--max-length", max_length, "Token cap incl. specials (default: the model's)");
+      cmd->add_flag("--restart", opt.restart, "Discard an interrupted build instead of resuming it");
+      cmd->add_flag("--force", opt.force, "Replace an existing index at --out");
+    }
+    cmd->add_option("--chunk", opt.chunk_docs, "Documents encoded per commit")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--batch-size", opt.batch_size, "Texts per forward pass")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    dev.add(cmd);
+  }
+  void resolve() {
+    opt.format = format == "jsonl"  ? CorpusFormat::Jsonl
+                 : format == "tsv"  ? CorpusFormat::Tsv
+                 : format == "text" ? CorpusFormat::Text
+                                    : CorpusFormat::Auto;
+    opt.store_tokens = !no_tokens;
+  }
+  EncoderOptions encoder_options() const {
+    EncoderOptions eo = dev.options();
+    eo.max_length = max_length;
+    if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
+    return eo;
+  }
+};
+
+void print_report(const BuildReport& r) {
+  nlohmann::json j = {{"documents", r.documents},   {"added", r.added},
+                      {"resumed_from", r.resumed_from}, {"truncated", r.truncated},
+                      {"encode_seconds", r.encode_seconds}, {"total_seconds", r.total_seconds},
+                      {"docs_per_second", r.total_seconds > 0 ? r.added / r.total_seconds : 0.0},
+                      {"note", r.note}};
+  std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
+void register_index(CLI::App& app) {
+  auto* group = app.add_subcommand("index", "Build, extend and inspect a search index (stage 1)");
+  group->require_subcommand(1);
+
+  {
+    struct Opts {
+      std::string model, out;
+      BuildFlags f;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "build", "Encode a corpus into a new index: vectors (FAISS), BM25 (Xapian), token store, corpus store");
+    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout)")->required();
+    cmd->add_option("-o,--out", o->out, "Index directory to create")->required();
+    o->f.add(cmd, true);
+    on_run(cmd, [o] {
+      o->f.resolve();
+      print_report(build_index(o->model, o->f.corpus, o->out, o->f.opt, o->f.encoder_options()));
+    });
+  }
+  {
+    struct Opts {
+      std::string index, model;
+      BuildFlags f;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand("add", "Append the documents of a corpus file to an existing index");
+    cmd->add_option("--index", o->index, "Index directory")->required();
+    cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
+    o->f.add(cmd, false);
+    on_run(cmd, [o] {
+      o->f.resolve();
+      print_report(add_to_index(o->index, o->f.corpus, o->f.opt, o->f.dev.options(), o->model));
+    });
+  }
+  {
+    struct Opts {
+      std::string index;
+      bool verify = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* info = group->add_subcommand("info", "Print what an index holds (JSON)");
+    info->add_option("--index", o->index, "Index directory")->required();
+    auto* verify = group->add_subcommand("verify", "Check every checksum of an index (reads all of it)");
+    verify->add_option("--index", o->index, "Index directory")->required();
+    auto body = [o](bool full) {
+      IndexOpenOptions oo;
+      oo.load_encoder = false;
+      oo.verify = full;
+      auto idx = Index::open(o->index, oo);
+      const IndexStats& s = idx->stats();
+      nlohmann::json files = nlohmann::json::object();
+      for (const auto& [f, b] : s.file_bytes) files[f] = b;
+      nlohmann::json j = {{"documents", s.documents},
+                          {"dim", s.dim},
+                          {"tokens", s.tokens},
+                          {"vectors", s.vector_factory},
+                          {"codec", s.token_codec},
+                          {"code_bytes_per_token", s.token_code_bytes},
+                          {"model_identity", s.model_identity},
+                          {"model_path", s.model_path},
+                          {"bytes_on_disk", s.bytes_on_disk},
+                          {"files", files}};
+      if (full) j["verified"] = true;
+      std::printf("%s\n", j.dump(2).c_str());
+    };
+    on_run(info, [body] { body(false); });
+    on_run(verify, [body] { body(true); });
+  }
+}
+
+}  // namespace sieve::cli

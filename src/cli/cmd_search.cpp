@@ -1,0 +1,133 @@
+// `sieve search`: dense, BM25 or hybrid retrieval over an index; JSON lines, TSV or a TREC run.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "eval/beir.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve::cli {
+namespace {
+
+std::vector<eval::Query> gather_queries(const std::vector<std::string>& args, const std::string& file) {
+  std::vector<eval::Query> qs;
+  if (!args.empty()) {
+    SIEVE_THROW_IF_NOT(file.empty(), "give queries either as arguments or with --queries, not both");
+    for (size_t i = 0; i < args.size(); ++i) qs.push_back({std::to_string(i + 1), args[i]});
+  } else if (!file.empty() && file != "-") {
+    qs = eval::read_queries(file);
+  } else {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) qs.push_back({std::to_string(qs.size() + 1), line});
+    }
+  }
+  SIEVE_THROW_IF_NOT(!qs.empty(), "no queries given (arguments, --queries FILE, or lines on stdin)");
+  return qs;
+}
+
+void append_score(std::string& out, const char* key, double v) {
+  if (std::isnan(v)) return;
+  out += ",\"";
+  out += key;
+  out += "\":";
+  append_float(out, static_cast<float>(v));
+}
+
+}  // namespace
+
+void register_search(CLI::App& app) {
+  struct Opts {
+    std::string index, model, queries, output = "jsonl", trec, mode = "dense", fusion = "rrf";
+    std::vector<std::string> args;
+    SearchParams p;
+    DeviceFlags dev;
+    size_t batch = 64;
+    bool text = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("search", "Search an index: dense (ANN), bm25, or hybrid (fused) retrieval");
+  cmd->add_option("queries", o->args, "Query texts (default: --queries FILE, else one per line on stdin)");
+  cmd->add_option("--index", o->index, "Index directory")->required();
+  cmd->add_option("-q,--queries", o->queries, "Query file: BEIR queries.jsonl, TSV (id, text) or text lines");
+  cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid")
+      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}))
+      ->capture_default_str();
+  cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))");
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted")
+      ->check(CLI::IsMember({"rrf", "weighted"}))
+      ->capture_default_str();
+  cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant")->capture_default_str();
+  cmd->add_option("--dense-weight", o->p.dense_weight, "Weighted fusion: weight of the dense scores")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))");
+  cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)");
+  cmd->add_option("--output", o->output, "jsonl or tsv")
+      ->check(CLI::IsMember({"jsonl", "tsv"}))
+      ->capture_default_str();
+  cmd->add_option("--trec", o->trec, "Write a TREC run (qid Q0 docid rank score RUN_NAME) instead");
+  cmd->add_flag("--text", o->text, "JSON output: include each hit's title and text");
+  cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
+  cmd->add_option("--batch", o->batch, "Queries encoded per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  o->dev.add(cmd);
+  on_run(cmd, [o] {
+    auto queries = gather_queries(o->args, o->queries);
+    o->p.mode = o->mode == "bm25" ? SearchMode::Bm25 : o->mode == "hybrid" ? SearchMode::Hybrid : SearchMode::Dense;
+    o->p.fusion = o->fusion == "weighted" ? Fusion::Weighted : Fusion::Rrf;
+    IndexOpenOptions oo;
+    oo.model_dir = o->model;
+    oo.encoder = o->dev.options();
+    oo.load_encoder = o->p.mode != SearchMode::Bm25;
+    auto index = Index::open(o->index, oo);
+    if (o->output == "tsv" && o->trec.empty()) std::printf("query_id\trank\tdoc_id\tscore\n");
+    for (size_t start = 0; start < queries.size(); start += o->batch) {
+      size_t end = std::min(queries.size(), start + o->batch);
+      std::vector<std::string> texts;
+      for (size_t i = start; i < end; ++i) texts.push_back(queries[i].text);
+      auto results = index->search_batch(texts, o->p);
+      std::string out;
+      for (size_t i = start; i < end; ++i) {
+        const auto& hits = results[i - start].hits;
+        const std::string& qid = queries[i].id;
+        if (!o->trec.empty()) {
+          std::vector<eval::RunEntry> ranked;
+          for (const Hit& h : hits) ranked.push_back({h.id, h.score});
+          std::ostringstream s;
+          eval::write_trec_run(s, qid, ranked, o->trec);
+          out += s.str();
+        } else if (o->output == "tsv") {
+          for (size_t r = 0; r < hits.size(); ++r) {
+            out += qid + "\t" + std::to_string(r + 1) + "\t" + hits[r].id + "\t";
+            append_float(out, static_cast<float>(hits[r].score));
+            out += "\n";
+          }
+        } else {
+          out += "{\"query_id\":" + json_quote(qid) + ",\"query\":" + json_quote(queries[i].text) + ",\"hits\":[";
+          for (size_t r = 0; r < hits.size(); ++r) {
+            const Hit& h = hits[r];
+            if (r) out += ',';
+            out += "{\"rank\":" + std::to_string(r + 1) + ",\"id\":" + json_quote(h.id) + ",\"score\":";
+            append_float(out, static_cast<float>(h.score));
+            append_score(out, "dense", h.dense_score);
+            append_score(out, "bm25", h.bm25_score);
+            if (o->text) {
+              Document d = index->document(h.doc);
+              out += ",\"title\":" + json_quote(d.title) + ",\"text\":" + json_quote(d.text);
+            }
+            out += '}';
+          }
+          out += "]}\n";
+        }
+      }
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+  });
+}
+
+}  // namespace sieve::cli

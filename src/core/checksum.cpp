@@ -1,0 +1,43 @@
+#include "core/checksum.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "core/mmap_file.h"
+#include "sieve/error.h"
+
+namespace sieve {
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  // zlib takes a uInt length: feed large buffers in 1 GiB slices.
+  while (n > 0) {
+    uInt chunk = static_cast<uInt>(n > (1u << 30) ? (1u << 30) : n);
+    c = ::crc32(c, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+uint32_t crc32_file(const std::string& path, size_t limit) {
+  MappedFile f(path);
+  size_t n = f.size();
+  if (limit != SIZE_MAX) {
+    SIEVE_THROW_IF_NOT(limit <= f.size(), "'" << path << "' has " << f.size() << " bytes, expected at least "
+                                              << limit << " (the file was truncated)");
+    n = limit;
+  }
+  return crc32(f.data(), n);
+}
+
+std::string crc32_hex(uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", crc);
+  return buf;
+}
+
+}  // namespace sieve

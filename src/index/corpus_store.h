@@ -1,0 +1,35 @@
+// The corpus store: each document (id, title, text) is one record of the "corpus" log.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "index/record_log.h"
+#include "sieve/index.h"
+
+namespace sieve::index {
+
+/// Serialises a document as {u32 id_len, u32 title_len, u32 text_len, id, title, text}.
+std::string encode_document(const Document& doc);
+/// Inverse of encode_document; throws sieve::Error when the bytes do not parse.
+Document decode_document(const uint8_t* data, size_t n);
+
+/// Random access to the stored documents, by internal id or by external id.
+class CorpusStore {
+ public:
+  CorpusStore(const std::string& dir, const LogState& committed);
+  size_t size() const { return log_.size(); }
+  Document get(size_t doc) const;
+  /// Internal id of `id` or -1 (builds an id map on first use).
+  int64_t find(const std::string& id) const;
+  void verify() const { log_.verify_data(); }
+
+ private:
+  RecordLogReader log_;
+  mutable std::once_flag ids_once_;
+  mutable std::unordered_map<std::string, uint32_t> ids_;
+};
+
+}  // namespace sieve::index

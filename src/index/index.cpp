@@ -1,0 +1,182 @@
+// Index::open and search: the read side of an index directory.
+#include <xapian.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "index/corpus_store.h"
+#include "index/fusion.h"
+#include "index/lexical_index.h"
+#include "index/manifest.h"
+#include "index/token_store.h"
+#include "index/vector_index.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve {
+namespace fs = std::filesystem;
+using namespace sieve::index;
+
+namespace {
+
+uint64_t bytes_under(const fs::path& p) {
+  if (fs::is_regular_file(p)) return fs::file_size(p);
+  uint64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(p))
+    if (e.is_regular_file()) n += e.file_size();
+  return n;
+}
+
+class IndexImpl final : public Index {
+ public:
+  IndexImpl(const std::string& dir, const IndexOpenOptions& opt) : dir_(dir) {
+    SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
+    m_ = read_manifest(dir, kManifestFile);
+    check_file(dir, m_.vectors);
+    vectors_ = std::make_unique<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
+    SIEVE_THROW_IF_NOT(vectors_->size() == m_.documents, "'" << m_.vectors.file << "' holds " << vectors_->size()
+                                                             << " vectors, the manifest says " << m_.documents
+                                                             << " (damaged index)");
+    corpus_ = std::make_unique<CorpusStore>(dir, m_.corpus);
+    if (m_.has_tokens) tokens_ = std::make_unique<TokenStore>(dir, m_);
+    lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
+    SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
+                       "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
+                                                  << m_.documents << " (damaged index)");
+    if (opt.verify) verify();
+    if (opt.load_encoder) load_encoder(opt);
+    fill_stats();
+  }
+
+  const IndexStats& stats() const override { return stats_; }
+  size_t size() const override { return m_.documents; }
+  Document document(uint32_t doc) const override { return corpus_->get(doc); }
+  int64_t find(const std::string& id) const override { return corpus_->find(id); }
+  const Encoder* encoder() const override { return encoder_.get(); }
+
+  TokenStates tokens(uint32_t doc) const override {
+    SIEVE_THROW_IF_NOT(tokens_ != nullptr, "index '" << dir_ << "' was built without a token store (--no-tokens)");
+    return tokens_->get(doc);
+  }
+
+  SearchResult search(const std::string& query, const SearchParams& p) const override {
+    return std::move(search_batch({query}, p)[0]);
+  }
+
+  std::vector<SearchResult> search_batch(const std::vector<std::string>& queries,
+                                         const SearchParams& p) const override {
+    SIEVE_THROW_IF_NOT(p.k > 0, "k must be at least 1");
+    const bool dense = p.mode != SearchMode::Bm25;
+    const bool lexical = p.mode != SearchMode::Dense;
+    const size_t depth = p.mode == SearchMode::Hybrid ? std::max(p.k, p.depth > 0 ? p.depth : size_t{100}) : p.k;
+    const size_t n = queries.size();
+    std::vector<SearchResult> out(n);
+    Embeddings e;
+    if (dense || p.query_tokens) {
+      SIEVE_THROW_IF_NOT(encoder_ != nullptr, "dense search needs the index's encoder (opened without one)");
+      EncodeCall call;
+      call.token_states = p.query_tokens;
+      e = encoder_->encode(queries, call);
+    }
+    std::vector<int64_t> labels;
+    std::vector<float> scores;
+    if (dense && n > 0) {
+      labels.resize(n * depth);
+      scores.resize(n * depth);
+      VectorSearchParams vp;
+      vp.k = depth;
+      vp.ef_search = p.ef_search;
+      vp.nprobe = p.nprobe;
+      vectors_->search(n, e.pooled.data(), vp, labels.data(), scores.data());
+    }
+    for (size_t q = 0; q < n; ++q) {
+      Ranked dl, bl;
+      if (dense) {
+        for (size_t j = 0; j < depth; ++j) {
+          int64_t l = labels[q * depth + j];
+          if (l >= 0 && static_cast<uint64_t>(l) < m_.documents) dl.emplace_back(static_cast<uint32_t>(l), scores[q * depth + j]);
+        }
+      }
+      if (lexical) bl = lexical_->search(queries[q], depth, static_cast<uint32_t>(m_.documents));
+      SearchResult& r = out[q];
+      if (p.mode == SearchMode::Hybrid) r.hits = fuse(dl, bl, p);
+      else r.hits = single_list_hits(dense ? dl : bl, dense, p.k);
+      for (Hit& h : r.hits) h.id = corpus_->get(h.doc).id;
+      if (p.query_tokens) {
+        r.query_tokens = std::move(e.tokens[q]);
+        normalize_rows(r.query_tokens.values.data(), r.query_tokens.length, m_.dim);
+      }
+    }
+    return out;
+  }
+
+ private:
+  void verify() const {
+    corpus_->verify();
+    RecordLogReader keys(dir_, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
+    keys.verify_data();
+    if (tokens_) tokens_->verify();
+    std::ostringstream report;
+    size_t errors = 0;
+    try {
+      errors = Xapian::Database::check(path_join(dir_, kLexicalDir), Xapian::DBCHECK_SHORT_TREE, &report);
+    } catch (const Xapian::Error& e) {
+      SIEVE_THROW("the lexical index is damaged: " << e.get_description());
+    }
+    SIEVE_THROW_IF_NOT(errors == 0, "the lexical index is damaged (" << errors << " errors)");
+  }
+
+  void load_encoder(const IndexOpenOptions& opt) {
+    std::string model = opt.model_dir.empty() ? m_.model_path : opt.model_dir;
+    SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
+                                                    << "model directory (--model)");
+    std::string identity = model_identity(model);
+    SIEVE_THROW_IF_NOT(identity == m_.model_identity,
+                       "the model at '" << model << "' is not the one index '" << dir_ << "' was built with (identity "
+                                        << identity << ", the index records " << m_.model_identity
+                                        << "); use that model or rebuild the index");
+    EncoderOptions eo = opt.encoder;
+    eo.pooling = pooling_from_name(m_.pooling);
+    eo.max_length = m_.max_length;
+    encoder_ = Encoder::load(model, eo);
+    SIEVE_THROW_IF_NOT(encoder_->dim() == m_.dim, "the model's dimension differs from the index's");
+  }
+
+  void fill_stats() {
+    stats_.documents = m_.documents;
+    stats_.dim = m_.dim;
+    stats_.tokens = m_.tokens;
+    stats_.vector_factory = m_.vector_factory;
+    stats_.token_codec = m_.has_tokens ? m_.token_codec : "none";
+    stats_.token_code_bytes = m_.token_code_bytes;
+    stats_.model_identity = m_.model_identity;
+    stats_.model_path = m_.model_path;
+    std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", "keys.dat", "keys.idx",
+                                      m_.vectors.file, kLexicalDir};
+    if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", kCodecFile});
+    for (const auto& f : parts) {
+      uint64_t b = bytes_under(fs::path(dir_) / f);
+      stats_.file_bytes.emplace_back(f, b);
+      stats_.bytes_on_disk += b;
+    }
+  }
+
+  std::string dir_;
+  Manifest m_;
+  IndexStats stats_;
+  std::unique_ptr<CorpusStore> corpus_;
+  std::unique_ptr<TokenStore> tokens_;
+  std::unique_ptr<FaissVectorIndex> vectors_;
+  std::unique_ptr<XapianLexicalIndex> lexical_;
+  std::unique_ptr<Encoder> encoder_;
+};
+
+}  // namespace
+
+std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOptions& opt) {
+  return std::make_unique<IndexImpl>(dir, opt);
+}
+
+}  // namespace sieve

@@ -1,0 +1,352 @@
+// `build_index` and `add_to_index`: encode a corpus in chunks, append to the logs and the BM25
+// database, commit after every chunk, and build the vector index at the end.
+//
+// Crash safety: a build works in `<out>.partial` and records a checkpoint (the manifest of what
+// is durable) after every chunk; only a finished build gets manifest.json and is renamed to
+// `<out>`. An add appends past the committed end of the logs, writes a new vector file, and
+// commits by replacing manifest.json; until then readers see the old index.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "index/corpus_reader.h"
+#include "index/corpus_store.h"
+#include "index/lexical_index.h"
+#include "index/manifest.h"
+#include "index/token_store.h"
+#include "index/vector_index.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve {
+namespace fs = std::filesystem;
+using namespace sieve::index;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What the encoder reads of a document.
+std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
+
+struct Writers {
+  RecordLogWriter corpus, keys, tokens;
+  std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
+  std::unique_ptr<XapianLexicalWriter> lexical;
+};
+
+// Trains the token codec on the first token states seen (sampled evenly up to the budget).
+void train_codec(TokenCodec& codec, const std::vector<TokenStates>& toks, size_t dim, size_t budget) {
+  size_t total = 0;
+  for (const auto& t : toks) total += t.length;
+  size_t stride = std::max<size_t>(1, total / std::max<size_t>(1, budget));
+  std::vector<float> sample;
+  size_t row = 0;
+  for (const auto& t : toks) {
+    for (size_t r = 0; r < t.length; ++r, ++row) {
+      if (row % stride == 0) sample.insert(sample.end(), t.values.begin() + r * dim, t.values.begin() + (r + 1) * dim);
+    }
+  }
+  log_info("training token codec " + codec.factory() + " on " + std::to_string(sample.size() / dim) + " token states");
+  codec.train(sample.size() / dim, sample.data());
+}
+
+// Encodes and stores the documents of `reader` after the first `skip`, committing each chunk
+// through `commit` with the manifest updated to what is durable.
+void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc, const IndexBuildOptions& opt,
+            const std::string& dir, Writers& w, Manifest& m, const std::function<void(const Manifest&)>& commit,
+            BuildReport& rep) {
+  Document doc;
+  for (size_t i = 0; i < skip; ++i) SIEVE_THROW_IF_NOT(reader.next(doc), "the corpus has fewer documents than the checkpoint");
+  Progress progress("indexing", total);
+  progress.add(skip);
+  const size_t dim = enc.dim();
+  std::vector<Document> docs;
+  std::vector<std::string> texts;
+  bool more = true;
+  while (more) {
+    docs.clear();
+    texts.clear();
+    while (docs.size() < opt.chunk_docs && (more = reader.next(doc))) {
+      texts.push_back(encoder_text(doc));
+      docs.push_back(std::move(doc));
+    }
+    if (docs.empty()) break;
+    auto t0 = Clock::now();
+    EncodeCall call;
+    call.batch_size = opt.batch_size;
+    call.token_states = w.codec != nullptr;
+    Embeddings e = enc.encode(texts, call);
+    rep.encode_seconds += seconds_since(t0);
+    rep.truncated += e.truncated;
+    if (w.codec) {
+      for (auto& t : e.tokens) normalize_rows(t.values.data(), t.length, dim);
+      if (!w.codec->trained()) {
+        train_codec(*w.codec, e.tokens, dim, opt.codec_train_tokens);
+        w.codec->save(path_join(dir, kCodecFile));
+        m.codec = sum_file(dir, kCodecFile);
+      }
+    }
+    std::vector<uint8_t> codes;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      uint32_t id = static_cast<uint32_t>(w.corpus.state().records);
+      std::string record = encode_document(docs[i]);
+      w.corpus.append(record.data(), record.size());
+      w.keys.append(e.pooled.data() + i * dim, dim * sizeof(float));
+      if (w.codec) {
+        const TokenStates& t = e.tokens[i];
+        codes.resize(t.length * w.codec->code_size());
+        w.codec->encode(t.length, t.values.data(), codes.data());
+        w.tokens.append(codes.data(), codes.size());
+        m.tokens += t.length;
+      }
+      w.lexical->put(id, docs[i].title, docs[i].text);
+    }
+    m.corpus = w.corpus.sync();
+    m.keys = w.keys.sync();
+    if (w.codec) m.token_log = w.tokens.sync();
+    w.lexical->commit();
+    m.documents = m.corpus.records;
+    rep.added += docs.size();
+    commit(m);
+    progress.add(docs.size());
+  }
+  progress.finish();
+}
+
+// Reads the stored keys of documents [from, to) as one matrix.
+std::vector<float> read_keys(const std::string& dir, const Manifest& m, size_t from) {
+  RecordLogReader keys(dir, "keys", "KEYS", static_cast<uint32_t>(m.dim), m.keys);
+  std::vector<float> x((keys.size() - from) * m.dim);
+  for (size_t i = from; i < keys.size(); ++i) {
+    auto r = keys.record(i);
+    SIEVE_THROW_IF_NOT(r.size == m.dim * sizeof(float), "key record " << i << " has the wrong size (damaged)");
+    std::memcpy(x.data() + (i - from) * m.dim, r.data, r.size);
+  }
+  return x;
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::string corpus_fingerprint(const std::string& path) {
+  struct stat st {};
+  SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot read corpus '" << path << "'");
+  return fs::absolute(path).lexically_normal().string() + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+// Validates the whole corpus before any encoding (a bad line should not cost an hour of work);
+// returns the document count. `exists` rejects ids already in the index (for add).
+size_t validate_corpus(const std::string& path, CorpusFormat format,
+                       const std::function<bool(const std::string&)>& exists) {
+  CorpusReader reader(path, format);
+  Document d;
+  size_t n = 0;
+  while (reader.next(d)) {
+    ++n;
+    SIEVE_THROW_IF_NOT(!exists || !exists(d.id), path << ": document id '" << d.id << "' is already in the index");
+  }
+  SIEVE_THROW_IF_NOT(n > 0, "corpus '" << path << "' has no documents");
+  return n;
+}
+
+std::unique_ptr<Encoder> load_encoder(const std::string& model_dir, EncoderOptions enc, const Manifest* m) {
+  if (m != nullptr) {
+    enc.pooling = pooling_from_name(m->pooling);
+    enc.max_length = m->max_length;
+  }
+  return Encoder::load(model_dir, enc);
+}
+
+}  // namespace
+
+BuildReport build_index(const std::string& model_dir, const std::string& corpus_path, const std::string& out,
+                        const IndexBuildOptions& opt, const EncoderOptions& enc_opt) {
+  auto t_start = Clock::now();
+  SIEVE_THROW_IF_NOT(!out.empty(), "no output index path given");
+  SIEVE_THROW_IF_NOT(opt.chunk_docs > 0 && opt.batch_size > 0, "chunk and batch sizes must be positive");
+  std::string out_dir = fs::path(out).lexically_normal().string();
+  if (!out_dir.empty() && out_dir.back() == '/') out_dir.pop_back();
+  SIEVE_THROW_IF_NOT(opt.force || !fs::exists(out_dir),
+                     "'" << out_dir << "' already exists (use --force to replace it, or `sieve index add`)");
+  const std::string staging = out_dir + ".partial";
+
+  auto encoder = Encoder::load(model_dir, enc_opt);
+  const size_t dim = encoder->dim();
+  Manifest m;
+  m.dim = dim;
+  m.model_identity = model_identity(model_dir);
+  m.model_path = fs::absolute(model_dir).lexically_normal().string();
+  m.pooling = pooling_name(encoder->pooling());
+  m.max_length = encoder->max_length();
+  m.has_tokens = opt.store_tokens;
+  m.token_codec = opt.store_tokens ? TokenCodec::factory_for(opt.token_codec, dim) : "";
+  m.corpus_fingerprint = corpus_fingerprint(corpus_path);
+  m.build_options = nlohmann::json{{"model", m.model_identity}, {"pooling", m.pooling}, {"max_length", m.max_length},
+                                   {"vectors", opt.vector_factory}, {"hnsw_threshold", opt.auto_hnsw_threshold},
+                                   {"ef_construction", opt.hnsw_ef_construction}, {"codec", m.token_codec},
+                                   {"codec_train", opt.codec_train_tokens}, {"format", int(opt.format)}}
+                        .dump();
+
+  BuildReport rep;
+  // Resume or restart an interrupted build.
+  std::optional<Manifest> ckpt;
+  std::string reason;
+  if (fs::exists(staging)) {
+    if (opt.restart) {
+      reason = "--restart given";
+    } else if (!is_file(path_join(staging, kCheckpointFile))) {
+      reason = "the interrupted build had not committed anything";
+    } else {
+      try {
+        Manifest c = read_manifest(staging, kCheckpointFile);
+        if (c.build_options != m.build_options) reason = "the model or options differ from the interrupted build";
+        else if (c.corpus_fingerprint != m.corpus_fingerprint) reason = "the corpus file changed since the interrupted build";
+        else ckpt = c;
+      } catch (const Error& e) {
+        reason = std::string("its checkpoint is unreadable (") + e.what() + ")";
+      }
+    }
+    if (!ckpt) fs::remove_all(staging);
+  }
+  size_t total = validate_corpus(corpus_path, opt.format, nullptr);
+  m.vector_factory = resolve_vector_factory(opt.vector_factory, total, opt.auto_hnsw_threshold);
+  {  // a bad factory string should fail now, not after encoding the corpus
+    FaissVectorIndex probe(m.vector_factory, dim, opt.hnsw_ef_construction);
+  }
+
+  Writers w;
+  if (ckpt) {
+    m = *ckpt;
+    rep.resumed_from = m.documents;
+    rep.note = "resumed an interrupted build at document " + std::to_string(m.documents) + " of " + std::to_string(total);
+    w.corpus = RecordLogWriter::reopen(staging, "corpus", "CORP", 0, m.corpus);
+    w.keys = RecordLogWriter::reopen(staging, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
+    if (m.has_tokens) {
+      if (m.codec.file.empty()) {
+        w.codec = TokenCodec::create(m.token_codec, dim);
+      } else {
+        check_file(staging, m.codec);
+        w.codec = TokenCodec::load(path_join(staging, kCodecFile), dim);
+      }
+      w.tokens = RecordLogWriter::reopen(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
+    }
+    w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
+    w.lexical->truncate(static_cast<uint32_t>(m.documents));
+  } else {
+    rep.note = reason.empty() ? "fresh build" : "restarted: " + reason;
+    fs::create_directories(staging);
+    w.corpus = RecordLogWriter::create(staging, "corpus", "CORP", 0);
+    w.keys = RecordLogWriter::create(staging, "keys", "KEYS", static_cast<uint32_t>(dim));
+    if (m.has_tokens) {
+      w.codec = TokenCodec::create(m.token_codec, dim);
+      m.token_code_bytes = w.codec->code_size();
+      w.tokens = RecordLogWriter::create(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes));
+    }
+    w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
+  }
+  log_info(rep.note);
+
+  CorpusReader reader(corpus_path, opt.format);
+  ingest(reader, m.documents, total, *encoder, opt, staging, w, m,
+         [&](const Manifest& cur) { write_manifest(staging, kCheckpointFile, cur); }, rep);
+  SIEVE_THROW_IF_NOT(m.documents == total, "the corpus changed while it was being indexed");
+
+  // The vector index, from all stored keys.
+  std::vector<float> keys = read_keys(staging, m, 0);
+  FaissVectorIndex vindex(m.vector_factory, dim, opt.hnsw_ef_construction);
+  log_info("building vector index " + m.vector_factory + " over " + std::to_string(m.documents) + " keys");
+  vindex.train(m.documents, keys.data());
+  vindex.add(m.documents, keys.data());
+  m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
+  vindex.save(path_join(staging, m.vectors.file));
+  m.vectors = sum_file(staging, m.vectors.file);
+
+  // Commit: the manifest makes the directory an index; the rename publishes it.
+  m.corpus_fingerprint.clear();
+  m.build_options.clear();
+  write_manifest(staging, kManifestFile, m);
+  fs::remove(path_join(staging, kCheckpointFile));
+  fsync_dir(staging);
+  if (fs::exists(out_dir)) {
+    SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
+    std::string old = out_dir + ".old." + std::to_string(::getpid());
+    fs::rename(out_dir, old);
+    fs::rename(staging, out_dir);
+    fs::remove_all(old);
+  } else {
+    fs::rename(staging, out_dir);
+  }
+  fsync_dir(fs::absolute(out_dir).parent_path().string());
+  rep.documents = m.documents;
+  rep.total_seconds = seconds_since(t_start);
+  return rep;
+}
+
+BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path, const IndexBuildOptions& opt,
+                         const EncoderOptions& enc_opt, const std::string& model_dir) {
+  auto t_start = Clock::now();
+  Manifest m = read_manifest(index_dir, kManifestFile);
+  std::string model = model_dir.empty() ? m.model_path : model_dir;
+  std::string identity = model_identity(model);
+  SIEVE_THROW_IF_NOT(identity == m.model_identity, "the model at '" << model << "' is not the one index '" << index_dir
+                                                                     << "' was built with (identity " << identity
+                                                                     << " vs " << m.model_identity << ")");
+  auto encoder = load_encoder(model, enc_opt, &m);
+  const size_t dim = m.dim;
+  size_t total;
+  {
+    CorpusStore store(index_dir, m.corpus);
+    total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) { return store.find(id) >= 0; });
+  }
+  BuildReport rep;
+  rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
+  Writers w;
+  w.corpus = RecordLogWriter::reopen(index_dir, "corpus", "CORP", 0, m.corpus);
+  w.keys = RecordLogWriter::reopen(index_dir, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
+  if (m.has_tokens) {
+    check_file(index_dir, m.codec);
+    w.codec = TokenCodec::load(path_join(index_dir, m.codec.file), dim);
+    w.tokens = RecordLogWriter::reopen(index_dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
+  }
+  w.lexical = std::make_unique<XapianLexicalWriter>(path_join(index_dir, kLexicalDir));
+  w.lexical->truncate(static_cast<uint32_t>(m.documents));  // drop what an interrupted add left
+  const size_t before = m.documents;
+  CorpusReader reader(corpus_path, opt.format);
+  ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, rep);
+
+  check_file(index_dir, m.vectors);
+  FaissVectorIndex vindex(path_join(index_dir, m.vectors.file), dim);
+  std::vector<float> keys = read_keys(index_dir, m, before);
+  vindex.add(m.documents - before, keys.data());
+  std::string old_vectors = m.vectors.file;
+  m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
+  vindex.save(path_join(index_dir, m.vectors.file));
+  m.vectors = sum_file(index_dir, m.vectors.file);
+  write_manifest(index_dir, kManifestFile, m);
+  fsync_dir(index_dir);
+  fs::remove(path_join(index_dir, old_vectors));
+  rep.documents = m.documents;
+  rep.total_seconds = seconds_since(t_start);
+  return rep;
+}
+
+}  // namespace sieve

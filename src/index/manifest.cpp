@@ -1,0 +1,125 @@
+#include "index/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/checksum.h"
+#include "core/file_util.h"
+#include "core/mmap_file.h"
+#include "sieve/error.h"
+
+namespace sieve::index {
+namespace {
+
+constexpr const char* kFormatName = "sieve-index";
+
+nlohmann::json sum_to_json(const FileSum& s) { return {{"file", s.file}, {"bytes", s.bytes}, {"crc32", s.crc}}; }
+
+template <class T>
+T get(const nlohmann::json& j, const char* key, const std::string& what) {
+  SIEVE_THROW_IF_NOT(j.is_object() && j.contains(key), what << ": missing field '" << key << "' (damaged manifest)");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    SIEVE_THROW(what << ": field '" << key << "' has the wrong type (damaged manifest)");
+  }
+}
+
+FileSum sum_from_json(const nlohmann::json& j, const std::string& what) {
+  return {get<std::string>(j, "file", what), get<uint64_t>(j, "bytes", what), get<uint32_t>(j, "crc32", what)};
+}
+
+}  // namespace
+
+void write_manifest(const std::string& dir, const std::string& name, const Manifest& m) {
+  nlohmann::json j = {
+      {"format", kFormatName},
+      {"version", kIndexFormatVersion},
+      {"documents", m.documents},
+      {"dim", m.dim},
+      {"model", {{"identity", m.model_identity}, {"path", m.model_path}, {"pooling", m.pooling},
+                 {"max_length", m.max_length}}},
+      {"vectors", {{"factory", m.vector_factory}, {"sum", sum_to_json(m.vectors)}}},
+      {"tokens", {{"stored", m.has_tokens}, {"codec", m.token_codec}, {"code_bytes", m.token_code_bytes},
+                  {"count", m.tokens}, {"codec_sum", sum_to_json(m.codec)}}},
+      {"logs", {{"corpus", log_state_to_json(m.corpus)}, {"keys", log_state_to_json(m.keys)},
+                {"tokens", log_state_to_json(m.token_log)}}},
+  };
+  if (!m.corpus_fingerprint.empty()) j["build"] = {{"corpus", m.corpus_fingerprint}, {"options", m.build_options}};
+  // The checksum covers the compact dump of everything else, so any edit of the file is caught.
+  j["crc32"] = crc32_hex(crc32(j.dump().data(), j.dump().size()));
+  write_file_atomic(path_join(dir, name), j.dump(2) + "\n");
+}
+
+Manifest read_manifest(const std::string& dir, const std::string& name) {
+  std::string path = path_join(dir, name);
+  SIEVE_THROW_IF_NOT(is_file(path), "'" << dir << "' is not a sieve index (no " << name << ")");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW("'" << path << "' is not valid JSON (damaged): " << e.what());
+  }
+  SIEVE_THROW_IF_NOT(j.is_object() && j.value("format", "") == kFormatName,
+                     "'" << path << "' is not a sieve index manifest");
+  SIEVE_THROW_IF_NOT(j.contains("version") && j["version"].is_number_unsigned(), "'" << path << "' has no version");
+  uint32_t version = j["version"].get<uint32_t>();
+  SIEVE_THROW_IF_NOT(version == kIndexFormatVersion, "'" << dir << "' is an index of format version " << version
+                                                         << "; this sieve reads version " << kIndexFormatVersion
+                                                         << " (rebuild it with `sieve index build`)");
+  SIEVE_THROW_IF_NOT(j.contains("crc32") && j["crc32"].is_string(), "'" << path << "' has no checksum (damaged)");
+  std::string want = j["crc32"].get<std::string>();
+  j.erase("crc32");
+  std::string dump = j.dump();
+  SIEVE_THROW_IF_NOT(crc32_hex(crc32(dump.data(), dump.size())) == want,
+                     "'" << path << "' is damaged (checksum mismatch)");
+  const std::string what = "'" + path + "'";
+  Manifest m;
+  try {
+    m.documents = get<uint64_t>(j, "documents", what);
+    m.dim = get<uint64_t>(j, "dim", what);
+    const auto& model = j.at("model");
+    m.model_identity = get<std::string>(model, "identity", what);
+    m.model_path = get<std::string>(model, "path", what);
+    m.pooling = get<std::string>(model, "pooling", what);
+    m.max_length = get<uint64_t>(model, "max_length", what);
+    const auto& vec = j.at("vectors");
+    m.vector_factory = get<std::string>(vec, "factory", what);
+    m.vectors = sum_from_json(vec.at("sum"), what);
+    const auto& tok = j.at("tokens");
+    m.has_tokens = get<bool>(tok, "stored", what);
+    m.token_codec = get<std::string>(tok, "codec", what);
+    m.token_code_bytes = get<uint64_t>(tok, "code_bytes", what);
+    m.tokens = get<uint64_t>(tok, "count", what);
+    m.codec = sum_from_json(tok.at("codec_sum"), what);
+    const auto& logs = j.at("logs");
+    m.corpus = log_state_from_json(logs.at("corpus"), what + " corpus log");
+    m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
+    m.token_log = log_state_from_json(logs.at("tokens"), what + " tokens log");
+    if (j.contains("build")) {
+      m.corpus_fingerprint = get<std::string>(j["build"], "corpus", what);
+      m.build_options = get<std::string>(j["build"], "options", what);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW(what << ": unexpected structure (damaged manifest): " << e.what());
+  }
+  SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && m.keys.records == m.documents &&
+                         (!m.has_tokens || m.token_log.records == m.documents),
+                     what << ": record counts disagree (damaged manifest)");
+  return m;
+}
+
+FileSum sum_file(const std::string& dir, const std::string& file) {
+  MappedFile f(path_join(dir, file));
+  return {file, f.size(), crc32(f.data(), f.size())};
+}
+
+void check_file(const std::string& dir, const FileSum& sum) {
+  std::string path = path_join(dir, sum.file);
+  SIEVE_THROW_IF_NOT(is_file(path), "'" << path << "' is missing from the index");
+  MappedFile f(path);
+  SIEVE_THROW_IF_NOT(f.size() == sum.bytes, "'" << path << "' has " << f.size() << " bytes, the manifest says "
+                                                << sum.bytes << " (damaged or truncated)");
+  SIEVE_THROW_IF_NOT(crc32(f.data(), f.size()) == sum.crc, "'" << path << "' is damaged (checksum mismatch)");
+}
+
+}  // namespace sieve::index

@@ -1,0 +1,60 @@
+// The index manifest (manifest.json): format version, counts, model identity, codec, and the
+// committed state and checksum of every file. The same structure, with a corpus fingerprint,
+// is the checkpoint of an interrupted build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "index/record_log.h"
+
+namespace sieve::index {
+
+constexpr uint32_t kIndexFormatVersion = 1;
+constexpr const char* kManifestFile = "manifest.json";
+constexpr const char* kCheckpointFile = "checkpoint.json";
+constexpr const char* kCodecFile = "codec.faiss";
+constexpr const char* kLexicalDir = "lexical";
+
+/// Identity of a whole-file artefact.
+struct FileSum {
+  std::string file;
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+};
+
+struct Manifest {
+  uint64_t documents = 0;
+  uint64_t dim = 0;
+  // the model the index was built with
+  std::string model_identity;
+  std::string model_path;
+  std::string pooling;
+  uint64_t max_length = 0;
+  // dense keys
+  std::string vector_factory;
+  FileSum vectors;  ///< empty file name in a checkpoint (built at the end)
+  // token store
+  bool has_tokens = false;
+  std::string token_codec;   ///< FAISS factory string of the codec
+  uint64_t token_code_bytes = 0;
+  uint64_t tokens = 0;
+  FileSum codec;             ///< empty file name until the codec is trained
+  // logs
+  LogState corpus, keys, token_log;
+  // checkpoint only: what the build is reading, to decide between resume and restart
+  std::string corpus_fingerprint;
+  std::string build_options;
+};
+
+/// Writes `<dir>/<name>` atomically with a checksum over its content.
+void write_manifest(const std::string& dir, const std::string& name, const Manifest& m);
+/// Reads and validates `<dir>/<name>`; throws sieve::Error on a missing, damaged or
+/// other-version file.
+Manifest read_manifest(const std::string& dir, const std::string& name);
+/// The whole-file checksum record of `<dir>/<file>`.
+FileSum sum_file(const std::string& dir, const std::string& file);
+/// Checks that `<dir>/<sum.file>` has the recorded size and CRC.
+void check_file(const std::string& dir, const FileSum& sum);
+
+}  // namespace sieve::index

@@ -1,0 +1,43 @@
+// Compression of token states with a FAISS standalone codec (scalar or product quantizer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace faiss {
+struct Index;
+}
+
+namespace sieve::index {
+
+/// A trained or untrained FAISS codec. encode/decode are const and thread-safe once trained.
+class TokenCodec {
+ public:
+  /// Maps a --codec flag (fp32, fp16, sq8, sq4, pq) or a FAISS factory string to the factory string.
+  static std::string factory_for(const std::string& codec, size_t dim);
+  /// An untrained codec for `dim`-wide vectors; throws sieve::Error for a bad or non-codec factory.
+  static std::unique_ptr<TokenCodec> create(const std::string& factory, size_t dim);
+  /// Reads a codec written by save(); throws sieve::Error when the file is not one.
+  static std::unique_ptr<TokenCodec> load(const std::string& path, size_t dim);
+  ~TokenCodec();
+
+  bool trained() const;
+  /// Trains on `n` vectors (throws sieve::Error when there are too few for this codec).
+  void train(size_t n, const float* x);
+  size_t dim() const;
+  size_t code_size() const;
+  void encode(size_t n, const float* x, uint8_t* codes) const;
+  void decode(size_t n, const uint8_t* codes, float* x) const;
+  /// Writes the codec atomically.
+  void save(const std::string& path) const;
+  const std::string& factory() const { return factory_; }
+
+ private:
+  TokenCodec() = default;
+  std::unique_ptr<faiss::Index> index_;
+  std::string factory_;
+};
+
+}  // namespace sieve::index

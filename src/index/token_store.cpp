@@ -1,0 +1,42 @@
+#include "index/token_store.h"
+
+#include <cmath>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+
+namespace sieve::index {
+
+void normalize_rows(float* x, size_t rows, size_t dim) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* v = x + r * dim;
+    double ss = 0;
+    for (size_t i = 0; i < dim; ++i) ss += double(v[i]) * v[i];
+    if (ss <= 0) continue;
+    float inv = static_cast<float>(1.0 / std::sqrt(ss));
+    for (size_t i = 0; i < dim; ++i) v[i] *= inv;
+  }
+}
+
+TokenStore::TokenStore(const std::string& dir, const Manifest& m) : dim_(m.dim) {
+  check_file(dir, m.codec);
+  codec_ = TokenCodec::load(path_join(dir, m.codec.file), m.dim);
+  SIEVE_THROW_IF_NOT(codec_->code_size() == m.token_code_bytes,
+                     "the token codec has " << codec_->code_size() << "-byte codes, the manifest says "
+                                            << m.token_code_bytes << " (damaged index)");
+  log_ = RecordLogReader(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
+}
+
+TokenStates TokenStore::get(size_t doc) const {
+  auto r = log_.record(doc);
+  size_t cs = codec_->code_size();
+  SIEVE_THROW_IF_NOT(r.size % cs == 0, "token record " << doc << " is not a whole number of codes (damaged)");
+  TokenStates t;
+  t.length = r.size / cs;
+  t.values.resize(t.length * dim_);
+  codec_->decode(t.length, r.data, t.values.data());
+  normalize_rows(t.values.data(), t.length, dim_);
+  return t;
+}
+
+}  // namespace sieve::index

@@ -1,0 +1,88 @@
+#include "index/vector_index.h"
+
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIVF.h>
+#include <faiss/IndexPreTransform.h>
+
+#include <algorithm>
+
+#include "core/file_util.h"
+#include "index/faiss_io.h"
+
+namespace sieve::index {
+namespace {
+
+// Finds the HNSW or IVF layer inside wrappers such as a pre-transform (OPQ, PCA).
+faiss::Index* core_of(faiss::Index* idx) {
+  while (auto* pt = dynamic_cast<faiss::IndexPreTransform*>(idx)) idx = pt->index;
+  return idx;
+}
+
+}  // namespace
+
+std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold) {
+  if (factory != "auto") return factory;
+  return n < hnsw_threshold ? "Flat" : "HNSW32";
+}
+
+FaissVectorIndex::FaissVectorIndex(const std::string& factory, size_t dim, int ef_construction)
+    : index_(faiss_from_factory(factory, dim)), factory_(factory) {
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_of(index_.get()))) h->hnsw.efConstruction = ef_construction;
+}
+
+FaissVectorIndex::FaissVectorIndex(const std::string& path, size_t dim)
+    : index_(faiss_from_bytes(read_file(path), "'" + path + "'")) {
+  SIEVE_THROW_IF_NOT(static_cast<size_t>(index_->d) == dim,
+                     "'" << path << "' holds vectors of dimension " << index_->d << ", expected " << dim);
+  SIEVE_THROW_IF_NOT(index_->metric_type == faiss::METRIC_INNER_PRODUCT,
+                     "'" << path << "' does not use inner product (not a sieve vector index)");
+}
+
+FaissVectorIndex::~FaissVectorIndex() = default;
+
+size_t FaissVectorIndex::dim() const { return static_cast<size_t>(index_->d); }
+size_t FaissVectorIndex::size() const { return static_cast<size_t>(index_->ntotal); }
+bool FaissVectorIndex::needs_training() const { return !index_->is_trained; }
+
+void FaissVectorIndex::train(size_t n, const float* x) {
+  if (index_->is_trained) return;
+  faiss_call("cannot train vector index '" + factory_ + "' on " + std::to_string(n) +
+                 " vectors (IVF needs at least as many vectors as lists; choose fewer lists or Flat)",
+             [&] { index_->train(static_cast<int64_t>(n), x); });
+  if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(core_of(index_.get()))) {
+    // FAISS starts at nprobe 1; probe about 1/16 of the lists by default for usable recall.
+    ivf->nprobe = std::max<size_t>(1, std::min<size_t>(ivf->nlist, std::max<size_t>(8, ivf->nlist / 16)));
+  }
+}
+
+void FaissVectorIndex::add(size_t n, const float* x) {
+  faiss_call("cannot add to vector index '" + factory_ + "'", [&] { index_->add(static_cast<int64_t>(n), x); });
+}
+
+void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearchParams& p, int64_t* labels,
+                              float* scores) const {
+  faiss::Index* core = core_of(index_.get());
+  faiss::SearchParametersHNSW hp;
+  faiss::SearchParametersIVF ip;
+  faiss::SearchParameters* params = nullptr;
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core)) {
+    hp.efSearch = p.ef_search > 0 ? p.ef_search : std::max<int>(64, static_cast<int>(p.k));
+    (void)h;
+    params = &hp;
+  } else if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(core)) {
+    ip.nprobe = p.nprobe > 0 ? static_cast<size_t>(p.nprobe) : ivf->nprobe;
+    params = &ip;
+  }
+  faiss::SearchParametersPreTransform pp;
+  if (params != nullptr && core != index_.get()) {
+    pp.index_params = params;
+    params = &pp;
+  }
+  faiss_call("vector search failed", [&] {
+    index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels, params);
+  });
+}
+
+void FaissVectorIndex::save(const std::string& path) const { write_file_atomic(path, faiss_to_bytes(*index_)); }
+
+}  // namespace sieve::index

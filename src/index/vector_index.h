@@ -1,0 +1,64 @@
+// The vector index over pooled unit keys (inner product = cosine), backed by FAISS.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace faiss {
+struct Index;
+}
+
+namespace sieve::index {
+
+/// Per-call knobs of a vector search (0 = the index's own setting).
+struct VectorSearchParams {
+  size_t k = 10;
+  int ef_search = 0;
+  int nprobe = 0;
+};
+
+/// Interface of the dense recall stage: add unit vectors, search by inner product.
+class VectorIndex {
+ public:
+  virtual ~VectorIndex() = default;
+  virtual size_t dim() const = 0;
+  virtual size_t size() const = 0;
+  /// Searches `n` queries; fills n*k labels (-1 when fewer hits) and scores, best first.
+  virtual void search(size_t n, const float* queries, const VectorSearchParams& p, int64_t* labels,
+                      float* scores) const = 0;
+};
+
+/// A FAISS-backed vector index.
+class FaissVectorIndex : public VectorIndex {
+ public:
+  /// An empty index from a factory string ("Flat", "HNSW32", "IVF256,Flat", ...).
+  FaissVectorIndex(const std::string& factory, size_t dim, int ef_construction);
+  /// Reads an index written by save().
+  FaissVectorIndex(const std::string& path, size_t dim);
+  ~FaissVectorIndex() override;
+
+  size_t dim() const override;
+  size_t size() const override;
+  void search(size_t n, const float* queries, const VectorSearchParams& p, int64_t* labels,
+              float* scores) const override;
+  /// True when add() needs a prior train().
+  bool needs_training() const;
+  /// Trains (IVF, PQ) on `n` vectors; with fewer than the index needs, throws sieve::Error.
+  void train(size_t n, const float* x);
+  /// Adds `n` vectors with labels size()..size()+n-1.
+  void add(size_t n, const float* x);
+  /// Writes the index atomically.
+  void save(const std::string& path) const;
+
+ private:
+  std::unique_ptr<faiss::Index> index_;
+  std::string factory_;
+};
+
+/// Resolves "auto" to Flat or HNSW32 for `n` documents.
+std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold);
+
+}  // namespace sieve::index
