@@ -17,6 +17,11 @@ void strip_cr(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
 }
 
+// Spreadsheet exports start with a UTF-8 byte-order mark.
+void strip_bom(std::string& line) {
+  if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+}
+
 bool blank(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t'; });
 }
@@ -98,7 +103,8 @@ bool CorpusReader::parse_jsonl(const std::string& line, Document& doc) {
 
 bool CorpusReader::parse_tsv(const std::string& line, Document& doc) {
   std::vector<std::string> cols = split_tabs(line);
-  if (line_no_ == 1) {
+  if (first_row_) {
+    first_row_ = false;
     if (is_id_column(cols[0])) {
       tsv_title_ = -1;
       tsv_text_ = -1;
@@ -107,7 +113,7 @@ bool CorpusReader::parse_tsv(const std::string& line, Document& doc) {
         if (name == "text" || name == "body" || name == "passage") tsv_text_ = static_cast<int>(c);
         if (name == "title") tsv_title_ = static_cast<int>(c);
       }
-      if (tsv_text_ < 0) tsv_text_ = 1;
+      if (tsv_text_ < 0) fail("the header row names no text column (text, body or passage)");
       return false;  // header row
     }
   }
@@ -125,6 +131,7 @@ bool CorpusReader::next(Document& doc) {
   while (std::getline(in_, line)) {
     ++line_no_;
     strip_cr(line);
+    if (line_no_ == 1) strip_bom(line);
     if (blank(line)) continue;
     bool got = false;
     switch (format_) {
@@ -159,12 +166,15 @@ size_t CorpusReader::count(const std::string& path, CorpusFormat format) {
   SIEVE_THROW_IF_NOT(in.is_open(), "cannot open corpus '" << path << "'");
   CorpusFormat f = resolve(path, format);
   size_t n = 0, line_no = 0;
+  bool first_row = true;
   std::string line;
   while (std::getline(in, line)) {
     ++line_no;
     strip_cr(line);
+    if (line_no == 1) strip_bom(line);
     if (blank(line)) continue;
-    if (f == CorpusFormat::Tsv && line_no == 1) {
+    if (f == CorpusFormat::Tsv && first_row) {
+      first_row = false;
       if (is_id_column(line.substr(0, line.find('\t')))) continue;
     }
     ++n;

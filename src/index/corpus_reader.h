@@ -34,6 +34,7 @@ class CorpusReader {
   std::ifstream in_;
   CorpusFormat format_;
   size_t line_no_ = 0;
+  bool first_row_ = true;  // the first non-blank TSV row may be a header
   int tsv_id_ = 0, tsv_text_ = 1, tsv_title_ = 2;  // column positions
   std::unordered_map<std::string, size_t> seen_;    // id -> line, for duplicate reports
 };

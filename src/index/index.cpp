@@ -22,10 +22,12 @@ using namespace sieve::index;
 namespace {
 
 uint64_t bytes_under(const fs::path& p) {
-  if (fs::is_regular_file(p)) return fs::file_size(p);
+  std::error_code ec;
+  if (fs::is_regular_file(p, ec)) return fs::file_size(p, ec);
   uint64_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(p))
-    if (e.is_regular_file()) n += e.file_size();
+  for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file(ec)) n += it->file_size(ec);
   return n;
 }
 
@@ -40,6 +42,7 @@ class IndexImpl final : public Index {
                                                              << " vectors, the manifest says " << m_.documents
                                                              << " (damaged index)");
     corpus_ = std::make_unique<CorpusStore>(dir, m_.corpus);
+    keys_ = RecordLogReader(dir, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
     if (m_.has_tokens) tokens_ = std::make_unique<TokenStore>(dir, m_);
     lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
     SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
@@ -115,8 +118,7 @@ class IndexImpl final : public Index {
  private:
   void verify() const {
     corpus_->verify();
-    RecordLogReader keys(dir_, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
-    keys.verify_data();
+    keys_.verify_data();
     if (tokens_) tokens_->verify();
     std::ostringstream report;
     size_t errors = 0;
@@ -167,6 +169,7 @@ class IndexImpl final : public Index {
   Manifest m_;
   IndexStats stats_;
   std::unique_ptr<CorpusStore> corpus_;
+  RecordLogReader keys_;  // the pooled keys as stored (checked at open, read by verify)
   std::unique_ptr<TokenStore> tokens_;
   std::unique_ptr<FaissVectorIndex> vectors_;
   std::unique_ptr<XapianLexicalIndex> lexical_;

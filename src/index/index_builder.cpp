@@ -93,8 +93,8 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
     rep.truncated += e.truncated;
     if (w.codec) {
       for (auto& t : e.tokens) normalize_rows(t.values.data(), t.length, dim);
-      if (!w.codec->trained()) {
-        train_codec(*w.codec, e.tokens, dim, opt.codec_train_tokens);
+      if (m.codec.file.empty()) {  // the first chunk: train (SQ, PQ) and save the codec
+        if (!w.codec->trained()) train_codec(*w.codec, e.tokens, dim, opt.codec_train_tokens);
         w.codec->save(path_join(dir, kCodecFile));
         m.codec = sum_file(dir, kCodecFile);
       }

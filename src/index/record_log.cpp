@@ -203,6 +203,8 @@ RecordLogReader::RecordLogReader(const std::string& dir, const std::string& name
   index_ = MappedFile(path_join(dir, name + ".idx"));
   check_header(data_, kind, param, kData);
   check_header(index_, kind, param, kIndex);
+  SIEVE_THROW_IF_NOT(committed.index_bytes == kLogHeaderBytes + committed.records * kLogEntryBytes,
+                     "'" << index_.path() << "': the committed state is inconsistent (damaged manifest)");
   SIEVE_THROW_IF_NOT(data_.size() >= committed.data_bytes, "'" << data_.path() << "' is truncated ("
                          << data_.size() << " bytes, the manifest says " << committed.data_bytes << ")");
   SIEVE_THROW_IF_NOT(index_.size() >= committed.index_bytes, "'" << index_.path() << "' is truncated ("

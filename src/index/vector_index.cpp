@@ -5,6 +5,7 @@
 #include <faiss/IndexPreTransform.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/file_util.h"
 #include "index/faiss_io.h"
@@ -62,14 +63,28 @@ void FaissVectorIndex::add(size_t n, const float* x) {
 void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearchParams& p, int64_t* labels,
                               float* scores) const {
   faiss::Index* core = core_of(index_.get());
-  faiss::SearchParametersHNSW hp;
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core)) {
+    // FAISS 1.7.3 ignores SearchParametersHNSW::efSearch (measured: recall did not move with it),
+    // so the per-call value is set on the index under a lock; callers wanting the same value
+    // search concurrently, a different value waits for them.
+    const int ef = p.ef_search > 0 ? p.ef_search : std::max<int>(64, static_cast<int>(p.k));
+    while (true) {
+      {
+        std::shared_lock<std::shared_mutex> lock(ef_mu_);
+        if (h->hnsw.efSearch == ef) {
+          faiss_call("vector search failed", [&] {
+            index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels);
+          });
+          return;
+        }
+      }
+      std::unique_lock<std::shared_mutex> lock(ef_mu_);
+      h->hnsw.efSearch = ef;
+    }
+  }
   faiss::SearchParametersIVF ip;
   faiss::SearchParameters* params = nullptr;
-  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core)) {
-    hp.efSearch = p.ef_search > 0 ? p.ef_search : std::max<int>(64, static_cast<int>(p.k));
-    (void)h;
-    params = &hp;
-  } else if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(core)) {
+  if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(core)) {
     ip.nprobe = p.nprobe > 0 ? static_cast<size_t>(p.nprobe) : ivf->nprobe;
     params = &ip;
   }

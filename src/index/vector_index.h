@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ class FaissVectorIndex : public VectorIndex {
  private:
   std::unique_ptr<faiss::Index> index_;
   std::string factory_;
+  mutable std::shared_mutex ef_mu_;  // guards the HNSW efSearch setting (see search())
 };
 
 /// Resolves "auto" to Flat or HNSW32 for `n` documents.

@@ -8,7 +8,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
+
+#include "sieve/error.h"
 
 namespace sieve::test {
 
@@ -43,6 +46,26 @@ inline CommandResult run_command(const std::string& cmd) {
   int status = ::pclose(f);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Expects `fn` to throw sieve::Error whose message contains `needle`.
+inline void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no sieve::Error (wanted one mentioning '" << needle << "')";
+  } catch (const sieve::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+/// The message of the sieve::Error `fn` throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const sieve::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 /// The built `sieve` executable.

@@ -172,14 +172,7 @@ TEST(Encoder, SentencePieceWorksInALibtorchProcess) {
 
 // --- loading errors -------------------------------------------------------------------------
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(EncoderLoad, MissingDirectoryAndFiles) {
   EXPECT_NE(error_of([] { Encoder::load("/nonexistent/model"); }).find("not found"), std::string::npos);

@@ -1,0 +1,315 @@
+// The index end to end: build, open, search, add; bad input, damaged files, other models and
+// versions; kill -9 during build and add. References are computed independently: the encoder's
+// own output, exact search with plain loops, and the corpus as written.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "eval/beir.h"
+#include "eval/metrics.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+#include "sieve/model.h"
+#include "support/test_util.h"
+#include "unit/index/index_test_util.h"
+
+namespace sieve {
+namespace {
+namespace fs = std::filesystem;
+using namespace sieve::test;
+
+// --- round trip ---------------------------------------------------------------------------------
+
+TEST(Index, RoundTripDocumentsKeysAndTokens) {
+  std::string dir = make_temp_dir("idx_rt");
+  auto docs = make_docs(60);
+  std::string corpus = write_jsonl(dir, "corpus.jsonl", docs);
+  IndexBuildOptions o = small_opts();
+  o.token_codec = "fp32";
+  BuildReport r = build_index(model_dir(), corpus, dir + "/ix", o);
+  EXPECT_EQ(r.documents, 60u);
+  EXPECT_EQ(r.note, "fresh build");
+  EXPECT_FALSE(fs::exists(dir + "/ix.partial"));
+
+  auto idx = Index::open(dir + "/ix");
+  ASSERT_EQ(idx->size(), 60u);
+  EXPECT_EQ(idx->stats().vector_factory, "Flat");
+  // The reference: the encoder run directly on the same texts.
+  auto enc = Encoder::load(model_dir());
+  std::vector<std::string> texts;
+  for (const auto& d : docs) texts.push_back(encoder_text(d));
+  EncodeCall call;
+  call.token_states = true;
+  Embeddings e = enc->encode(texts, call);
+  for (uint32_t i = 0; i < 60; ++i) {
+    Document got = idx->document(i);
+    EXPECT_EQ(got.id, docs[i].id);
+    EXPECT_EQ(got.title, docs[i].title);
+    EXPECT_EQ(got.text, docs[i].text);
+    EXPECT_EQ(idx->find(docs[i].id), i);
+    TokenStates t = idx->tokens(i);
+    ASSERT_EQ(t.length, e.tokens[i].length);
+    for (size_t r0 = 0; r0 < t.length; ++r0) {
+      double ss = 0;
+      for (size_t h = 0; h < e.dim; ++h) ss += double(e.tokens[i].values[r0 * e.dim + h]) * e.tokens[i].values[r0 * e.dim + h];
+      for (size_t h = 0; h < e.dim; ++h)
+        ASSERT_NEAR(t.values[r0 * e.dim + h], e.tokens[i].values[r0 * e.dim + h] / std::sqrt(ss), 1e-5);
+    }
+  }
+  EXPECT_EQ(idx->find("nope"), -1);
+  EXPECT_THROW(idx->document(60), Error);
+
+  // Dense search = exact search over the reference keys, computed with plain loops.
+  for (size_t qi : {0u, 7u, 33u}) {
+    SearchParams p;
+    p.k = 5;
+    SearchResult res = idx->search(texts[qi], p);
+    std::vector<std::pair<double, uint32_t>> ref;
+    for (uint32_t i = 0; i < 60; ++i) {
+      double dot = 0;
+      for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[qi * e.dim + h]) * e.pooled[i * e.dim + h];
+      ref.emplace_back(-dot, i);
+    }
+    std::sort(ref.begin(), ref.end());
+    ASSERT_EQ(res.hits.size(), 5u);
+    EXPECT_EQ(res.hits[0].id, docs[qi].id);
+    for (size_t j = 0; j < 5; ++j) {
+      EXPECT_NEAR(res.hits[j].score, -ref[j].first, 1e-4);
+      EXPECT_EQ(res.hits[j].dense_rank, static_cast<int>(j + 1));
+      EXPECT_TRUE(std::isnan(res.hits[j].bm25_score));
+    }
+  }
+}
+
+TEST(Index, SearchModesAndQueryTokens) {
+  std::string dir = make_temp_dir("idx_modes");
+  auto docs = make_docs(40);
+  docs[17].text = "a unique zebra crossing story";
+  std::string corpus = write_jsonl(dir, "c.jsonl", docs);
+  build_index(model_dir(), corpus, dir + "/ix", small_opts());
+  auto idx = Index::open(dir + "/ix");
+  SearchParams p;
+  p.mode = SearchMode::Bm25;
+  auto r = idx->search("zebras", p);  // stemming: zebras -> zebra
+  ASSERT_FALSE(r.hits.empty());
+  EXPECT_EQ(r.hits[0].id, "d17");
+  EXPECT_EQ(r.hits.size(), 1u);  // no other document has the term
+  p.mode = SearchMode::Hybrid;
+  p.query_tokens = true;
+  r = idx->search("zebra crossing", p);
+  ASSERT_FALSE(r.hits.empty());
+  EXPECT_EQ(r.hits[0].id, "d17");  // first in BM25 and present in dense: highest fused score
+  EXPECT_EQ(r.hits[0].bm25_rank, 1);
+  EXPECT_GT(r.hits[0].dense_rank, 0);
+  EXPECT_EQ(r.query_tokens.length, idx->encoder()->tokenizer().encode("zebra crossing").ids.size());
+  // Batch search equals one-at-a-time search.
+  p.query_tokens = false;
+  auto batch = idx->search_batch({"red car", "blue house"}, p);
+  auto one = idx->search("blue house", p);
+  ASSERT_EQ(batch[1].hits.size(), one.hits.size());
+  for (size_t i = 0; i < one.hits.size(); ++i) EXPECT_EQ(batch[1].hits[i].id, one.hits[i].id);
+}
+
+TEST(Index, AddEqualsBuildingAtOnce) {
+  std::string dir = make_temp_dir("idx_add");
+  auto all = make_docs(50);
+  std::vector<Document> first(all.begin(), all.begin() + 30), second(all.begin() + 30, all.end());
+  build_index(model_dir(), write_jsonl(dir, "a.jsonl", first), dir + "/ix", small_opts());
+  BuildReport r = add_to_index(dir + "/ix", write_jsonl(dir, "b.jsonl", second), small_opts());
+  EXPECT_EQ(r.documents, 50u);
+  EXPECT_EQ(r.added, 20u);
+  build_index(model_dir(), write_jsonl(dir, "all.jsonl", all), dir + "/ref", small_opts());
+  auto a = Index::open(dir + "/ix"), b = Index::open(dir + "/ref");
+  ASSERT_EQ(a->size(), 50u);
+  for (SearchMode m : {SearchMode::Dense, SearchMode::Bm25, SearchMode::Hybrid}) {
+    SearchParams p;
+    p.mode = m;
+    p.k = 8;
+    for (const char* q : {"red car left", "the dog bit the man", "green river stone"}) {
+      auto ra = a->search(q, p), rb = b->search(q, p);
+      ASSERT_EQ(ra.hits.size(), rb.hits.size());
+      for (size_t i = 0; i < ra.hits.size(); ++i) {
+        EXPECT_EQ(ra.hits[i].id, rb.hits[i].id) << q;
+        EXPECT_NEAR(ra.hits[i].score, rb.hits[i].score, 1e-5);
+      }
+    }
+  }
+  for (uint32_t i = 30; i < 50; ++i) EXPECT_EQ(a->document(i).id, all[i].id);
+  // Ids already in the index are refused and nothing changes.
+  std::string again = write_jsonl(dir, "again.jsonl", {all[3]});
+  EXPECT_NE(error_of([&] { add_to_index(dir + "/ix", again); }).find("already in the index"), std::string::npos);
+  EXPECT_EQ(Index::open(dir + "/ix")->size(), 50u);
+}
+
+TEST(Index, VectorFactoriesAndCodecs) {
+  std::string dir = make_temp_dir("idx_fact");
+  std::string corpus = write_jsonl(dir, "c.jsonl", make_docs(300));
+  for (const char* factory : {"HNSW32", "IVF8,Flat", "auto"}) {
+    IndexBuildOptions o = small_opts();
+    o.chunk_docs = 100;
+    o.vector_factory = factory;
+    o.auto_hnsw_threshold = 200;  // so that auto picks HNSW32 for 300 documents
+    o.token_codec = std::string(factory) == "HNSW32" ? "sq4" : "fp16";
+    std::string out = dir + "/ix_" + std::to_string(std::hash<std::string>()(factory));
+    build_index(model_dir(), corpus, out, o);
+    auto idx = Index::open(out);
+    EXPECT_EQ(idx->stats().vector_factory, std::string(factory) == "auto" ? "HNSW32" : factory);
+    Document d = idx->document(123);
+    SearchParams p;
+    p.nprobe = 8;
+    EXPECT_EQ(idx->search(encoder_text(d), p).hits[0].id, d.id) << factory;
+  }
+}
+
+// --- bad input ----------------------------------------------------------------------------------
+
+TEST(IndexBadInput, CorpusErrorsLeaveNoIndex) {
+  std::string dir = make_temp_dir("idx_bad");
+  struct Case {
+    const char* name;
+    std::string content;
+    const char* expect;
+  } cases[] = {
+      {"empty.jsonl", "", "no documents"},
+      {"blank.jsonl", "\n\n", "no documents"},
+      {"dup.jsonl", "{\"_id\":\"a\",\"text\":\"x\"}\n{\"_id\":\"a\",\"text\":\"y\"}\n", "duplicate document id 'a'"},
+      {"noid.jsonl", "{\"text\":\"x\"}\n", ":1: missing field \"_id\""},
+      {"notext.jsonl", "{\"_id\":\"a\",\"text\":\"x\"}\n{\"_id\":\"b\"}\n", ":2: missing field \"text\""},
+      {"utf8.tsv", "a\tgood\nb\tbad \xC3\x28 byte\n", ":2: invalid UTF-8"},
+      {"json.jsonl", "{\"_id\": \"a\", \"text\": \n", ":1: not a valid JSON line"},
+  };
+  for (const auto& c : cases) {
+    std::string corpus = write_text(dir + "/" + c.name, c.content);
+    std::string out = dir + "/out_" + c.name;
+    std::string err = error_of([&] { build_index(model_dir(), corpus, out, small_opts()); });
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.name << ": " << err;
+    EXPECT_FALSE(fs::exists(out)) << c.name;
+    EXPECT_NE(error_of([&] { Index::open(out); }), "");
+  }
+  EXPECT_NE(error_of([&] { build_index(model_dir(), dir + "/missing.jsonl", dir + "/o", small_opts()); })
+                .find("cannot"),
+            std::string::npos);
+  // An existing index is not replaced without force.
+  std::string corpus = write_jsonl(dir, "ok.jsonl", make_docs(5));
+  build_index(model_dir(), corpus, dir + "/ix", small_opts());
+  EXPECT_NE(error_of([&] { build_index(model_dir(), corpus, dir + "/ix", small_opts()); }).find("already exists"),
+            std::string::npos);
+  IndexBuildOptions force = small_opts();
+  force.force = true;
+  EXPECT_EQ(build_index(model_dir(), corpus, dir + "/ix", force).documents, 5u);
+  IndexBuildOptions bad = small_opts();
+  bad.vector_factory = "Nonsense99";
+  EXPECT_NE(error_of([&] { build_index(model_dir(), corpus, dir + "/ix2", bad); }).find("factory"), std::string::npos);
+}
+
+TEST(IndexBadInput, OneMegabyteDocument) {
+  std::string dir = make_temp_dir("idx_big");
+  std::string big;
+  while (big.size() < (1u << 20)) big += "stone river light ";
+  big += "quasar";
+  std::vector<Document> docs = make_docs(5);
+  docs.push_back({"big", "", big});
+  build_index(model_dir(), write_jsonl(dir, "c.jsonl", docs), dir + "/ix", small_opts());
+  auto idx = Index::open(dir + "/ix");
+  int64_t id = idx->find("big");
+  ASSERT_GE(id, 0);
+  EXPECT_EQ(idx->document(static_cast<uint32_t>(id)).text, big);         // the corpus keeps everything
+  EXPECT_EQ(idx->tokens(static_cast<uint32_t>(id)).length, 64u);        // what the encoder saw
+  SearchParams p;
+  p.mode = SearchMode::Bm25;
+  auto r = idx->search("quasar", p);  // the last word, far past the encoder's window
+  ASSERT_EQ(r.hits.size(), 1u);
+  EXPECT_EQ(r.hits[0].id, "big");
+}
+
+TEST(IndexBadInput, OtherModelAndOtherVersion) {
+  std::string dir = make_temp_dir("idx_model");
+  build_index(model_dir(), write_jsonl(dir, "c.jsonl", make_docs(10)), dir + "/ix", small_opts());
+  IndexOpenOptions o;
+  o.model_dir = model_dir(7);
+  EXPECT_NE(error_of([&] { Index::open(dir + "/ix", o); }).find("is not the one"), std::string::npos);
+  EXPECT_NE(error_of([&] { add_to_index(dir + "/ix", write_jsonl(dir, "d.jsonl", make_docs(2, 100)), {}, {}, model_dir(7)); })
+                .find("is not the one"),
+            std::string::npos);
+  std::string manifest = dir + "/ix/manifest.json";
+  std::ifstream in(manifest);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  size_t at = text.find("\"version\": 1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "\"version\": 9");
+  write_text(manifest, text);
+  EXPECT_NE(error_of([&] { Index::open(dir + "/ix"); }).find("format version 9"), std::string::npos);
+  EXPECT_NE(error_of([&] { Index::open(dir + "/nothing"); }).find("does not exist"), std::string::npos);
+}
+
+TEST(IndexBadInput, DamagedFiles) {
+  std::string dir = make_temp_dir("idx_dmg");
+  std::string corpus = write_jsonl(dir, "c.jsonl", make_docs(40));
+  build_index(model_dir(), corpus, dir + "/ref", small_opts());
+  auto fresh = [&](const std::string& name) {
+    std::string out = dir + "/" + name;
+    fs::copy(dir + "/ref", out, fs::copy_options::recursive);
+    return out;
+  };
+  {  // a corpus record: the damaged document fails, the others still read, verify finds it
+    std::string ix = fresh("corpus");
+    flip_byte(ix + "/corpus.dat", fs::file_size(ix + "/corpus.dat") - 3);
+    auto idx = Index::open(ix);
+    EXPECT_NE(error_of([&] { idx->document(39); }).find("damaged"), std::string::npos);
+    EXPECT_EQ(idx->document(0).id, "d0");
+    IndexOpenOptions v;
+    v.verify = true;
+    EXPECT_NE(error_of([&] { Index::open(ix, v); }).find("damaged"), std::string::npos);
+  }
+  {  // a token record
+    std::string ix = fresh("tokens");
+    flip_byte(ix + "/tokens.dat", 40);
+    auto idx = Index::open(ix);
+    EXPECT_NE(error_of([&] { idx->tokens(0); }).find("damaged"), std::string::npos);
+  }
+  // Files whose damage is caught at open.
+  for (const char* file : {"vectors.40.faiss", "corpus.idx", "tokens.idx", "keys.idx", "codec.faiss", "manifest.json"}) {
+    std::string ix = fresh(std::string("open_") + file);
+    flip_byte(ix + "/" + file, fs::file_size(ix + "/" + file) / 2);
+    std::string err = error_of([&] { Index::open(ix); });
+    EXPECT_NE(err, "") << file;
+    EXPECT_TRUE(err.find("damaged") != std::string::npos || err.find("checksum") != std::string::npos) << file << ": " << err;
+  }
+  {  // truncation
+    std::string ix = fresh("trunc");
+    fs::resize_file(ix + "/tokens.dat", fs::file_size(ix + "/tokens.dat") - 10);
+    EXPECT_NE(error_of([&] { Index::open(ix); }).find("truncated"), std::string::npos);
+  }
+  {  // a missing file
+    std::string ix = fresh("missing");
+    fs::remove(ix + "/keys.dat");
+    EXPECT_NE(error_of([&] { Index::open(ix); }), "");
+  }
+  {  // the BM25 database
+    std::string ix = fresh("lexical");
+    for (const auto& e : fs::directory_iterator(ix + "/lexical"))
+      if (e.path().extension() == ".glass" && fs::file_size(e.path()) > 0) fs::resize_file(e.path(), 0);
+    IndexOpenOptions v;
+    v.verify = true;
+    EXPECT_NE(error_of([&] {
+                auto idx = Index::open(ix, v);
+                SearchParams p;
+                p.mode = SearchMode::Bm25;
+                idx->search("dog", p);
+              }),
+              "");
+  }
+}
+
+}  // namespace
+}  // namespace sieve

@@ -1,0 +1,251 @@
+// The vector index against exact search, and the token codecs against fp32 (decode error).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "index/token_codec.h"
+#include "index/token_store.h"
+#include "index/vector_index.h"
+#include "sieve/encoder.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+#include "sieve/model.h"
+#include "support/test_util.h"
+
+namespace sieve::index {
+namespace {
+
+// Unit vectors around `clusters` random centres: the shape of real embedding collections.
+// The centres depend only on `clusters` and `d`, so data and queries drawn with different seeds
+// share them.
+std::vector<float> clustered(size_t n, size_t d, size_t clusters, float noise, uint32_t seed) {
+  std::mt19937 centre_rng(static_cast<uint32_t>(clusters * 7919 + d));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> centres(clusters * d);
+  for (auto& v : centres) v = g(centre_rng);
+  normalize_rows(centres.data(), clusters, d);
+  std::vector<float> x(n * d);
+  std::uniform_int_distribution<size_t> pick(0, clusters - 1);
+  for (size_t i = 0; i < n; ++i) {
+    size_t c = pick(rng);
+    for (size_t j = 0; j < d; ++j) x[i * d + j] = centres[c * d + j] + noise * g(rng);
+  }
+  normalize_rows(x.data(), n, d);
+  return x;
+}
+
+// Exact top-k by inner product with plain loops (the reference).
+std::vector<int64_t> exact_topk(const std::vector<float>& x, size_t n, size_t d, const float* q, size_t k) {
+  std::vector<std::pair<double, int64_t>> s(n);
+  for (size_t i = 0; i < n; ++i) {
+    double dot = 0;
+    for (size_t j = 0; j < d; ++j) dot += double(x[i * d + j]) * q[j];
+    s[i] = {-dot, static_cast<int64_t>(i)};
+  }
+  std::partial_sort(s.begin(), s.begin() + k, s.end());
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < k; ++i) out.push_back(s[i].second);
+  return out;
+}
+
+double recall_at_k(FaissVectorIndex& idx, const std::vector<float>& x, size_t n, const std::vector<float>& q,
+                   size_t nq, size_t d, size_t k, const VectorSearchParams& p) {
+  std::vector<int64_t> labels(nq * k);
+  std::vector<float> scores(nq * k);
+  idx.search(nq, q.data(), p, labels.data(), scores.data());
+  size_t found = 0;
+  for (size_t i = 0; i < nq; ++i) {
+    auto truth = exact_topk(x, n, d, q.data() + i * d, k);
+    for (size_t j = 0; j < k; ++j)
+      found += std::count(truth.begin(), truth.end(), labels[i * k + j]) > 0 ? 1 : 0;
+  }
+  return double(found) / double(nq * k);
+}
+
+constexpr size_t kD = 64, kN = 20000, kQ = 200;
+constexpr float kNoise = 0.2f;  // spread: a point lies ~1 rad from its centre, so clusters overlap
+
+TEST(VectorIndex, FlatEqualsExactSearch) {
+  auto x = clustered(3000, kD, 30, 0.3f, 1);
+  auto q = clustered(20, kD, 30, 0.3f, 2);
+  FaissVectorIndex idx("Flat", kD, 40);
+  idx.add(3000, x.data());
+  std::vector<int64_t> labels(20 * 10);
+  std::vector<float> scores(20 * 10);
+  VectorSearchParams p;
+  idx.search(20, q.data(), p, labels.data(), scores.data());
+  for (size_t i = 0; i < 20; ++i) {
+    auto truth = exact_topk(x, 3000, kD, q.data() + i * kD, 10);
+    for (size_t j = 0; j < 10; ++j) {
+      EXPECT_EQ(labels[i * 10 + j], truth[j]) << "query " << i << " rank " << j;
+      double dot = 0;
+      for (size_t h = 0; h < kD; ++h) dot += double(x[truth[j] * kD + h]) * q[i * kD + h];
+      EXPECT_NEAR(scores[i * 10 + j], dot, 1e-5);
+    }
+  }
+}
+
+TEST(VectorIndex, HnswRecallAtDefaultSettings) {
+  auto x = clustered(kN, kD, 100, kNoise, 3);
+  auto q = clustered(kQ, kD, 100, kNoise, 4);
+  FaissVectorIndex idx("HNSW32", kD, sieve::IndexBuildOptions{}.hnsw_ef_construction);
+  idx.add(kN, x.data());
+  double r = recall_at_k(idx, x, kN, q, kQ, kD, 10, VectorSearchParams{});
+  std::printf("HNSW32 recall@10 vs exact (n=%zu, d=%zu, default ef): %.4f\n", kN, kD, r);
+  EXPECT_GE(r, 0.95);
+  VectorSearchParams low;
+  low.ef_search = 10;
+  double r_low = recall_at_k(idx, x, kN, q, kQ, kD, 10, low);
+  std::printf("HNSW32 recall@10 at efSearch 10: %.4f\n", r_low);
+  EXPECT_LE(r_low, r);  // the per-call knob reaches FAISS
+}
+
+TEST(VectorIndex, IvfTrainsAndProbes) {
+  auto x = clustered(kN, kD, 100, kNoise, 5);
+  auto q = clustered(kQ, kD, 100, kNoise, 6);
+  FaissVectorIndex idx("IVF64,Flat", kD, 40);
+  EXPECT_TRUE(idx.needs_training());
+  idx.train(kN, x.data());
+  idx.add(kN, x.data());
+  double r_default = recall_at_k(idx, x, kN, q, kQ, kD, 10, VectorSearchParams{});
+  VectorSearchParams all;
+  all.nprobe = 64;  // every list: exact
+  double r_all = recall_at_k(idx, x, kN, q, kQ, kD, 10, all);
+  VectorSearchParams one;
+  one.nprobe = 1;
+  double r_one = recall_at_k(idx, x, kN, q, kQ, kD, 10, one);
+  std::printf("IVF64 recall@10: nprobe 1 %.4f, default %.4f, all lists %.4f\n", r_one, r_default, r_all);
+  EXPECT_GE(r_all, 0.999);
+  EXPECT_GE(r_default, 0.85);
+  EXPECT_GT(r_default, r_one);
+  EXPECT_LT(r_one, r_all);
+}
+
+TEST(VectorIndex, BadFactoryAndTooFewTrainingVectors) {
+  EXPECT_THROW(FaissVectorIndex("NoSuchIndex", kD, 40), Error);
+  auto x = clustered(10, kD, 2, 0.3f, 7);
+  FaissVectorIndex idx("IVF64,Flat", kD, 40);
+  EXPECT_THROW(idx.train(10, x.data()), Error);
+}
+
+TEST(VectorIndex, SaveAndLoadRoundTrip) {
+  auto x = clustered(500, kD, 10, 0.3f, 8);
+  FaissVectorIndex idx("HNSW32", kD, 40);
+  idx.add(500, x.data());
+  std::string dir = test::make_temp_dir("vec");
+  idx.save(dir + "/v.faiss");
+  FaissVectorIndex back(dir + "/v.faiss", kD);
+  EXPECT_EQ(back.size(), 500u);
+  EXPECT_THROW(FaissVectorIndex(dir + "/v.faiss", kD + 1), Error);
+}
+
+// Token states of a 384-wide random encoder (the width of MiniLM / bge-small) on varied text.
+struct Tokens {
+  size_t d = 0, n = 0;
+  std::vector<float> x;
+};
+
+const Tokens& encoder_tokens() {
+  static Tokens t = [] {
+    std::string dir = test::make_temp_dir("codec_model");
+    FixtureModelOptions f;
+    f.config.hidden_size = 384;
+    f.config.num_hidden_layers = 2;
+    f.config.num_attention_heads = 6;
+    f.config.intermediate_size = 512;
+    f.config.max_position_embeddings = 128;
+    write_fixture_model(dir, f);
+    auto enc = Encoder::load(dir);
+    std::vector<std::string> texts;
+    const char* words[] = {"the", "dog", "bit", "man", "red", "car", "left", "of", "house", "not", "a",
+                           "blue", "cat", "sat", "on", "mat", "under", "tree", "big", "small", "river"};
+    std::mt19937 rng(9);
+    for (int i = 0; i < 400; ++i) {
+      std::string s;
+      int len = 3 + static_cast<int>(rng() % 30);
+      for (int w = 0; w < len; ++w) s += std::string(w ? " " : "") + words[rng() % 21];
+      texts.push_back(s);
+    }
+    EncodeCall call;
+    call.token_states = true;
+    Embeddings e = enc->encode(texts, call);
+    Tokens out;
+    out.d = e.dim;
+    for (auto& ts : e.tokens) {
+      out.x.insert(out.x.end(), ts.values.begin(), ts.values.end());
+      out.n += ts.length;
+    }
+    normalize_rows(out.x.data(), out.n, out.d);
+    return out;
+  }();
+  return t;
+}
+
+// Max and mean |cos(q, decode(c)) - cos(q, c)| over query tokens q (fp32) and stored tokens c.
+std::pair<double, double> codec_error(const std::string& codec) {
+  const Tokens& t = encoder_tokens();
+  auto c = TokenCodec::create(TokenCodec::factory_for(codec, t.d), t.d);
+  c->train(std::min<size_t>(t.n, 4000), t.x.data());  // trained on a sample, as a build does
+  std::vector<uint8_t> codes(t.n * c->code_size());
+  c->encode(t.n, t.x.data(), codes.data());
+  std::vector<float> dec(t.n * t.d);
+  c->decode(t.n, codes.data(), dec.data());
+  normalize_rows(dec.data(), t.n, t.d);
+  double max_err = 0, sum = 0;
+  size_t pairs = 0;
+  for (size_t qi = 0; qi < t.n; qi += 101) {  // a spread of query tokens against every stored token
+    const float* q = &t.x[qi * t.d];
+    for (size_t ci = 0; ci < t.n; ci += 3) {
+      double a = 0, b = 0;
+      for (size_t h = 0; h < t.d; ++h) {
+        a += double(q[h]) * t.x[ci * t.d + h];
+        b += double(q[h]) * dec[ci * t.d + h];
+      }
+      max_err = std::max(max_err, std::abs(a - b));
+      sum += std::abs(a - b);
+      ++pairs;
+    }
+  }
+  std::printf("codec %-5s %4zu bytes/token  max |cos error| %.5f  mean %.6f  (%zu token pairs)\n", codec.c_str(),
+              c->code_size(), max_err, sum / pairs, pairs);
+  return {max_err, sum / pairs};
+}
+
+TEST(TokenCodec, DecodeErrorPerCodec) {
+  auto fp32 = codec_error("fp32");
+  auto fp16 = codec_error("fp16");
+  auto sq8 = codec_error("sq8");
+  auto sq4 = codec_error("sq4");
+  auto pq = codec_error("pq");
+  EXPECT_LT(fp32.first, 1e-6);
+  EXPECT_LT(fp16.first, 1e-3);
+  EXPECT_LT(sq8.first, 0.01);  // the bound for the default codec
+  EXPECT_LT(sq4.first, 0.15);
+  EXPECT_LT(pq.first, 0.5);
+  // Fewer bits, more error: the codecs are really different.
+  EXPECT_LT(fp16.second, sq8.second);
+  EXPECT_LT(sq8.second, sq4.second);
+}
+
+TEST(TokenCodec, CodeSizes) {
+  EXPECT_EQ(TokenCodec::create("Flat", 384)->code_size(), 384u * 4);
+  EXPECT_EQ(TokenCodec::create("SQfp16", 384)->code_size(), 384u * 2);
+  EXPECT_EQ(TokenCodec::create("SQ8", 384)->code_size(), 384u);
+  EXPECT_EQ(TokenCodec::create("SQ4", 384)->code_size(), 192u);
+  EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("pq", 384), 384)->code_size(), 96u);
+  EXPECT_THROW(TokenCodec::create("HNSW32", 384), Error);  // not a standalone codec
+  EXPECT_THROW(TokenCodec::create("SQ9", 384), Error);
+}
+
+TEST(TokenCodec, PqNeedsEnoughTrainingTokens) {
+  auto c = TokenCodec::create("PQ8", 32);
+  std::vector<float> x = clustered(100, 32, 4, 0.3f, 10);
+  EXPECT_THROW(c->train(100, x.data()), Error);
+}
+
+}  // namespace
+}  // namespace sieve::index
