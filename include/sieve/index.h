@@ -29,7 +29,8 @@ enum class CorpusFormat {
   Text,   ///< one document per line; the id is the 1-based line number
 };
 
-/// Options of an index build (fixed for the index's lifetime, recorded in its manifest).
+/// Options of an index build. What shapes the index (vectors, codec, tokens) is fixed for its
+/// lifetime and recorded in its manifest; add_to_index uses only format, chunk_docs, batch_size.
 struct IndexBuildOptions {
   CorpusFormat format = CorpusFormat::Auto;
   /// FAISS index_factory string for the pooled keys ("Flat", "HNSW32", "IVF256,Flat", ...);
@@ -108,7 +109,9 @@ struct IndexStats {
   std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder
 };
 
-/// An opened index. Immutable; search() and the accessors may be called from several threads.
+/// An opened index: a snapshot of the committed state at open. Immutable; search() and the
+/// accessors may be called from several threads, and another process may `add` meanwhile (the
+/// snapshot keeps its documents; reopen to see the new ones).
 class Index {
  public:
   virtual ~Index() = default;
@@ -118,11 +121,12 @@ class Index {
 
   virtual const IndexStats& stats() const = 0;
   virtual size_t size() const = 0;
-  /// The document with internal id `doc`.
+  /// The document with internal id `doc` (sieve::Error when out of range or damaged).
   virtual Document document(uint32_t doc) const = 0;
   /// Internal id of an external id, or -1.
   virtual int64_t find(const std::string& id) const = 0;
-  /// The decoded, L2-normalised token states the encoder produced for `doc`.
+  /// The decoded, L2-normalised token states the encoder produced for `doc` (sieve::Error when
+  /// out of range, damaged, or the index has no token store).
   virtual TokenStates tokens(uint32_t doc) const = 0;
   /// The query encoder (nullptr when opened without one).
   virtual const Encoder* encoder() const = 0;
@@ -142,7 +146,7 @@ struct BuildReport {
   size_t truncated = 0;       ///< documents longer than the encoder's max length
   double encode_seconds = 0;  ///< time spent inside the encoder
   double total_seconds = 0;
-  std::string note;           ///< "fresh", "resumed ...", or "restarted: <reason>"
+  std::string note;           ///< "fresh build", "resumed an interrupted build ...", "restarted: <reason>", ...
 };
 
 /// Builds an index at `out` from a corpus file with the model at `model_dir`. Written in

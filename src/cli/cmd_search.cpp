@@ -58,21 +58,23 @@ void register_search(CLI::App& app) {
       ->check(CLI::IsMember({"dense", "bm25", "hybrid"}))
       ->capture_default_str();
   cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))");
+  cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted")
       ->check(CLI::IsMember({"rrf", "weighted"}))
       ->capture_default_str();
-  cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant")->capture_default_str();
+  cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--dense-weight", o->p.dense_weight, "Weighted fusion: weight of the dense scores")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))");
-  cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)");
+  cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--output", o->output, "jsonl or tsv")
       ->check(CLI::IsMember({"jsonl", "tsv"}))
       ->capture_default_str();
-  cmd->add_option("--trec", o->trec, "Write a TREC run (qid Q0 docid rank score RUN_NAME) instead");
-  cmd->add_flag("--text", o->text, "JSON output: include each hit's title and text");
+  cmd->add_option("--trec", o->trec, "Write a TREC run to stdout, tagged RUN_NAME (qid Q0 docid rank score RUN_NAME)")
+      ->type_name("RUN_NAME");
+  cmd->add_flag("--text", o->text, "JSON lines output only: include each hit's title and text");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
   cmd->add_option("--batch", o->batch, "Queries encoded per batch")->capture_default_str()->check(CLI::PositiveNumber);
   o->dev.add(cmd);

@@ -58,8 +58,8 @@ CorpusFormat CorpusReader::resolve(const std::string& path, CorpusFormat format)
   return CorpusFormat::Text;
 }
 
-CorpusReader::CorpusReader(const std::string& path, CorpusFormat format)
-    : path_(path), in_(path, std::ios::binary), format_(resolve(path, format)) {
+CorpusReader::CorpusReader(const std::string& path, CorpusFormat format, size_t text_id_offset)
+    : path_(path), in_(path, std::ios::binary), format_(resolve(path, format)), text_id_offset_(text_id_offset) {
   SIEVE_THROW_IF_NOT(in_.is_open(), "cannot open corpus '" << path << "'");
 }
 
@@ -142,7 +142,7 @@ bool CorpusReader::next(Document& doc) {
         got = parse_tsv(line, doc);
         break;
       default:
-        doc.id = std::to_string(line_no_);
+        doc.id = std::to_string(line_no_ + text_id_offset_);
         doc.title.clear();
         doc.text = line;
         got = true;

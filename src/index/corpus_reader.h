@@ -12,8 +12,9 @@ namespace sieve::index {
 /// Reads one document at a time; validates ids (present, non-empty, unique), fields and UTF-8.
 class CorpusReader {
  public:
-  /// Opens `path`; throws sieve::Error when it cannot be read.
-  CorpusReader(const std::string& path, CorpusFormat format = CorpusFormat::Auto);
+  /// Opens `path`; throws sieve::Error when it cannot be read. Text ids are the line number plus
+  /// `text_id_offset` (an add continues the numbering after the index's documents).
+  CorpusReader(const std::string& path, CorpusFormat format = CorpusFormat::Auto, size_t text_id_offset = 0);
   /// Next document; false at the end. Throws sieve::Error "path:line: what" on bad input.
   bool next(Document& doc);
   /// The format in use (Auto resolved).
@@ -34,6 +35,7 @@ class CorpusReader {
   std::ifstream in_;
   CorpusFormat format_;
   size_t line_no_ = 0;
+  size_t text_id_offset_ = 0;
   bool first_row_ = true;  // the first non-blank TSV row may be a header
   int tsv_id_ = 0, tsv_text_ = 1, tsv_title_ = 2;  // column positions
   std::unordered_map<std::string, size_t> seen_;    // id -> line, for duplicate reports

@@ -38,10 +38,19 @@ Document CorpusStore::get(size_t doc) const {
   return decode_document(r.data, r.size);
 }
 
+std::string CorpusStore::id(size_t doc) const {
+  auto r = log_.record(doc);
+  uint32_t id_len;
+  SIEVE_THROW_IF_NOT(r.size >= 12, "corpus record too short (damaged)");
+  std::memcpy(&id_len, r.data, 4);
+  SIEVE_THROW_IF_NOT(id_len <= r.size - 12, "corpus record sizes do not add up (damaged)");
+  return std::string(reinterpret_cast<const char*>(r.data) + 12, id_len);
+}
+
 int64_t CorpusStore::find(const std::string& id) const {
   std::call_once(ids_once_, [&] {
     ids_.reserve(size());
-    for (size_t i = 0; i < size(); ++i) ids_.emplace(get(i).id, static_cast<uint32_t>(i));
+    for (size_t i = 0; i < size(); ++i) ids_.emplace(this->id(i), static_cast<uint32_t>(i));
   });
   auto it = ids_.find(id);
   return it == ids_.end() ? -1 : static_cast<int64_t>(it->second);

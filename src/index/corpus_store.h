@@ -22,6 +22,8 @@ class CorpusStore {
   CorpusStore(const std::string& dir, const LogState& committed);
   size_t size() const { return log_.size(); }
   Document get(size_t doc) const;
+  /// Only the external id of `doc` (reads the record's id part; still checks its CRC).
+  std::string id(size_t doc) const;
   /// Internal id of `id` or -1 (builds an id map on first use).
   int64_t find(const std::string& id) const;
   void verify() const { log_.verify_data(); }

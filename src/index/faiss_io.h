@@ -21,10 +21,10 @@ auto faiss_call(const std::string& what, Fn&& fn) -> decltype(fn()) {
   }
 }
 
-/// Serialises a FAISS index to bytes.
-std::string faiss_to_bytes(const faiss::Index& index);
-/// Reads a FAISS index from bytes; throws sieve::Error naming `what` when they do not parse.
-std::unique_ptr<faiss::Index> faiss_from_bytes(const std::string& bytes, const std::string& what);
+/// Reads a FAISS index file; throws sieve::Error naming the file when it does not parse.
+std::unique_ptr<faiss::Index> faiss_read_file(const std::string& path);
+/// Writes a FAISS index file atomically (temp file, fsync, rename), without an in-memory copy.
+void faiss_write_file(const faiss::Index& index, const std::string& path);
 /// Builds an index from a factory string under inner product; sieve::Error on a bad string.
 std::unique_ptr<faiss::Index> faiss_from_factory(const std::string& factory, size_t dim);
 

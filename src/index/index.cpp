@@ -73,7 +73,10 @@ class IndexImpl final : public Index {
     SIEVE_THROW_IF_NOT(p.k > 0, "k must be at least 1");
     const bool dense = p.mode != SearchMode::Bm25;
     const bool lexical = p.mode != SearchMode::Dense;
-    const size_t depth = p.mode == SearchMode::Hybrid ? std::max(p.k, p.depth > 0 ? p.depth : size_t{100}) : p.k;
+    // No list can be longer than the index (this also bounds the buffers below).
+    const size_t depth = std::max<size_t>(
+        1, std::min<size_t>(m_.documents,
+                            p.mode == SearchMode::Hybrid ? std::max(p.k, p.depth > 0 ? p.depth : size_t{100}) : p.k));
     const size_t n = queries.size();
     std::vector<SearchResult> out(n);
     Embeddings e;
@@ -106,7 +109,7 @@ class IndexImpl final : public Index {
       SearchResult& r = out[q];
       if (p.mode == SearchMode::Hybrid) r.hits = fuse(dl, bl, p);
       else r.hits = single_list_hits(dense ? dl : bl, dense, p.k);
-      for (Hit& h : r.hits) h.id = corpus_->get(h.doc).id;
+      for (Hit& h : r.hits) h.id = corpus_->id(h.doc);
       if (p.query_tokens) {
         r.query_tokens = std::move(e.tokens[q]);
         normalize_rows(r.query_tokens.values.data(), r.query_tokens.length, m_.dim);
@@ -147,6 +150,7 @@ class IndexImpl final : public Index {
   }
 
   void fill_stats() {
+    const std::string codec_file = m_.codec.file.empty() ? kCodecFile : m_.codec.file;
     stats_.documents = m_.documents;
     stats_.dim = m_.dim;
     stats_.tokens = m_.tokens;
@@ -157,7 +161,7 @@ class IndexImpl final : public Index {
     stats_.model_path = m_.model_path;
     std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", "keys.dat", "keys.idx",
                                       m_.vectors.file, kLexicalDir};
-    if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", kCodecFile});
+    if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", codec_file});
     for (const auto& f : parts) {
       uint64_t b = bytes_under(fs::path(dir_) / f);
       stats_.file_bytes.emplace_back(f, b);
@@ -179,7 +183,17 @@ class IndexImpl final : public Index {
 }  // namespace
 
 std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOptions& opt) {
-  return std::make_unique<IndexImpl>(dir, opt);
+  // An add may commit while we open (it replaces the manifest, then deletes the old vector
+  // file): when opening fails and the manifest changed meanwhile, open the new state once more.
+  const std::string manifest = path_join(dir, kManifestFile);
+  std::string before = is_file(manifest) ? read_file(manifest) : "";
+  try {
+    return std::make_unique<IndexImpl>(dir, opt);
+  } catch (const Error&) {
+    if (before.empty() || !is_file(manifest) || read_file(manifest) == before) throw;
+    log_info("index '" + dir + "' changed while opening; opening it again");
+    return std::make_unique<IndexImpl>(dir, opt);
+  }
 }
 
 }  // namespace sieve

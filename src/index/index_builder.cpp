@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <stdio.h>
 
 #include <chrono>
 #include <cstring>
@@ -51,7 +54,7 @@ struct Writers {
 void train_codec(TokenCodec& codec, const std::vector<TokenStates>& toks, size_t dim, size_t budget) {
   size_t total = 0;
   for (const auto& t : toks) total += t.length;
-  size_t stride = std::max<size_t>(1, total / std::max<size_t>(1, budget));
+  size_t stride = std::max<size_t>(1, (total + budget - 1) / budget);
   std::vector<float> sample;
   size_t row = 0;
   for (const auto& t : toks) {
@@ -100,6 +103,8 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
       }
     }
     std::vector<uint8_t> codes;
+    SIEVE_THROW_IF_NOT(w.corpus.state().records + docs.size() < UINT32_MAX,
+                       "an index holds at most " << UINT32_MAX - 1 << " documents");
     for (size_t i = 0; i < docs.size(); ++i) {
       uint32_t id = static_cast<uint32_t>(w.corpus.state().records);
       std::string record = encode_document(docs[i]);
@@ -146,6 +151,33 @@ void fsync_dir(const std::string& dir) {
   }
 }
 
+// An exclusive flock on `<dir>/write.lock` for the life of a build or add: a second writer fails
+// at once instead of interleaving appends. The kernel drops the lock when the process dies.
+class WriteLock {
+ public:
+  explicit WriteLock(const std::string& dir) {
+    std::string path = path_join(dir, kWriteLockFile);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    SIEVE_THROW_IF_NOT(fd_ >= 0, "cannot create '" << path << "': " << std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      SIEVE_THROW("another sieve process is writing '" << dir << "' (it holds " << kWriteLockFile << ")");
+    }
+  }
+  ~WriteLock() { ::close(fd_); }
+  WriteLock(const WriteLock&) = delete;
+  WriteLock& operator=(const WriteLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Empties a folder except its lock file.
+void clear_dir(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename() != kWriteLockFile) fs::remove_all(e.path());
+}
+
 std::string corpus_fingerprint(const std::string& path) {
   struct stat st {};
   SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot read corpus '" << path << "'");
@@ -156,8 +188,12 @@ std::string corpus_fingerprint(const std::string& path) {
 // Validates the whole corpus before any encoding (a bad line should not cost an hour of work);
 // returns the document count. `exists` rejects ids already in the index (for add).
 size_t validate_corpus(const std::string& path, CorpusFormat format,
-                       const std::function<bool(const std::string&)>& exists) {
-  CorpusReader reader(path, format);
+                       const std::function<bool(const std::string&)>& exists, size_t text_id_offset = 0) {
+  struct stat st {};
+  SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot open corpus '" << path << "'");
+  SIEVE_THROW_IF_NOT(S_ISREG(st.st_mode), "corpus '" << path << "' must be a regular file (it is read twice: "
+                                                     << "validated first, then encoded), not a pipe or device");
+  CorpusReader reader(path, format, text_id_offset);
   Document d;
   size_t n = 0;
   while (reader.next(d)) {
@@ -166,6 +202,11 @@ size_t validate_corpus(const std::string& path, CorpusFormat format,
   }
   SIEVE_THROW_IF_NOT(n > 0, "corpus '" << path << "' has no documents");
   return n;
+}
+
+void check_ingest_options(const IndexBuildOptions& opt) {
+  SIEVE_THROW_IF_NOT(opt.chunk_docs > 0 && opt.batch_size > 0, "chunk and batch sizes must be positive");
+  SIEVE_THROW_IF_NOT(opt.codec_train_tokens > 0, "codec_train_tokens must be positive");
 }
 
 std::unique_ptr<Encoder> load_encoder(const std::string& model_dir, EncoderOptions enc, const Manifest* m) {
@@ -182,7 +223,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
                         const IndexBuildOptions& opt, const EncoderOptions& enc_opt) {
   auto t_start = Clock::now();
   SIEVE_THROW_IF_NOT(!out.empty(), "no output index path given");
-  SIEVE_THROW_IF_NOT(opt.chunk_docs > 0 && opt.batch_size > 0, "chunk and batch sizes must be positive");
+  check_ingest_options(opt);
   std::string out_dir = fs::path(out).lexically_normal().string();
   if (!out_dir.empty() && out_dir.back() == '/') out_dir.pop_back();
   SIEVE_THROW_IF_NOT(opt.force || !fs::exists(out_dir),
@@ -203,14 +244,23 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   m.build_options = nlohmann::json{{"model", m.model_identity}, {"pooling", m.pooling}, {"max_length", m.max_length},
                                    {"vectors", opt.vector_factory}, {"hnsw_threshold", opt.auto_hnsw_threshold},
                                    {"ef_construction", opt.hnsw_ef_construction}, {"codec", m.token_codec},
-                                   {"codec_train", opt.codec_train_tokens}, {"format", int(opt.format)}}
+                                   {"codec_train", opt.codec_train_tokens},
+                                   {"format", int(CorpusReader::resolve(corpus_path, opt.format))}}
                         .dump();
 
+  const size_t total = validate_corpus(corpus_path, opt.format, nullptr);
+  m.vector_factory = resolve_vector_factory(opt.vector_factory, total, opt.auto_hnsw_threshold);
+  {  // a bad factory string should fail now, not after encoding the corpus
+    FaissVectorIndex probe(m.vector_factory, dim, opt.hnsw_ef_construction);
+  }
   BuildReport rep;
   // Resume or restart an interrupted build.
   std::optional<Manifest> ckpt;
   std::string reason;
-  if (fs::exists(staging)) {
+  const bool had_staging = fs::exists(staging);
+  fs::create_directories(staging);
+  WriteLock lock(staging);
+  if (had_staging) {
     if (opt.restart) {
       reason = "--restart given";
     } else if (!is_file(path_join(staging, kCheckpointFile))) {
@@ -225,16 +275,11 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
         reason = std::string("its checkpoint is unreadable (") + e.what() + ")";
       }
     }
-    if (!ckpt) fs::remove_all(staging);
-  }
-  size_t total = validate_corpus(corpus_path, opt.format, nullptr);
-  m.vector_factory = resolve_vector_factory(opt.vector_factory, total, opt.auto_hnsw_threshold);
-  {  // a bad factory string should fail now, not after encoding the corpus
-    FaissVectorIndex probe(m.vector_factory, dim, opt.hnsw_ef_construction);
+    if (!ckpt) clear_dir(staging);
   }
 
   Writers w;
-  if (ckpt) {
+  if (ckpt) try {
     m = *ckpt;
     rep.resumed_from = m.documents;
     rep.note = "resumed an interrupted build at document " + std::to_string(m.documents) + " of " + std::to_string(total);
@@ -251,9 +296,11 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
     }
     w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
     w.lexical->truncate(static_cast<uint32_t>(m.documents));
+  } catch (const Error& e) {
+    SIEVE_THROW("cannot resume the interrupted build in '" << staging << "': " << e.what()
+                                                           << " (run again with --restart)");
   } else {
     rep.note = reason.empty() ? "fresh build" : "restarted: " + reason;
-    fs::create_directories(staging);
     w.corpus = RecordLogWriter::create(staging, "corpus", "CORP", 0);
     w.keys = RecordLogWriter::create(staging, "keys", "KEYS", static_cast<uint32_t>(dim));
     if (m.has_tokens) {
@@ -280,21 +327,23 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   vindex.save(path_join(staging, m.vectors.file));
   m.vectors = sum_file(staging, m.vectors.file);
 
-  // Commit: the manifest makes the directory an index; the rename publishes it.
+  // Commit: the manifest makes the directory an index; the rename publishes it. The checkpoint
+  // stays until then, so a crash before the rename resumes with nothing left to encode.
   m.corpus_fingerprint.clear();
   m.build_options.clear();
   write_manifest(staging, kManifestFile, m);
-  fs::remove(path_join(staging, kCheckpointFile));
   fsync_dir(staging);
   if (fs::exists(out_dir)) {
     SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
-    std::string old = out_dir + ".old." + std::to_string(::getpid());
-    fs::rename(out_dir, old);
-    fs::rename(staging, out_dir);
-    fs::remove_all(old);
+    WriteLock old_lock(out_dir);  // not while an add is writing it
+    // Swap the two directories in one step, so that `out` always names a complete index.
+    SIEVE_THROW_IF_NOT(::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, out_dir.c_str(), RENAME_EXCHANGE) == 0,
+                       "cannot replace '" << out_dir << "': " << std::strerror(errno));
+    fs::remove_all(staging);  // now the old index
   } else {
     fs::rename(staging, out_dir);
   }
+  fs::remove(path_join(out_dir, kCheckpointFile));
   fsync_dir(fs::absolute(out_dir).parent_path().string());
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
@@ -304,6 +353,9 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
 BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path, const IndexBuildOptions& opt,
                          const EncoderOptions& enc_opt, const std::string& model_dir) {
   auto t_start = Clock::now();
+  check_ingest_options(opt);
+  SIEVE_THROW_IF_NOT(is_file(path_join(index_dir, kManifestFile)), "'" << index_dir << "' is not a sieve index");
+  WriteLock lock(index_dir);
   Manifest m = read_manifest(index_dir, kManifestFile);
   std::string model = model_dir.empty() ? m.model_path : model_dir;
   std::string identity = model_identity(model);
@@ -312,10 +364,19 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
                                                                      << " vs " << m.model_identity << ")");
   auto encoder = load_encoder(model, enc_opt, &m);
   const size_t dim = m.dim;
-  size_t total;
+  size_t total, text_id_offset = 0;
   {
     CorpusStore store(index_dir, m.corpus);
-    total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) { return store.find(id) >= 0; });
+    // Plain-text documents are numbered by line; added ones continue after the largest numeric id.
+    if (CorpusReader::resolve(corpus_path, opt.format) == CorpusFormat::Text) {
+      for (size_t i = 0; i < store.size(); ++i) {
+        std::string id = store.id(i);
+        if (!id.empty() && id.size() < 19 && id.find_first_not_of("0123456789") == std::string::npos)
+          text_id_offset = std::max<size_t>(text_id_offset, std::stoull(id));
+      }
+    }
+    total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) { return store.find(id) >= 0; },
+                            text_id_offset);
   }
   BuildReport rep;
   rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
@@ -330,8 +391,12 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   w.lexical = std::make_unique<XapianLexicalWriter>(path_join(index_dir, kLexicalDir));
   w.lexical->truncate(static_cast<uint32_t>(m.documents));  // drop what an interrupted add left
   const size_t before = m.documents;
-  CorpusReader reader(corpus_path, opt.format);
+  const std::string fingerprint = corpus_fingerprint(corpus_path);
+  CorpusReader reader(corpus_path, opt.format, text_id_offset);
   ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, rep);
+  // Nothing is committed yet: a corpus that changed since validation aborts here.
+  SIEVE_THROW_IF_NOT(m.documents - before == total && corpus_fingerprint(corpus_path) == fingerprint,
+                     "the corpus '" << corpus_path << "' changed while it was being added; nothing was added");
 
   check_file(index_dir, m.vectors);
   FaissVectorIndex vindex(path_join(index_dir, m.vectors.file), dim);
@@ -343,7 +408,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   m.vectors = sum_file(index_dir, m.vectors.file);
   write_manifest(index_dir, kManifestFile, m);
   fsync_dir(index_dir);
-  fs::remove(path_join(index_dir, old_vectors));
+  if (old_vectors != m.vectors.file) fs::remove(path_join(index_dir, old_vectors));
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
   return rep;

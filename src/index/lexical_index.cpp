@@ -46,10 +46,26 @@ uint32_t XapianLexicalIndex::doc_count() const {
   return db_->get_doccount();
 }
 
+namespace {
+
+// Keeps documents a reader's manifest committed (Xapian docid <= limit); an interrupted add can
+// leave more in the database until the next writer removes them.
+class CommittedOnly : public Xapian::MatchDecider {
+ public:
+  explicit CommittedOnly(Xapian::docid limit) : limit_(limit) {}
+  bool operator()(const Xapian::Document& d) const override { return d.get_docid() <= limit_; }
+
+ private:
+  Xapian::docid limit_;
+};
+
+}  // namespace
+
 std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::string& query, size_t k,
                                                                     uint32_t limit) const {
   std::vector<std::pair<uint32_t, double>> out;
   if (k == 0) return out;
+  const Xapian::doccount want = static_cast<Xapian::doccount>(std::min<size_t>(k, limit));
   std::lock_guard<std::mutex> lock(mu_);
   return xapian_call("BM25 search failed", [&] {
     Xapian::QueryParser qp;
@@ -64,19 +80,25 @@ std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::s
     } catch (const Xapian::QueryParserError&) {
       q = Xapian::Query();
     }
-    Xapian::Enquire enquire(*db_);
-    enquire.set_query(q);
-    // Xapian's BM25Weight(k1, k2, k3, b, min_normlen): k2 = 0 and k3 = 1 give the classic formula.
-    enquire.set_weighting_scheme(Xapian::BM25Weight(params_.k1, 0, 1, params_.b, 0.5));
-    enquire.set_docid_order(Xapian::Enquire::ASCENDING);
-    // Fetch a few extra in case documents of an uncommitted add rank high.
-    Xapian::doccount extra = db_->get_doccount() > limit ? db_->get_doccount() - limit : 0;
-    Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(k) + extra);
-    for (auto it = mset.begin(); it != mset.end() && out.size() < k; ++it) {
-      uint32_t doc = *it - 1;
-      if (doc < limit) out.emplace_back(doc, it.get_weight());
+    CommittedOnly decider(limit);
+    // A writer in another process (index add) may commit while this reader is open; Xapian then
+    // asks readers to reopen to the latest revision. Committed documents stay as they were.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        Xapian::Enquire enquire(*db_);
+        enquire.set_query(q);
+        // Xapian's BM25Weight(k1, k2, k3, b, min_normlen): k2 = 0 and k3 = 1 give the classic formula.
+        enquire.set_weighting_scheme(Xapian::BM25Weight(params_.k1, 0, 1, params_.b, 0.5));
+        enquire.set_docid_order(Xapian::Enquire::ASCENDING);
+        Xapian::MSet mset = enquire.get_mset(0, want, nullptr, &decider);
+        out.clear();
+        for (auto it = mset.begin(); it != mset.end(); ++it) out.emplace_back(*it - 1, it.get_weight());
+        return out;
+      } catch (const Xapian::DatabaseModifiedError&) {
+        if (attempt >= 3) throw;
+        db_->reopen();
+      }
     }
-    return out;
   });
 }
 
@@ -112,13 +134,12 @@ void XapianLexicalWriter::put(uint32_t doc, const std::string& title, const std:
 
 void XapianLexicalWriter::truncate(uint32_t count) {
   xapian_call("cannot trim the lexical index", [&] {
-    Xapian::docid last = db_->get_lastdocid();
-    for (Xapian::docid id = count + 1; id <= last; ++id) {
-      try {
-        db_->delete_document(id);
-      } catch (const Xapian::DocNotFoundError&) {
-      }
-    }
+    // Walk the documents that exist past `count` (the last docid never shrinks in Xapian).
+    std::vector<Xapian::docid> extra;
+    Xapian::PostingIterator it = db_->postlist_begin("");
+    it.skip_to(count + 1);
+    for (; it != db_->postlist_end(""); ++it) extra.push_back(*it);
+    for (Xapian::docid id : extra) db_->delete_document(id);
   });
 }
 

@@ -25,7 +25,11 @@ T get(const nlohmann::json& j, const char* key, const std::string& what) {
 }
 
 FileSum sum_from_json(const nlohmann::json& j, const std::string& what) {
-  return {get<std::string>(j, "file", what), get<uint64_t>(j, "bytes", what), get<uint32_t>(j, "crc32", what)};
+  FileSum f{get<std::string>(j, "file", what), get<uint64_t>(j, "bytes", what), get<uint32_t>(j, "crc32", what)};
+  // A file name from the manifest must name a file inside the index, never a path elsewhere.
+  SIEVE_THROW_IF_NOT(f.file.find('/') == std::string::npos && f.file != "." && f.file != "..",
+                     what << ": invalid file name '" << f.file << "' (damaged manifest)");
+  return f;
 }
 
 }  // namespace

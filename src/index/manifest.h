@@ -15,6 +15,7 @@ constexpr const char* kManifestFile = "manifest.json";
 constexpr const char* kCheckpointFile = "checkpoint.json";
 constexpr const char* kCodecFile = "codec.faiss";
 constexpr const char* kLexicalDir = "lexical";
+constexpr const char* kWriteLockFile = "write.lock";
 
 /// Identity of a whole-file artefact.
 struct FileSum {

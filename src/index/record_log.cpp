@@ -99,6 +99,9 @@ LogState log_state_from_json(const nlohmann::json& j, const std::string& what) {
   s.data_crc = static_cast<uint32_t>(get("data_crc32"));
   s.index_crc = static_cast<uint32_t>(get("index_crc32"));
   if (s.records == 0 && s.data_bytes == 0 && s.index_bytes == 0) return s;  // a log that was never created
+  SIEVE_THROW_IF_NOT(s.records <= (UINT64_MAX - kLogHeaderBytes) / kLogEntryBytes &&
+                         get("data_crc32") <= UINT32_MAX && get("index_crc32") <= UINT32_MAX,
+                     what << ": out-of-range values (damaged manifest)");
   SIEVE_THROW_IF_NOT(s.index_bytes == kLogHeaderBytes + s.records * kLogEntryBytes && s.data_bytes >= kLogHeaderBytes,
                      what << ": inconsistent sizes (damaged manifest)");
   return s;

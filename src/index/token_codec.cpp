@@ -55,7 +55,7 @@ std::unique_ptr<TokenCodec> TokenCodec::create(const std::string& factory, size_
 
 std::unique_ptr<TokenCodec> TokenCodec::load(const std::string& path, size_t dim) {
   std::unique_ptr<TokenCodec> c(new TokenCodec);
-  c->index_ = faiss_from_bytes(read_file(path), "'" + path + "'");
+  c->index_ = faiss_read_file(path);
   SIEVE_THROW_IF_NOT(static_cast<size_t>(c->index_->d) == dim && c->index_->is_trained,
                      "'" << path << "' is not a trained codec of dimension " << dim << " (damaged)");
   return c;
@@ -89,6 +89,6 @@ void TokenCodec::decode(size_t n, const uint8_t* codes, float* x) const {
   index_->sa_decode(static_cast<int64_t>(n), codes, x);
 }
 
-void TokenCodec::save(const std::string& path) const { write_file_atomic(path, faiss_to_bytes(*index_)); }
+void TokenCodec::save(const std::string& path) const { faiss_write_file(*index_, path); }
 
 }  // namespace sieve::index

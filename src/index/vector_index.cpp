@@ -31,8 +31,7 @@ FaissVectorIndex::FaissVectorIndex(const std::string& factory, size_t dim, int e
   if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_of(index_.get()))) h->hnsw.efConstruction = ef_construction;
 }
 
-FaissVectorIndex::FaissVectorIndex(const std::string& path, size_t dim)
-    : index_(faiss_from_bytes(read_file(path), "'" + path + "'")) {
+FaissVectorIndex::FaissVectorIndex(const std::string& path, size_t dim) : index_(faiss_read_file(path)) {
   SIEVE_THROW_IF_NOT(static_cast<size_t>(index_->d) == dim,
                      "'" << path << "' holds vectors of dimension " << index_->d << ", expected " << dim);
   SIEVE_THROW_IF_NOT(index_->metric_type == faiss::METRIC_INNER_PRODUCT,
@@ -65,22 +64,22 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
   faiss::Index* core = core_of(index_.get());
   if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core)) {
     // FAISS 1.7.3 ignores SearchParametersHNSW::efSearch (measured: recall did not move with it),
-    // so the per-call value is set on the index under a lock; callers wanting the same value
-    // search concurrently, a different value waits for them.
-    const int ef = p.ef_search > 0 ? p.ef_search : std::max<int>(64, static_cast<int>(p.k));
-    while (true) {
-      {
-        std::shared_lock<std::shared_mutex> lock(ef_mu_);
-        if (h->hnsw.efSearch == ef) {
-          faiss_call("vector search failed", [&] {
-            index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels);
-          });
-          return;
-        }
-      }
-      std::unique_lock<std::shared_mutex> lock(ef_mu_);
-      h->hnsw.efSearch = ef;
+    // so the per-call value is set on the index under a lock; callers wanting the value in place
+    // search concurrently under a shared lock, one wanting another value sets it and searches
+    // under the exclusive lock (so it cannot be changed under it).
+    const int ef = p.ef_search > 0 ? p.ef_search : static_cast<int>(std::min<size_t>(std::max<size_t>(64, p.k), INT32_MAX));
+    auto run = [&] {
+      faiss_call("vector search failed", [&] {
+        index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels);
+      });
+    };
+    {
+      std::shared_lock<std::shared_mutex> lock(ef_mu_);
+      if (h->hnsw.efSearch == ef) return run();
     }
+    std::unique_lock<std::shared_mutex> lock(ef_mu_);
+    h->hnsw.efSearch = ef;
+    return run();
   }
   faiss::SearchParametersIVF ip;
   faiss::SearchParameters* params = nullptr;
@@ -98,6 +97,6 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
   });
 }
 
-void FaissVectorIndex::save(const std::string& path) const { write_file_atomic(path, faiss_to_bytes(*index_)); }
+void FaissVectorIndex::save(const std::string& path) const { faiss_write_file(*index_, path); }
 
 }  // namespace sieve::index

@@ -2,11 +2,7 @@
 // versions; kill -9 during build and add. References are computed independently: the encoder's
 // own output, exact search with plain loops, and the corpus as written.
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -14,9 +10,8 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 
-#include "eval/beir.h"
-#include "eval/metrics.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
@@ -171,6 +166,41 @@ TEST(Index, VectorFactoriesAndCodecs) {
   }
 }
 
+TEST(Index, ReaderKeepsItsSnapshotWhileAddsCommit) {
+  std::string dir = make_temp_dir("idx_snap");
+  build_index(model_dir(), write_jsonl(dir, "a.jsonl", make_docs(50)), dir + "/ix", small_opts());
+  auto reader = Index::open(dir + "/ix");
+  SearchParams p;
+  p.mode = SearchMode::Hybrid;
+  p.k = 100;
+  // Several adds of several chunks each: Xapian sees many commits by another writer.
+  for (int round = 0; round < 3; ++round) {
+    add_to_index(dir + "/ix", write_jsonl(dir, "b" + std::to_string(round) + ".jsonl", make_docs(60, 1000 + 100 * round)),
+                 small_opts());
+    auto hits = reader->search("green river stone dog", p).hits;
+    ASSERT_FALSE(hits.empty());
+    for (const Hit& h : hits) EXPECT_LT(h.doc, 50u) << "the reader saw a document added after it opened";
+  }
+  EXPECT_EQ(reader->size(), 50u);
+  EXPECT_EQ(Index::open(dir + "/ix")->size(), 230u);
+}
+
+TEST(Index, PlainTextAddContinuesTheNumbering) {
+  std::string dir = make_temp_dir("idx_text");
+  build_index(model_dir(), write_text(dir + "/a.txt", "red car\nblue house\n\ngreen river\n"), dir + "/ix",
+              small_opts());
+  add_to_index(dir + "/ix", write_text(dir + "/b.txt", "stone bird\nwater light\n"), small_opts());
+  auto idx = Index::open(dir + "/ix");
+  ASSERT_EQ(idx->size(), 5u);
+  // build: ids are line numbers (blank line 3 skipped); add: line number + 4, the largest id
+  const char* want[] = {"1", "2", "4", "5", "6"};
+  const char* text[] = {"red car", "blue house", "green river", "stone bird", "water light"};
+  for (uint32_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(idx->document(i).id, want[i]);
+    EXPECT_EQ(idx->document(i).text, text[i]);
+  }
+}
+
 // --- bad input ----------------------------------------------------------------------------------
 
 TEST(IndexBadInput, CorpusErrorsLeaveNoIndex) {
@@ -196,6 +226,10 @@ TEST(IndexBadInput, CorpusErrorsLeaveNoIndex) {
     EXPECT_FALSE(fs::exists(out)) << c.name;
     EXPECT_NE(error_of([&] { Index::open(out); }), "");
   }
+  ASSERT_EQ(::mkfifo((dir + "/pipe.jsonl").c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { build_index(model_dir(), dir + "/pipe.jsonl", dir + "/o", small_opts()); })
+                .find("must be a regular file"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { build_index(model_dir(), dir + "/missing.jsonl", dir + "/o", small_opts()); })
                 .find("cannot"),
             std::string::npos);
@@ -309,6 +343,85 @@ TEST(IndexBadInput, DamagedFiles) {
               }),
               "");
   }
+}
+
+// --- the CLI ------------------------------------------------------------------------------------
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(IndexCli, SearchOutputsAgreeWithTheLibrary) {
+  std::string dir = make_temp_dir("idx_cli");
+  auto docs = make_docs(80);
+  std::string corpus = write_jsonl(dir, "c.jsonl", docs);
+  std::string ix = dir + "/ix";
+  auto r = run_command(cli_path() + " index build -m " + model_dir() + " -c " + corpus + " -o " + ix + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"documents\":80"), std::string::npos) << r.out;
+  write_text(dir + "/q.jsonl", "{\"_id\": \"q7\", \"text\": \"red car left\"}\n{\"_id\": \"q9\", \"text\": \"blue river\"}\n");
+  auto idx = Index::open(ix);
+  for (const char* mode : {"dense", "bm25", "hybrid"}) {
+    SearchParams p;
+    p.mode = std::string(mode) == "dense" ? SearchMode::Dense : std::string(mode) == "bm25" ? SearchMode::Bm25 : SearchMode::Hybrid;
+    p.k = 5;
+    auto want7 = idx->search("red car left", p).hits;
+    // TREC run: six columns, ranks from 1, the run name last.
+    r = run_command(cli_path() + " search --index " + ix + " --mode " + mode + " -k 5 --queries " + dir +
+                    "/q.jsonl --trec myrun 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << mode;
+    auto lines = lines_of(r.out);
+    ASSERT_GE(lines.size(), want7.size());
+    for (size_t i = 0; i < want7.size(); ++i) {
+      std::istringstream f(lines[i]);
+      std::string qid, q0, doc, run;
+      int rank;
+      double score;
+      f >> qid >> q0 >> doc >> rank >> score >> run;
+      EXPECT_EQ(qid, "q7");
+      EXPECT_EQ(q0, "Q0");
+      EXPECT_EQ(doc, want7[i].id) << mode << " rank " << i + 1;
+      EXPECT_EQ(rank, static_cast<int>(i + 1));
+      EXPECT_NEAR(score, want7[i].score, 1e-4 * std::max(1.0, std::abs(want7[i].score)));
+      EXPECT_EQ(run, "myrun");
+    }
+    // TSV: header, then query_id rank doc_id score.
+    r = run_command(cli_path() + " search --index " + ix + " --mode " + mode + " -k 5 --output tsv 'red car left' 2>/dev/null");
+    lines = lines_of(r.out);
+    ASSERT_EQ(lines.size(), want7.size() + 1);
+    EXPECT_EQ(lines[0], "query_id\trank\tdoc_id\tscore");
+    EXPECT_EQ(lines[1].substr(0, 4 + want7[0].id.size()), "1\t1\t" + want7[0].id);
+  }
+  // JSON lines from stdin.
+  r = run_command("printf 'red car left\\nblue river\\n' | " + cli_path() + " search --index " + ix + " -k 3 --text 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("\"query_id\":\"2\",\"query\":\"blue river\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("\"text\":"), std::string::npos);
+  // info reports the counts.
+  r = run_command(cli_path() + " index info --index " + ix);
+  EXPECT_NE(r.out.find("\"documents\": 80"), std::string::npos) << r.out;
+}
+
+TEST(IndexCli, ErrorsAndExitCodes) {
+  std::string dir = make_temp_dir("idx_cli_err");
+  write_text(dir + "/dup.tsv", "a\tx\na\ty\n");
+  auto r = run_command(cli_path() + " index build -m " + model_dir() + " -c " + dir + "/dup.tsv -o " + dir + "/ix 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("duplicate document id 'a'"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " index build -c " + dir + "/dup.tsv 2>&1");
+  EXPECT_EQ(r.exit_code, 2);  // --model and --out missing
+  r = run_command(cli_path() + " search --index " + dir + "/nothing x 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " search --index " + dir + "/nothing --mode fuzzy x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_command(cli_path() + " index verify --help");
+  EXPECT_EQ(r.exit_code, 0);
 }
 
 }  // namespace
