@@ -36,7 +36,7 @@ struct IndexBuildOptions {
   /// FAISS index_factory string for the pooled keys ("Flat", "HNSW32", "IVF256,Flat", ...);
   /// "auto" = Flat below `auto_hnsw_threshold` documents, HNSW32 from there on.
   std::string vector_factory = "auto";
-  size_t auto_hnsw_threshold = 50000;
+  size_t auto_hnsw_threshold = 20000;  // see docs/benchmarks.md: Flat costs ~0.3 µs per key per query
   int hnsw_ef_construction = 80;
   /// Token-state codec: fp32, fp16, sq8, sq4, pq (d/4 sub-quantizers of 8 bits), or a FAISS
   /// factory string of a standalone codec ("SQ6", "PQ48", ...).
