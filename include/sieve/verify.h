@@ -1,0 +1,93 @@
+// sieve: stage 2, verifiers over the token-token cosine map M(q, c) (paper.md, "Stage 2").
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sieve/encoder.h"
+
+namespace sieve {
+
+/// The verifier families: parameter-free F0 (mean of M), F1 (MaxSim), F2 (soft alignment), and
+/// the learned F3 (CNN over phi(M)) and F4 (Transformer over patches of phi(M)).
+enum class VerifierKind { F0, F1, F2, F3, F4 };
+/// "F0".."F4"; verifier_kind_from_name also accepts lower case and throws sieve::Error otherwise.
+const char* verifier_kind_name(VerifierKind k);
+VerifierKind verifier_kind_from_name(const std::string& name);
+
+/// F2: A_ij = softmax_j((M_ij - lambda |i - j|) / tau); score = mean_i sum_j A_ij M_ij.
+struct F2Options {
+  double lambda = 0.1;
+  double tau = 0.1;
+  double bandwidth = -1;   ///< < 0: no band; else keep entries with lambda |i - j| <= bandwidth
+  double gamma_mono = 0;   ///< > 0: subtract gamma * mean ReLU(p_i - p_{i+1})^2 (monotonicity)
+};
+
+/// F3: blocks of Conv(k x k, hidden * 2^b) - BatchNorm - ReLU - MaxPool 2, global average pool,
+/// Linear - ReLU - Dropout - Linear, tanh. The defaults are the paper's (332,545 parameters).
+struct F3Options {
+  int hidden = 128;
+  int kernel = 3;
+  int blocks = 2;
+  int mlp_hidden = 128;
+  bool augmented = true;   ///< channels [M, row max, column max]; false: [M]
+  double dropout = 0.1;
+};
+
+/// F4: 8x8 conv patches of phi(M) -> [CLS] + learned positions -> LayerNorm -> pre-LN encoder
+/// layers -> Linear - GELU - Linear on [CLS], tanh. The defaults are the paper's (940,065
+/// parameters at width 384); width 0 = the encoder's width.
+struct F4Options {
+  int width = 0;
+  int layers = 1;
+  int heads = 1;
+  int ff = 32;
+  int patch = 8;
+  bool augmented = true;
+  double dropout = 0.1;
+};
+
+/// Optional score mode: final = F1 - beta * sigmoid(20 (F1 - tau_p)) * (1 - raw).
+struct PenaltyOptions {
+  bool enabled = false;
+  double beta = 0.5;
+  double tau_p = 0.9;
+};
+
+/// Everything that defines a verifier (stored with its weights).
+struct VerifierConfig {
+  VerifierKind kind = VerifierKind::F1;
+  size_t max_tokens = 128;        ///< tokens kept per side (the map is padded to this for F3/F4)
+  size_t encoder_dim = 0;         ///< token-state width the verifier reads
+  std::string encoder_identity;   ///< model_identity() of the encoder; empty = any (F0-F2)
+  F2Options f2;
+  F3Options f3;
+  F4Options f4;
+  PenaltyOptions penalty;
+  double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold (calibrated)
+};
+
+/// A verifier. Immutable after creation; score() may be called from several threads.
+class Verifier {
+ public:
+  virtual ~Verifier() = default;
+  virtual const VerifierConfig& config() const = 0;
+  /// Number of learned parameters (0 for F0-F2).
+  virtual size_t parameter_count() const = 0;
+  /// Scores one query against each candidate from their token states (rows of encoder_dim
+  /// floats; at most max_tokens leading rows are used). Higher = more likely the same meaning.
+  virtual std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const = 0;
+  /// Writes config and weights to one safetensors file (config in its metadata), atomically.
+  virtual void save(const std::string& path) const = 0;
+
+  /// A verifier from a config; learned kinds get the PyTorch default initialisation from `seed`.
+  static std::unique_ptr<Verifier> create(const VerifierConfig& config, uint64_t seed = 42);
+  /// Loads a verifier file, or makes a parameter-free one by name ("F0", "F1", "F2").
+  /// `encoder_identity` non-empty: a file recorded for another encoder is refused.
+  static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
+};
+
+}  // namespace sieve

@@ -1,0 +1,31 @@
+#include "verify/phi.h"
+
+#include <limits>
+
+namespace sieve::verify {
+
+at::Tensor pad_to(const at::Tensor& x, int64_t S) {
+  at::Tensor y = x.slice(1, 0, std::min<int64_t>(S, x.size(1))).slice(2, 0, std::min<int64_t>(S, x.size(2)));
+  return at::constant_pad_nd(y, {0, S - y.size(2), 0, S - y.size(1)}, 0.0);
+}
+
+at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid) {
+  at::Tensor M = pad_to(m.M, S);
+  at::Tensor P = pad_to(m.pair, S);
+  at::Tensor x;
+  if (!augmented) {
+    x = M.unsqueeze(1);
+  } else {
+    const double ninf = -std::numeric_limits<double>::infinity();
+    at::Tensor filled = M.masked_fill(P == 0, ninf);
+    at::Tensor row = std::get<0>(filled.max(2, true));
+    at::Tensor col = std::get<0>(filled.max(1, true));
+    row = row.masked_fill(at::isinf(row), 0.0).expand_as(M);
+    col = col.masked_fill(at::isinf(col), 0.0).expand_as(M);
+    x = at::stack({M, row, col}, 1);
+  }
+  if (zero_invalid) x = x * P.unsqueeze(1);
+  return x;
+}
+
+}  // namespace sieve::verify

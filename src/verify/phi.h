@@ -1,0 +1,19 @@
+// phi(M): the similarity map as an image for F3/F4, padded to a fixed S x S.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "verify/similarity_map.h"
+
+namespace sieve::verify {
+
+/// Pads (bottom/right, zeros) or crops a [B, m, n] tensor to [B, S, S].
+at::Tensor pad_to(const at::Tensor& x, int64_t S);
+
+/// [B, C, S, S] with C = 3 ([M, row max, column max]) when `augmented`, else 1 ([M]). The maxima
+/// run over valid pairs (0 for a row or column without one) and are broadcast over the whole
+/// padded row or column, as if every map were padded to S tokens; `zero_invalid` then zeroes every
+/// channel at invalid pairs (F4 does, F3 does not). The result never depends on batch padding.
+at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid);
+
+}  // namespace sieve::verify

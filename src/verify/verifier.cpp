@@ -1,0 +1,212 @@
+// The Verifier implementations: parameter-free F0-F2 and the learned F3/F4, their files.
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+#include "sieve/verify.h"
+#include "verify/f3_cnn.h"
+#include "verify/f4_transformer.h"
+#include "verify/map_scores.h"
+
+namespace sieve {
+namespace {
+
+using namespace sieve::verify;
+
+constexpr const char* kMetadataKey = "sieve_verifier";
+constexpr int kVerifierFormatVersion = 1;
+
+nlohmann::json config_to_json(const VerifierConfig& c) {
+  nlohmann::json j = {
+      {"format_version", kVerifierFormatVersion},
+      {"kind", verifier_kind_name(c.kind)},
+      {"max_tokens", c.max_tokens},
+      {"encoder_dim", c.encoder_dim},
+      {"encoder_identity", c.encoder_identity},
+      {"f2", {{"lambda", c.f2.lambda}, {"tau", c.f2.tau}, {"bandwidth", c.f2.bandwidth}, {"gamma_mono", c.f2.gamma_mono}}},
+      {"f3", {{"hidden", c.f3.hidden}, {"kernel", c.f3.kernel}, {"blocks", c.f3.blocks}, {"mlp_hidden", c.f3.mlp_hidden},
+              {"augmented", c.f3.augmented}, {"dropout", c.f3.dropout}}},
+      {"f4", {{"width", c.f4.width}, {"layers", c.f4.layers}, {"heads", c.f4.heads}, {"ff", c.f4.ff},
+              {"patch", c.f4.patch}, {"augmented", c.f4.augmented}, {"dropout", c.f4.dropout}}},
+      {"penalty", {{"enabled", c.penalty.enabled}, {"beta", c.penalty.beta}, {"tau_p", c.penalty.tau_p}}},
+  };
+  if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
+  return j;
+}
+
+VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what) {
+  try {
+    SIEVE_THROW_IF_NOT(j.value("format_version", 0) == kVerifierFormatVersion,
+                       what << ": verifier format version " << j.value("format_version", 0) << "; this sieve reads "
+                            << kVerifierFormatVersion);
+    VerifierConfig c;
+    c.kind = verifier_kind_from_name(j.at("kind").get<std::string>());
+    c.max_tokens = j.at("max_tokens").get<size_t>();
+    c.encoder_dim = j.at("encoder_dim").get<size_t>();
+    c.encoder_identity = j.at("encoder_identity").get<std::string>();
+    const auto& f2 = j.at("f2");
+    c.f2 = {f2.at("lambda"), f2.at("tau"), f2.at("bandwidth"), f2.at("gamma_mono")};
+    const auto& f3 = j.at("f3");
+    c.f3 = {f3.at("hidden"), f3.at("kernel"), f3.at("blocks"), f3.at("mlp_hidden"), f3.at("augmented"), f3.at("dropout")};
+    const auto& f4 = j.at("f4");
+    c.f4 = {f4.at("width"), f4.at("layers"), f4.at("heads"), f4.at("ff"), f4.at("patch"), f4.at("augmented"), f4.at("dropout")};
+    const auto& p = j.at("penalty");
+    c.penalty = {p.at("enabled"), p.at("beta"), p.at("tau_p")};
+    if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW(what << ": invalid verifier config: " << e.what());
+  }
+}
+
+class VerifierImpl final : public Verifier {
+ public:
+  VerifierImpl(VerifierConfig c, uint64_t seed) : c_(std::move(c)) {
+    SIEVE_THROW_IF_NOT(c_.max_tokens > 0, "max_tokens must be positive");
+    if (c_.kind == VerifierKind::F4 && c_.f4.width == 0) c_.f4.width = static_cast<int>(c_.encoder_dim);
+    if (c_.kind == VerifierKind::F3 || c_.kind == VerifierKind::F4) {
+      SIEVE_THROW_IF_NOT(c_.encoder_dim > 0, "a learned verifier needs the encoder width (encoder_dim)");
+      at::manual_seed(seed);
+      const auto S = static_cast<int64_t>(c_.max_tokens);
+      if (c_.kind == VerifierKind::F3) module_ = F3Cnn(c_.f3, S).ptr();
+      else module_ = F4Transformer(c_.f4, S).ptr();
+      module_->eval();
+    }
+  }
+
+  const VerifierConfig& config() const override { return c_; }
+
+  size_t parameter_count() const override {
+    size_t n = 0;
+    if (module_)
+      for (const auto& p : module_->parameters()) n += static_cast<size_t>(p.numel());
+    return n;
+  }
+
+  std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const override {
+    if (candidates.empty()) return {};
+    c10::InferenceMode guard;
+    const size_t dim = c_.encoder_dim > 0 ? c_.encoder_dim : (query.length ? query.values.size() / query.length : 0);
+    SIEVE_THROW_IF_NOT(dim > 0, "the query has no token states");
+    Maps m = query_maps(query, candidates, dim, c_.max_tokens);
+    at::Tensor s = raw(m);
+    if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
+    s = s.contiguous().to(at::kFloat);
+    return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
+  }
+
+  void save(const std::string& path) const override {
+    std::vector<at::Tensor> keep;
+    std::vector<TensorToWrite> tensors;
+    if (module_) {
+      auto add = [&](const std::string& name, const at::Tensor& t) {
+        at::Tensor c = t.detach().to(at::kFloat).contiguous();
+        keep.push_back(c);
+        TensorToWrite w;
+        w.name = name;
+        w.shape.assign(c.sizes().begin(), c.sizes().end());
+        w.data = c.data_ptr<float>();
+        w.nbytes = static_cast<size_t>(c.numel()) * sizeof(float);
+        tensors.push_back(w);
+      };
+      for (const auto& p : module_->named_parameters()) add(p.key(), p.value());
+      for (const auto& b : module_->named_buffers()) add(b.key(), b.value());
+    }
+    write_safetensors(path, tensors, {{kMetadataKey, config_to_json(c_).dump()}});
+  }
+
+  void load_weights(const SafetensorsFile& f) {
+    if (!module_) return;
+    at::NoGradGuard no_grad;
+    auto copy = [&](const std::string& name, at::Tensor& dst) {
+      SIEVE_THROW_IF_NOT(f.contains(name), f.path() << ": tensor '" << name << "' is missing");
+      const TensorView* t = &f.get(name);
+      std::vector<int64_t> want(dst.sizes().begin(), dst.sizes().end());
+      SIEVE_THROW_IF_NOT(t->shape == want, f.path() << ": tensor '" << name << "' has the wrong shape");
+      std::vector<float> v = t->to_float();
+      dst.copy_(at::from_blob(v.data(), {static_cast<int64_t>(v.size())}, at::kFloat).view(dst.sizes()));
+    };
+    for (auto& p : module_->named_parameters()) copy(p.key(), p.value());
+    for (auto& b : module_->named_buffers()) copy(b.key(), b.value());
+  }
+
+ private:
+  at::Tensor raw(const Maps& m) const {
+    switch (c_.kind) {
+      case VerifierKind::F0:
+        return f0_score(m);
+      case VerifierKind::F1:
+        return f1_score(m);
+      case VerifierKind::F2:
+        return f2_score(m, c_.f2);
+      case VerifierKind::F3:
+        return module_->as<F3CnnImpl>()->forward(m);
+      case VerifierKind::F4:
+        return module_->as<F4TransformerImpl>()->forward(m);
+    }
+    SIEVE_ASSERT(false);
+    return {};
+  }
+
+  VerifierConfig c_;
+  std::shared_ptr<torch::nn::Module> module_;
+};
+
+}  // namespace
+
+const char* verifier_kind_name(VerifierKind k) {
+  static const char* const kNames[] = {"F0", "F1", "F2", "F3", "F4"};
+  return kNames[static_cast<int>(k)];
+}
+
+VerifierKind verifier_kind_from_name(const std::string& name) {
+  std::string n = name;
+  for (char& ch : n) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (int k = 0; k < 5; ++k)
+    if (n == verifier_kind_name(static_cast<VerifierKind>(k))) return static_cast<VerifierKind>(k);
+  SIEVE_THROW("unknown verifier '" << name << "' (F0, F1, F2, F3, F4, or a verifier file)");
+}
+
+std::unique_ptr<Verifier> Verifier::create(const VerifierConfig& config, uint64_t seed) {
+  return std::make_unique<VerifierImpl>(config, seed);
+}
+
+std::unique_ptr<Verifier> Verifier::load(const std::string& file_or_name, const std::string& encoder_identity) {
+  if (!is_file(file_or_name)) {
+    VerifierConfig c;
+    VerifierKind k;
+    try {
+      k = verifier_kind_from_name(file_or_name);
+    } catch (const Error&) {
+      SIEVE_THROW("verifier '" << file_or_name << "' is neither a file nor one of F0, F1, F2");
+    }
+    SIEVE_THROW_IF_NOT(k == VerifierKind::F0 || k == VerifierKind::F1 || k == VerifierKind::F2,
+                       "verifier " << file_or_name << " has learned weights: give its file");
+    c.kind = k;
+    return create(c);
+  }
+  auto f = SafetensorsFile::open(file_or_name);
+  auto it = f->metadata().find(kMetadataKey);
+  SIEVE_THROW_IF_NOT(it != f->metadata().end(), "'" << file_or_name << "' is not a sieve verifier file (no config)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW("'" << file_or_name << "': the verifier config is not valid JSON: " << e.what());
+  }
+  VerifierConfig c = config_from_json(j, "'" + file_or_name + "'");
+  SIEVE_THROW_IF_NOT(encoder_identity.empty() || c.encoder_identity.empty() || c.encoder_identity == encoder_identity,
+                     "verifier '" << file_or_name << "' was trained for encoder " << c.encoder_identity
+                                  << ", not for this one (" << encoder_identity << ")");
+  auto v = std::make_unique<VerifierImpl>(c, 0);
+  v->load_weights(*f);
+  return v;
+}
+
+}  // namespace sieve

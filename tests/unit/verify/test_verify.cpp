@@ -1,0 +1,247 @@
+// Verifiers against naive scalar references (F0, F1, F2, the penalty), invariances that follow
+// from their definitions, padding independence, F3/F4 sizes and shapes, and the file round trip.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "sieve/error.h"
+#include "sieve/verify.h"
+#include "support/test_util.h"
+
+namespace sieve {
+namespace {
+
+TokenStates random_tokens(size_t len, size_t d, std::mt19937& rng) {
+  std::normal_distribution<float> g;
+  TokenStates t;
+  t.length = len;
+  t.values.resize(len * d);
+  for (auto& v : t.values) v = g(rng);
+  return t;
+}
+
+// Plain-loop cosine map in double.
+std::vector<std::vector<double>> naive_map(const TokenStates& q, const TokenStates& c, size_t d, size_t cap = 128) {
+  size_t m = std::min(q.length, cap), n = std::min(c.length, cap);
+  std::vector<std::vector<double>> M(m, std::vector<double>(n));
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t h = 0; h < d; ++h) {
+        dot += double(q.values[i * d + h]) * c.values[j * d + h];
+        a += double(q.values[i * d + h]) * q.values[i * d + h];
+        b += double(c.values[j * d + h]) * c.values[j * d + h];
+      }
+      M[i][j] = dot / std::sqrt(a * b);
+    }
+  return M;
+}
+
+double naive_f0(const std::vector<std::vector<double>>& M) {
+  double s = 0;
+  size_t n = 0;
+  for (auto& row : M)
+    for (double v : row) s += v, ++n;
+  return s / n;
+}
+
+double naive_f1(const std::vector<std::vector<double>>& M) {
+  double s = 0;
+  for (auto& row : M) s += *std::max_element(row.begin(), row.end());
+  return s / M.size();
+}
+
+double naive_f2(const std::vector<std::vector<double>>& M, const F2Options& o) {
+  double total = 0;
+  std::vector<double> pos(M.size());
+  for (size_t i = 0; i < M.size(); ++i) {
+    std::vector<double> w(M[i].size(), 0.0);
+    double mx = -1e300, z = 0;
+    for (size_t j = 0; j < M[i].size(); ++j) {
+      double pen = o.lambda * std::abs(double(i) - double(j));
+      if (o.bandwidth >= 0 && pen > o.bandwidth) continue;
+      mx = std::max(mx, (M[i][j] - pen) / o.tau);
+    }
+    for (size_t j = 0; j < M[i].size(); ++j) {
+      double pen = o.lambda * std::abs(double(i) - double(j));
+      if (o.bandwidth >= 0 && pen > o.bandwidth) continue;
+      w[j] = std::exp((M[i][j] - pen) / o.tau - mx);
+      z += w[j];
+    }
+    double t = 0, p = 0;
+    for (size_t j = 0; j < w.size(); ++j) {
+      double a = z > 0 ? w[j] / z : 0;
+      t += a * M[i][j];
+      p += a * j;
+    }
+    total += t;
+    pos[i] = p;
+  }
+  double s = total / M.size();
+  if (o.gamma_mono > 0 && M.size() > 1) {
+    double pen = 0;
+    for (size_t i = 0; i + 1 < M.size(); ++i) pen += std::pow(std::max(0.0, pos[i] - pos[i + 1]), 2);
+    s -= o.gamma_mono * pen / (M.size() - 1);
+  }
+  return s;
+}
+
+std::vector<const TokenStates*> ptrs(const std::vector<TokenStates>& v) {
+  std::vector<const TokenStates*> p;
+  for (auto& t : v) p.push_back(&t);
+  return p;
+}
+
+VerifierConfig config(VerifierKind k, size_t d) {
+  VerifierConfig c;
+  c.kind = k;
+  c.encoder_dim = d;
+  return c;
+}
+
+constexpr size_t kD = 16;
+
+TEST(Verifiers, ParameterFreeMatchNaiveReferences) {
+  std::mt19937 rng(1);
+  TokenStates q = random_tokens(7, kD, rng);
+  std::vector<TokenStates> cands;
+  for (size_t len : {1u, 5u, 12u, 30u}) cands.push_back(random_tokens(len, kD, rng));  // a padded batch
+  F2Options band;
+  band.bandwidth = 0.25;
+  band.gamma_mono = 0.7;
+  for (const F2Options& f2 : {F2Options{}, band}) {
+    VerifierConfig c2 = config(VerifierKind::F2, kD);
+    c2.f2 = f2;
+    auto f0 = Verifier::create(config(VerifierKind::F0, kD))->score(q, ptrs(cands));
+    auto f1 = Verifier::create(config(VerifierKind::F1, kD))->score(q, ptrs(cands));
+    auto s2 = Verifier::create(c2)->score(q, ptrs(cands));
+    for (size_t i = 0; i < cands.size(); ++i) {
+      auto M = naive_map(q, cands[i], kD);
+      EXPECT_NEAR(f0[i], naive_f0(M), 1e-5) << i;
+      EXPECT_NEAR(f1[i], naive_f1(M), 1e-5) << i;
+      EXPECT_NEAR(s2[i], naive_f2(M, f2), 1e-4) << i << " band " << f2.bandwidth;
+    }
+  }
+}
+
+TEST(Verifiers, ConditionalPenaltyMatchesItsFormula) {
+  std::mt19937 rng(2);
+  TokenStates q = random_tokens(5, kD, rng);
+  std::vector<TokenStates> cands = {random_tokens(6, kD, rng), q};  // the second is identical: F1 = 1
+  VerifierConfig c = config(VerifierKind::F0, kD);
+  c.penalty.enabled = true;
+  auto s = Verifier::create(c)->score(q, ptrs(cands));
+  for (size_t i = 0; i < cands.size(); ++i) {
+    auto M = naive_map(q, cands[i], kD);
+    double base = naive_f1(M), raw = naive_f0(M);
+    double want = base - 0.5 / (1 + std::exp(-20 * (base - 0.9))) * (1 - raw);
+    EXPECT_NEAR(s[i], want, 1e-5);
+  }
+}
+
+TEST(Verifiers, PermutingCandidateTokensChangesOnlyF2) {
+  std::mt19937 rng(3);
+  TokenStates q = random_tokens(6, kD, rng), c = random_tokens(6, kD, rng);
+  TokenStates rev = c;  // rows in reverse order
+  for (size_t r = 0; r < c.length; ++r)
+    std::copy(c.values.begin() + r * kD, c.values.begin() + (r + 1) * kD, rev.values.begin() + (c.length - 1 - r) * kD);
+  for (VerifierKind k : {VerifierKind::F0, VerifierKind::F1, VerifierKind::F2}) {
+    auto v = Verifier::create(config(k, kD));
+    auto a = v->score(q, {&c}), b = v->score(q, {&rev});
+    if (k == VerifierKind::F2) EXPECT_GT(std::abs(a[0] - b[0]), 1e-3);
+    else EXPECT_NEAR(a[0], b[0], 1e-6) << verifier_kind_name(k);
+  }
+}
+
+TEST(Verifiers, PaddingNeverChangesAScore) {
+  std::mt19937 rng(4);
+  TokenStates q = random_tokens(9, kD, rng), c = random_tokens(4, kD, rng);
+  std::vector<TokenStates> batch = {c, random_tokens(60, kD, rng), random_tokens(128, kD, rng)};
+  for (int k = 0; k < 5; ++k) {
+    auto v = Verifier::create(config(static_cast<VerifierKind>(k), kD), 7);
+    float alone = v->score(q, {&c})[0];
+    float in_batch = v->score(q, ptrs(batch))[0];
+    EXPECT_NEAR(alone, in_batch, 1e-5) << verifier_kind_name(static_cast<VerifierKind>(k));
+  }
+}
+
+TEST(Verifiers, TokensPastTheCapAreIgnored) {
+  std::mt19937 rng(5);
+  TokenStates q = random_tokens(10, kD, rng), c = random_tokens(128, kD, rng);
+  TokenStates longer = c;
+  TokenStates extra = random_tokens(40, kD, rng);
+  longer.values.insert(longer.values.end(), extra.values.begin(), extra.values.end());
+  longer.length += 40;
+  for (int k = 0; k < 5; ++k) {
+    auto v = Verifier::create(config(static_cast<VerifierKind>(k), kD), 7);
+    EXPECT_NEAR(v->score(q, {&c})[0], v->score(q, {&longer})[0], 1e-6);
+  }
+}
+
+TEST(Verifiers, PaperSizesHaveThePaperParameterCounts) {
+  EXPECT_EQ(Verifier::create(config(VerifierKind::F3, 384))->parameter_count(), 332545u);
+  EXPECT_EQ(Verifier::create(config(VerifierKind::F4, 384))->parameter_count(), 940065u);
+  EXPECT_EQ(Verifier::create(config(VerifierKind::F3, 768))->parameter_count(), 332545u);  // encoder-independent
+  EXPECT_EQ(Verifier::create(config(VerifierKind::F4, 768))->parameter_count(), 3354657u);
+  // The authors' class defaults: F3 32 channels x 3 blocks, F4 width 256, 2 layers, 8 heads, FFN 1024.
+  VerifierConfig f3 = config(VerifierKind::F3, 384);
+  f3.f3.hidden = 32;
+  f3.f3.blocks = 3;
+  EXPECT_EQ(Verifier::create(f3)->parameter_count(), 110337u);
+  VerifierConfig f4 = config(VerifierKind::F4, 384);
+  f4.f4 = {256, 2, 8, 1024, 8, true, 0.1};
+  EXPECT_EQ(Verifier::create(f4)->parameter_count(), 1761537u);
+  for (VerifierKind k : {VerifierKind::F0, VerifierKind::F1, VerifierKind::F2})
+    EXPECT_EQ(Verifier::create(config(k, 384))->parameter_count(), 0u);
+}
+
+TEST(Verifiers, LearnedScoresAreBoundedAndDeterministic) {
+  std::mt19937 rng(6);
+  TokenStates q = random_tokens(12, 32, rng);
+  std::vector<TokenStates> cands;
+  for (size_t len : {3u, 17u, 64u, 128u, 5u}) cands.push_back(random_tokens(len, 32, rng));
+  for (VerifierKind k : {VerifierKind::F3, VerifierKind::F4}) {
+    auto a = Verifier::create(config(k, 32), 11), b = Verifier::create(config(k, 32), 11);
+    auto sa = a->score(q, ptrs(cands)), sb = b->score(q, ptrs(cands));
+    ASSERT_EQ(sa.size(), cands.size());
+    for (size_t i = 0; i < sa.size(); ++i) {
+      EXPECT_GE(sa[i], -1.f);
+      EXPECT_LE(sa[i], 1.f);
+      EXPECT_FLOAT_EQ(sa[i], sb[i]);
+    }
+    EXPECT_NE(sa[0], sa[1]);  // the input reaches the output
+  }
+}
+
+TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
+  std::mt19937 rng(7);
+  TokenStates q = random_tokens(8, 32, rng);
+  std::vector<TokenStates> cands = {random_tokens(9, 32, rng), random_tokens(40, 32, rng)};
+  std::string dir = test::make_temp_dir("verifier");
+  for (VerifierKind k : {VerifierKind::F2, VerifierKind::F3, VerifierKind::F4}) {
+    VerifierConfig c = config(k, 32);
+    c.encoder_identity = "crc32:model-a";
+    c.threshold = 0.25;
+    c.f2.lambda = 0.2;
+    auto v = Verifier::create(c, 3);
+    std::string path = dir + "/" + verifier_kind_name(k) + ".safetensors";
+    v->save(path);
+    auto back = Verifier::load(path, "crc32:model-a");
+    EXPECT_EQ(back->config().kind, k);
+    EXPECT_EQ(back->config().threshold, 0.25);
+    EXPECT_EQ(back->config().f2.lambda, 0.2);
+    EXPECT_EQ(back->parameter_count(), v->parameter_count());
+    auto s1 = v->score(q, ptrs(cands)), s2 = back->score(q, ptrs(cands));
+    for (size_t i = 0; i < s1.size(); ++i) EXPECT_FLOAT_EQ(s1[i], s2[i]);
+    test::expect_error([&] { Verifier::load(path, "crc32:model-b"); }, "not for this one");
+  }
+  test::expect_error([&] { Verifier::load("F3"); }, "give its file");
+  test::expect_error([&] { Verifier::load("F9"); }, "neither a file nor");
+  EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
+}
+
+}  // namespace
+}  // namespace sieve
