@@ -1,0 +1,106 @@
+#include "eval/pairs.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "sieve/error.h"
+
+namespace sieve::eval {
+namespace {
+
+std::vector<std::string> split_tsv(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t tab = line.find('\t', start);
+    out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return out;
+    start = tab + 1;
+  }
+}
+
+int find_column(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    for (size_t i = 0; i < header.size(); ++i) {
+      std::string h = header[i];
+      std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (h == n) return static_cast<int>(i);
+    }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"' && out.back().empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  SIEVE_THROW_IF_NOT(!quoted, "unterminated quoted field");
+  return out;
+}
+
+std::vector<SentencePair> read_pairs(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SIEVE_THROW_IF_NOT(in.is_open(), "cannot open pairs file '" << path << "'");
+  const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  std::string line;
+  size_t line_no = 0;
+  auto split = [&](const std::string& l) {
+    try {
+      return csv ? split_csv_line(l) : split_tsv(l);
+    } catch (const Error& e) {
+      SIEVE_THROW(path << ":" << line_no << ": " << e.what());
+    }
+  };
+  std::vector<std::string> header;
+  while (header.empty() && std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+    if (!line.empty()) header = split(line);
+  }
+  SIEVE_THROW_IF_NOT(!header.empty(), path << ": empty file (a header row is required)");
+  int s1 = find_column(header, {"sentence1", "premise", "anchor", "query", "original", "text1"});
+  int s2 = find_column(header, {"sentence2", "hypothesis", "candidate", "near_miss", "negative", "text2"});
+  int cat = find_column(header, {"category"});
+  int lab = find_column(header, {"label", "score", "is_same"});
+  SIEVE_THROW_IF_NOT(s1 >= 0 && s2 >= 0, path << ":" << line_no << ": the header needs a sentence1 and a sentence2 "
+                                               << "column (or premise/hypothesis, anchor/negative, original/near_miss)");
+  std::vector<SentencePair> pairs;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> f = split(line);
+    int need = std::max(s1, s2) + 1;
+    SIEVE_THROW_IF_NOT(static_cast<int>(f.size()) >= need,
+                       path << ":" << line_no << ": " << f.size() << " field(s), the header has " << header.size());
+    SentencePair p;
+    p.sentence1 = f[s1];
+    p.sentence2 = f[s2];
+    if (cat >= 0 && cat < static_cast<int>(f.size())) p.category = f[cat];
+    if (lab >= 0 && lab < static_cast<int>(f.size())) p.label = f[lab];
+    pairs.push_back(std::move(p));
+  }
+  return pairs;
+}
+
+}  // namespace sieve::eval

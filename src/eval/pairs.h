@@ -1,0 +1,24 @@
+// Sentence-pair files (for verifier scoring and calibration): TSV or CSV with a header row.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sieve::eval {
+
+/// One pair. `label` is the gold column when the file has one (label, score, is_same), else "".
+struct SentencePair {
+  std::string sentence1, sentence2, category, label;
+};
+
+/// Reads pairs from a file with a header row: `.csv` is comma-separated with RFC 4180 quoting
+/// (on one line), anything else tab-separated. Column names: sentence1 (or premise, anchor,
+/// query, original), sentence2 (or hypothesis, candidate, near_miss, negative), optional category,
+/// optional label (or score, is_same). Throws sieve::Error naming the file and line at fault.
+std::vector<SentencePair> read_pairs(const std::string& path);
+
+/// Splits one CSV line (RFC 4180 quotes, doubled quotes inside quoted fields); throws
+/// sieve::Error on an unterminated quote.
+std::vector<std::string> split_csv_line(const std::string& line);
+
+}  // namespace sieve::eval

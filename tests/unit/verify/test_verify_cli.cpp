@@ -1,0 +1,86 @@
+// `sieve verify score|create|info` through the built CLI.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sieve/model.h"
+#include "support/test_util.h"
+
+namespace sieve {
+namespace {
+
+using test::cli_path;
+using test::run_command;
+
+std::string fixture_model() {
+  static std::string dir = [] {
+    std::string d = test::make_temp_dir("verify_model");
+    FixtureModelOptions f;
+    f.config.hidden_size = 32;
+    f.config.num_hidden_layers = 1;
+    f.config.num_attention_heads = 2;
+    f.config.intermediate_size = 64;
+    f.config.max_position_embeddings = 64;
+    f.max_seq_length = 64;
+    write_fixture_model(d, f);
+    return d;
+  }();
+  return dir;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+double score_of(const std::string& line) { return std::stod(line.substr(line.find(':') + 1)); }
+
+TEST(VerifyCli, ScoreKeepsOrderAndIdentityScoresOne) {
+  std::string dir = test::make_temp_dir("verify_cli");
+  std::string pairs = dir + "/p.tsv";
+  std::ofstream(pairs) << "sentence1\tsentence2\tcategory\nthe dog bit the man\tthe man bit the dog\tswap\n"
+                          "the dog bit the man\tthe dog bit the man\tsame\nred car\tblue house\tother\n";
+  for (const char* v : {"cosine", "F1", "f2"}) {
+    auto r = run_command(cli_path() + " verify score -m " + fixture_model() + " --verifier " + v + " --pairs " + pairs +
+                         " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << v;
+    auto l = lines(r.out);
+    ASSERT_EQ(l.size(), 3u) << v;
+    EXPECT_NE(l[0].find("\"category\":\"swap\""), std::string::npos);
+    EXPECT_NE(l[2].find("\"category\":\"other\""), std::string::npos);
+    // A text against itself: the pooled cosine and MaxSim are exactly 1 by definition.
+    if (std::string(v) != "f2") EXPECT_NEAR(score_of(l[1]), 1.0, 1e-5) << v;
+    EXPECT_LT(score_of(l[2]), score_of(l[1])) << v;
+  }
+}
+
+TEST(VerifyCli, CreateInfoAndWrongEncoder) {
+  std::string dir = test::make_temp_dir("verify_cli2");
+  auto r = run_command(cli_path() + " verify create --kind F3 -m " + fixture_model() + " -o " + dir + "/f3.safetensors");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"parameters\":332545"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " verify info " + dir + "/f3.safetensors");
+  EXPECT_NE(r.out.find("\"kind\": \"F3\""), std::string::npos) << r.out;
+  std::string other = test::make_temp_dir("verify_other");
+  FixtureModelOptions f;
+  f.config.hidden_size = 32;
+  f.config.num_hidden_layers = 1;
+  f.config.num_attention_heads = 2;
+  f.config.intermediate_size = 64;
+  f.seed = 99;
+  write_fixture_model(other, f);
+  std::ofstream(dir + "/p.tsv") << "sentence1\tsentence2\na\tb\n";
+  r = run_command(cli_path() + " verify score -m " + other + " --verifier " + dir + "/f3.safetensors --pairs " + dir +
+                  "/p.tsv 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("not for this one"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " verify score -m " + other + " --verifier F7 --pairs " + dir + "/p.tsv 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("neither a file nor"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sieve
