@@ -12,6 +12,7 @@
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
+#include "support/fixtures.h"
 #include "support/test_util.h"
 
 namespace sieve::test {
@@ -25,14 +26,7 @@ inline std::string model_dir(uint64_t seed = 42) {
   auto it = dirs.find(seed);
   if (it != dirs.end()) return it->second;
   std::string dir = make_temp_dir("idx_model");
-  FixtureModelOptions f;
-  f.config.hidden_size = 32;
-  f.config.num_hidden_layers = 1;
-  f.config.num_attention_heads = 2;
-  f.config.intermediate_size = 64;
-  f.config.max_position_embeddings = 64;
-  f.max_seq_length = 64;
-  f.seed = seed;
+  FixtureModelOptions f = tiny_model_options(seed);
   write_fixture_model(dir, f);
   return dirs[seed] = dir;
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sieve/model.h"
+#include "support/fixtures.h"
 #include "support/test_util.h"
 
 namespace sieve {
@@ -16,14 +17,7 @@ using test::run_command;
 std::string fixture_model() {
   static std::string dir = [] {
     std::string d = test::make_temp_dir("verify_model");
-    FixtureModelOptions f;
-    f.config.hidden_size = 32;
-    f.config.num_hidden_layers = 1;
-    f.config.num_attention_heads = 2;
-    f.config.intermediate_size = 64;
-    f.config.max_position_embeddings = 64;
-    f.max_seq_length = 64;
-    write_fixture_model(d, f);
+    write_fixture_model(d, test::tiny_model_options());
     return d;
   }();
   return dir;
@@ -65,13 +59,7 @@ TEST(VerifyCli, CreateInfoAndWrongEncoder) {
   r = run_command(cli_path() + " verify info " + dir + "/f3.safetensors");
   EXPECT_NE(r.out.find("\"kind\": \"F3\""), std::string::npos) << r.out;
   std::string other = test::make_temp_dir("verify_other");
-  FixtureModelOptions f;
-  f.config.hidden_size = 32;
-  f.config.num_hidden_layers = 1;
-  f.config.num_attention_heads = 2;
-  f.config.intermediate_size = 64;
-  f.seed = 99;
-  write_fixture_model(other, f);
+  write_fixture_model(other, test::tiny_model_options(99));
   std::ofstream(dir + "/p.tsv") << "sentence1\tsentence2\na\tb\n";
   r = run_command(cli_path() + " verify score -m " + other + " --verifier " + dir + "/f3.safetensors --pairs " + dir +
                   "/p.tsv 2>&1");
