@@ -82,6 +82,8 @@ class Verifier {
   virtual std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const = 0;
   /// Writes config and weights to one safetensors file (config in its metadata), atomically.
   virtual void save(const std::string& path) const = 0;
+  /// Like save(), with the gate threshold set to `threshold` (sieve verify calibrate).
+  virtual void save_with_threshold(const std::string& path, double threshold) const = 0;
 
   /// A verifier from a config; learned kinds get the PyTorch default initialisation from `seed`.
   static std::unique_ptr<Verifier> create(const VerifierConfig& config, uint64_t seed = 42);

@@ -8,6 +8,7 @@
 #include "eval/beir.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/pipeline.h"
 
 namespace sieve::cli {
 namespace {
@@ -40,15 +41,72 @@ void append_score(std::string& out, const char* key, double v) {
 
 }  // namespace
 
-void register_search(CLI::App& app) {
-  struct Opts {
+namespace {
+
+struct SearchOpts {
     std::string index, model, queries, output = "jsonl", trec, mode = "dense", fusion = "rrf";
     std::vector<std::string> args;
     SearchParams p;
     DeviceFlags dev;
     size_t batch = 64;
     bool text = false;
-  };
+    std::string verifier;
+    PipelineParams pipe;
+    bool rerank = false;
+};
+
+// Two-stage search: stage 1, then the verifier over the top K; each result carries both scores.
+void run_verified(const Index& index, const SearchOpts& o, const std::vector<eval::Query>& queries) {
+  auto verifier = Verifier::load(o.verifier, index.stats().model_identity);
+  PipelineParams pp = o.pipe;
+  pp.stage1 = o.p;
+  pp.k = o.p.k;
+  pp.rerank = o.rerank;
+  if (o.output == "tsv" && o.trec.empty())
+    std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted\n");
+  for (const auto& q : queries) {
+    auto hits = search_verified(index, *verifier, q.text, pp);
+    std::string out;
+    if (!o.trec.empty()) {
+      std::vector<eval::RunEntry> ranked;
+      for (const auto& h : hits) ranked.push_back({h.hit.id, o.rerank ? h.verifier_score : h.hit.score});
+      std::ostringstream s;
+      eval::write_trec_run(s, q.id, ranked, o.trec);
+      out = s.str();
+    } else if (o.output == "tsv") {
+      for (size_t r = 0; r < hits.size(); ++r) {
+        out += q.id + "\t" + std::to_string(r + 1) + "\t" + hits[r].hit.id + "\t";
+        append_float(out, static_cast<float>(hits[r].hit.score));
+        out += "\t" + std::to_string(hits[r].stage1_rank) + "\t";
+        append_float(out, hits[r].verifier_score);
+        out += hits[r].accepted ? "\ttrue\n" : "\tfalse\n";
+      }
+    } else {
+      out = "{\"query_id\":" + json_quote(q.id) + ",\"query\":" + json_quote(q.text) + ",\"hits\":[";
+      for (size_t r = 0; r < hits.size(); ++r) {
+        const VerifiedHit& h = hits[r];
+        if (r) out += ',';
+        out += "{\"rank\":" + std::to_string(r + 1) + ",\"id\":" + json_quote(h.hit.id) + ",\"stage1_score\":";
+        append_float(out, static_cast<float>(h.hit.score));
+        out += ",\"stage1_rank\":" + std::to_string(h.stage1_rank) + ",\"verifier_score\":";
+        append_float(out, h.verifier_score);
+        out += std::string(",\"accepted\":") + (h.accepted ? "true" : "false");
+        if (o.text) {
+          Document d = index.document(h.hit.doc);
+          out += ",\"title\":" + json_quote(d.title) + ",\"text\":" + json_quote(d.text);
+        }
+        out += '}';
+      }
+      out += "]}\n";
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+}
+
+}  // namespace
+
+void register_search(CLI::App& app) {
+  using Opts = SearchOpts;
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("search", "Search an index: dense (ANN), bm25, or hybrid (fused) retrieval");
   cmd->add_option("queries", o->args, "Query texts (default: --queries FILE, else one per line on stdin)");
@@ -76,6 +134,13 @@ void register_search(CLI::App& app) {
       ->type_name("RUN_NAME");
   cmd->add_flag("--text", o->text, "JSON lines output only: include each hit's title and text");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
+  cmd->add_option("--verifier", o->verifier, "Stage 2: verify the top --candidates with this verifier (file, F0, F1, F2)");
+  cmd->add_option("--candidates", o->pipe.candidates, "Stage 2: stage-1 hits the verifier reads (K)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--rerank", o->rerank, "Stage 2: order results by verifier score (default: stage-1 order)");
+  cmd->add_flag("--gate", o->pipe.gate, "Stage 2: drop candidates the verifier rejects (its calibrated threshold)");
+  cmd->add_option("--threshold", o->pipe.threshold, "Stage 2: gate threshold (default: the verifier file's)");
   cmd->add_option("--batch", o->batch, "Queries encoded per batch")->capture_default_str()->check(CLI::PositiveNumber);
   o->dev.add(cmd);
   on_run(cmd, [o] {
@@ -87,6 +152,10 @@ void register_search(CLI::App& app) {
     oo.encoder = o->dev.options();
     oo.load_encoder = o->p.mode != SearchMode::Bm25;
     auto index = Index::open(o->index, oo);
+    if (!o->verifier.empty()) {
+      run_verified(*index, *o, queries);
+      return;
+    }
     if (o->output == "tsv" && o->trec.empty()) std::printf("query_id\trank\tdoc_id\tscore\n");
     for (size_t start = 0; start < queries.size(); start += o->batch) {
       size_t end = std::min(queries.size(), start + o->batch);

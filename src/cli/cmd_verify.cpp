@@ -7,7 +7,9 @@
 #include "cli/cli_common.h"
 #include "eval/pairs.h"
 #include "sieve/error.h"
+#include "core/file_util.h"
 #include "sieve/index.h"
+#include "sieve/pipeline.h"
 #include "sieve/verify.h"
 
 namespace sieve::cli {
@@ -23,6 +25,35 @@ nlohmann::json describe(const Verifier& v) {
                       {"penalty", c.penalty.enabled}};
   if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
   return j;
+}
+
+// Scores every pair with a verifier (file or name) or the pooled cosine ("cosine").
+std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
+                               const std::string& verifier_name, const DeviceFlags& dev, size_t batch_size) {
+  const bool cosine = verifier_name == "cosine";
+  std::unique_ptr<Verifier> verifier;
+  if (!cosine) verifier = Verifier::load(verifier_name, model_identity(model));
+  auto enc = Encoder::load(model, dev.options());
+  std::vector<std::string> texts;
+  for (const auto& p : pairs) {
+    texts.push_back(p.sentence1);
+    texts.push_back(p.sentence2);
+  }
+  EncodeCall call;
+  call.batch_size = batch_size;
+  call.token_states = !cosine;
+  Embeddings e = enc->encode(texts, call);
+  std::vector<float> scores(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (cosine) {
+      double dot = 0;
+      for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[2 * i * e.dim + h]) * e.pooled[(2 * i + 1) * e.dim + h];
+      scores[i] = static_cast<float>(dot);
+    } else {
+      scores[i] = verifier->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
+    }
+  }
+  return scores;
 }
 
 }  // namespace
@@ -50,31 +81,11 @@ void register_verify(CLI::App& app) {
     o->dev.add(cmd);
     on_run(cmd, [o] {
       auto pairs = eval::read_pairs(o->pairs);
-      const bool cosine = o->verifier == "cosine";
-      std::unique_ptr<Verifier> verifier;
-      if (!cosine) verifier = Verifier::load(o->verifier, model_identity(o->model));
-      auto enc = Encoder::load(o->model, o->dev.options());
-      std::vector<std::string> texts;
-      for (const auto& p : pairs) {
-        texts.push_back(p.sentence1);
-        texts.push_back(p.sentence2);
-      }
-      EncodeCall call;
-      call.batch_size = o->batch_size;
-      call.token_states = !cosine;
-      Embeddings e = enc->encode(texts, call);
+      std::vector<float> scores = score_pairs(pairs, o->model, o->verifier, o->dev, o->batch_size);
       std::string out;
       for (size_t i = 0; i < pairs.size(); ++i) {
-        float s;
-        if (cosine) {
-          double dot = 0;
-          for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[2 * i * e.dim + h]) * e.pooled[(2 * i + 1) * e.dim + h];
-          s = static_cast<float>(dot);
-        } else {
-          s = verifier->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
-        }
         out += "{\"score\":";
-        append_float(out, s);
+        append_float(out, scores[i]);
         if (!pairs[i].category.empty()) out += ",\"category\":" + json_quote(pairs[i].category);
         if (!pairs[i].label.empty()) out += ",\"label\":" + json_quote(pairs[i].label);
         out += "}\n";
@@ -117,6 +128,47 @@ void register_verify(CLI::App& app) {
       auto v = Verifier::create(o->c, o->seed);
       v->save(o->out);
       std::printf("%s\n", describe(*v).dump().c_str());
+    });
+  }
+  {
+    struct Opts {
+      std::string model, verifier, pairs, out;
+      double precision = 0.95;
+      DeviceFlags dev;
+      size_t batch_size = 32;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
+    cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
+    cmd->add_option("--verifier", o->verifier, "Verifier file, or F0, F1, F2 (then --out is required)")->required();
+    cmd->add_option("--pairs", o->pairs, "Labelled pairs: sentence1, sentence2, label (1/0, same/different, ...)")
+        ->required();
+    cmd->add_option("--target-precision", o->precision, "Precision the gate must reach on these pairs")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
+    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+    o->dev.add(cmd);
+    on_run(cmd, [o] {
+      SIEVE_THROW_IF_NOT(o->verifier != "cosine", "the pooled cosine is not a verifier file; calibrate F0-F4");
+      auto pairs = eval::read_pairs(o->pairs);
+      std::vector<bool> positive;
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        SIEVE_THROW_IF_NOT(!pairs[i].label.empty(), o->pairs << ": pair " << i + 1 << " has no label");
+        positive.push_back(parse_identity_label(pairs[i].label));
+      }
+      std::vector<float> scores = score_pairs(pairs, o->model, o->verifier, o->dev, o->batch_size);
+      Calibration c = calibrate_threshold(scores, positive, o->precision);
+      auto v = Verifier::load(o->verifier, model_identity(o->model));
+      std::string out = o->out.empty() ? o->verifier : o->out;
+      SIEVE_THROW_IF_NOT(out != o->verifier || is_file(out), "give --out FILE to store a calibrated " << o->verifier);
+      v->save_with_threshold(out, c.threshold);
+      nlohmann::json j = {{"threshold", c.threshold}, {"precision", c.precision}, {"recall", c.recall},
+                          {"positives", c.positives}, {"negatives", c.negatives}, {"target_reached", c.reached},
+                          {"written", out}};
+      std::printf("%s\n", j.dump().c_str());
+      if (!c.reached) std::fprintf(stderr, "sieve: warning: no threshold reaches precision %.3f; stored the most precise one\n", o->precision);
     });
   }
   {

@@ -101,7 +101,15 @@ class VerifierImpl final : public Verifier {
     return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
   }
 
-  void save(const std::string& path) const override {
+  void save(const std::string& path) const override { write(path, c_); }
+
+  void save_with_threshold(const std::string& path, double threshold) const override {
+    VerifierConfig c = c_;
+    c.threshold = threshold;
+    write(path, c);
+  }
+
+  void write(const std::string& path, const VerifierConfig& config) const {
     std::vector<at::Tensor> keep;
     std::vector<TensorToWrite> tensors;
     if (module_) {
@@ -118,7 +126,7 @@ class VerifierImpl final : public Verifier {
       for (const auto& p : module_->named_parameters()) add(p.key(), p.value());
       for (const auto& b : module_->named_buffers()) add(b.key(), b.value());
     }
-    write_safetensors(path, tensors, {{kMetadataKey, config_to_json(c_).dump()}});
+    write_safetensors(path, tensors, {{kMetadataKey, config_to_json(config).dump()}});
   }
 
   void load_weights(const SafetensorsFile& f) {

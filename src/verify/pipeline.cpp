@@ -1,0 +1,101 @@
+// The two-stage pipeline and gate calibration.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "sieve/error.h"
+#include "sieve/pipeline.h"
+
+namespace sieve {
+
+std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
+                                         const PipelineParams& params, Stage2Timing* timing) {
+  SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
+  const std::string& want = verifier.config().encoder_identity;
+  SIEVE_THROW_IF_NOT(want.empty() || want == index.stats().model_identity,
+                     "the verifier was made for encoder " << want << ", the index uses " << index.stats().model_identity);
+  SearchParams sp = params.stage1;
+  sp.k = params.candidates;
+  sp.query_tokens = true;
+  SearchResult r = index.search(query, sp);
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  std::vector<TokenStates> cands;
+  cands.reserve(r.hits.size());
+  for (const Hit& h : r.hits) cands.push_back(index.tokens(h.doc));
+  auto t1 = Clock::now();
+  std::vector<const TokenStates*> ptrs;
+  for (const auto& c : cands) ptrs.push_back(&c);
+  std::vector<float> scores = verifier.score(r.query_tokens, ptrs);
+  auto t2 = Clock::now();
+  if (timing) {
+    timing->decode = std::chrono::duration<double>(t1 - t0).count();
+    timing->verify = std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
+  SIEVE_THROW_IF_NOT(!params.gate || !std::isnan(threshold),
+                     "gating needs a threshold: calibrate the verifier (sieve verify calibrate) or give one");
+  std::vector<VerifiedHit> out;
+  for (size_t i = 0; i < r.hits.size(); ++i) {
+    VerifiedHit v;
+    v.hit = r.hits[i];
+    v.verifier_score = scores[i];
+    v.accepted = std::isnan(threshold) || scores[i] >= threshold;
+    v.stage1_rank = i + 1;
+    if (!params.gate || v.accepted) out.push_back(v);
+  }
+  if (params.rerank)
+    std::stable_sort(out.begin(), out.end(),
+                     [](const VerifiedHit& a, const VerifiedHit& b) { return a.verifier_score > b.verifier_score; });
+  if (out.size() > params.k) out.resize(params.k);
+  return out;
+}
+
+Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
+                                double target_precision) {
+  SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
+  SIEVE_THROW_IF_NOT(target_precision > 0 && target_precision <= 1, "the target precision must lie in (0, 1]");
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  Calibration c;
+  for (bool p : positive) (p ? c.positives : c.negatives) += 1;
+  SIEVE_THROW_IF_NOT(c.positives > 0, "calibration needs at least one positive pair");
+  // Walk thresholds from high to low; a threshold is a distinct score (ties accepted together).
+  size_t tp = 0, fp = 0;
+  double best_precision = -1;
+  Calibration most_precise;
+  for (size_t i = 0; i < order.size(); ++i) {
+    (positive[order[i]] ? tp : fp) += 1;
+    if (i + 1 < order.size() && scores[order[i + 1]] == scores[order[i]]) continue;
+    double precision = double(tp) / double(tp + fp), recall = double(tp) / double(c.positives);
+    if (precision >= target_precision) {  // lower thresholds only add recall: keep the last that qualifies
+      c.threshold = scores[order[i]];
+      c.precision = precision;
+      c.recall = recall;
+      c.reached = true;
+    }
+    if (precision > best_precision) {
+      best_precision = precision;
+      most_precise = c;
+      most_precise.threshold = scores[order[i]];
+      most_precise.precision = precision;
+      most_precise.recall = recall;
+      most_precise.reached = false;
+    }
+  }
+  return c.reached ? c : most_precise;
+}
+
+bool parse_identity_label(const std::string& label) {
+  std::string l = label;
+  for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* p : {"1", "true", "yes", "same", "entailment", "paraphrase", "positive"})
+    if (l == p) return true;
+  for (const char* n : {"0", "false", "no", "different", "contradiction", "neutral", "near_miss", "negative"})
+    if (l == n) return false;
+  SIEVE_THROW("label '" << label << "' is not an identity label (1/0, true/false, same/different, "
+                                     "entailment/contradiction/neutral, ...)");
+}
+
+}  // namespace sieve

@@ -1,0 +1,149 @@
+// Gate calibration (hand-computed cases and synthetic distributions) and the two-stage pipeline
+// against stage 1 and a plain-loop MaxSim on the encoder's own token states.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "sieve/error.h"
+#include "sieve/pipeline.h"
+#include "support/fixtures.h"
+#include "support/test_util.h"
+
+namespace sieve {
+namespace {
+
+TEST(Calibration, HandComputedThresholds) {
+  // scores 0.9 P, 0.8 N, 0.7 P, 0.6 P, 0.5 N. Precision at each threshold, high to low:
+  // 0.9: 1/1; 0.8: 1/2; 0.7: 2/3; 0.6: 3/4; 0.5: 3/5.
+  std::vector<float> s = {0.7f, 0.5f, 0.9f, 0.6f, 0.8f};
+  std::vector<bool> p = {true, false, true, true, false};
+  Calibration c = calibrate_threshold(s, p, 0.75);
+  EXPECT_TRUE(c.reached);
+  EXPECT_FLOAT_EQ(c.threshold, 0.6f);  // the lowest threshold with precision >= 0.75: recall 3/3
+  EXPECT_DOUBLE_EQ(c.precision, 0.75);
+  EXPECT_DOUBLE_EQ(c.recall, 1.0);
+  c = calibrate_threshold(s, p, 0.8);
+  EXPECT_FLOAT_EQ(c.threshold, 0.9f);  // only 0.9 reaches 0.8: recall 1/3
+  EXPECT_DOUBLE_EQ(c.recall, 1.0 / 3);
+  EXPECT_EQ(c.positives, 3u);
+  EXPECT_EQ(c.negatives, 2u);
+  // Ties are accepted together: 0.7 P, 0.7 N, 0.6 P -> 0.7: 1/2, 0.6: 2/3.
+  c = calibrate_threshold({0.7f, 0.7f, 0.6f}, {true, false, true}, 0.6);
+  EXPECT_FLOAT_EQ(c.threshold, 0.6f);
+  EXPECT_NEAR(c.precision, 2.0 / 3, 1e-12);
+  // Unreachable: 0.9 N, 0.8 P -> best precision 1/2 at 0.8, reported as not reached.
+  c = calibrate_threshold({0.9f, 0.8f}, {false, true}, 1.0);
+  EXPECT_FALSE(c.reached);
+  EXPECT_FLOAT_EQ(c.threshold, 0.8f);
+  EXPECT_DOUBLE_EQ(c.precision, 0.5);
+  test::expect_error([] { calibrate_threshold({0.1f}, {false}, 0.9); }, "at least one positive");
+  test::expect_error([] { calibrate_threshold({0.1f}, {true}, 0.0); }, "target precision");
+}
+
+TEST(Calibration, SyntheticDistributionsHitTheTarget) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> pos(0.8f, 0.1f), neg(0.5f, 0.12f);
+  auto draw = [&](size_t n, std::vector<float>& s, std::vector<bool>& p) {
+    for (size_t i = 0; i < n; ++i) {
+      bool is_pos = i % 3 != 0;  // 2:1 positives
+      s.push_back(is_pos ? pos(rng) : neg(rng));
+      p.push_back(is_pos);
+    }
+  };
+  std::vector<float> s, held;
+  std::vector<bool> p, held_p;
+  draw(20000, s, p);
+  draw(20000, held, held_p);
+  for (double target : {0.9, 0.95, 0.99}) {
+    Calibration c = calibrate_threshold(s, p, target);
+    ASSERT_TRUE(c.reached);
+    EXPECT_GE(c.precision, target);
+    // On fresh pairs from the same distributions the gate keeps (about) the requested precision.
+    size_t tp = 0, fp = 0;
+    for (size_t i = 0; i < held.size(); ++i)
+      if (held[i] >= c.threshold) (held_p[i] ? tp : fp) += 1;
+    double precision = double(tp) / double(tp + fp);
+    EXPECT_NEAR(precision, target, 0.01) << "target " << target;
+  }
+}
+
+TEST(Calibration, Labels) {
+  for (const char* t : {"1", "TRUE", "same", "entailment", "Paraphrase"}) EXPECT_TRUE(parse_identity_label(t)) << t;
+  for (const char* f : {"0", "false", "contradiction", "neutral", "near_miss"}) EXPECT_FALSE(parse_identity_label(f)) << f;
+  test::expect_error([] { parse_identity_label("maybe"); }, "not an identity label");
+}
+
+// MaxSim in plain loops over fp32 token states (the reference for the pipeline's F1).
+double maxsim(const TokenStates& q, const TokenStates& c, size_t d) {
+  double total = 0;
+  for (size_t i = 0; i < q.length; ++i) {
+    double best = -2;
+    for (size_t j = 0; j < c.length; ++j) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t h = 0; h < d; ++h) {
+        dot += double(q.values[i * d + h]) * c.values[j * d + h];
+        a += double(q.values[i * d + h]) * q.values[i * d + h];
+        b += double(c.values[j * d + h]) * c.values[j * d + h];
+      }
+      best = std::max(best, dot / std::sqrt(a * b));
+    }
+    total += best;
+  }
+  return total / q.length;
+}
+
+TEST(Pipeline, VerifiesReranksAndGatesStageOneHits) {
+  std::string dir = test::make_temp_dir("pipeline");
+  std::string model = dir + "/model";
+  write_fixture_model(model, test::tiny_model_options());
+  const char* texts[] = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat",
+                         "a man walks a dog", "blue house near the river", "the dog did not bite the man"};
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << texts[i] << "\n";
+  }
+  build_index(model, dir + "/c.tsv", dir + "/ix");
+  auto index = Index::open(dir + "/ix");
+  auto f1 = Verifier::load("F1");
+  PipelineParams pp;
+  pp.candidates = 7;
+  pp.k = 7;
+  pp.rerank = false;
+  const std::string query = "who bit the man";
+  auto stage1 = index->search(query, SearchParams{SearchMode::Dense, 7});
+  auto kept = search_verified(*index, *f1, query, pp);
+  ASSERT_EQ(kept.size(), 7u);
+  auto enc = Encoder::load(model);
+  EncodeCall call;
+  call.token_states = true;
+  std::vector<std::string> all = {query};
+  for (const char* t : texts) all.push_back(t);
+  Embeddings e = enc->encode(all, call);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].hit.id, stage1.hits[i].id);  // no rerank: stage-1 order
+    EXPECT_EQ(kept[i].stage1_rank, i + 1);
+    size_t doc = std::stoul(kept[i].hit.id.substr(1));
+    // The stored tokens are SQ8-compressed: within the codec's error of the fp32 reference.
+    EXPECT_NEAR(kept[i].verifier_score, maxsim(e.tokens[0], e.tokens[doc + 1], e.dim), 0.01) << kept[i].hit.id;
+  }
+  pp.rerank = true;
+  auto reranked = search_verified(*index, *f1, query, pp);
+  for (size_t i = 1; i < reranked.size(); ++i) EXPECT_GE(reranked[i - 1].verifier_score, reranked[i].verifier_score);
+  // Gate at the median verifier score: exactly the candidates at or above it survive.
+  std::vector<float> sc;
+  for (const auto& h : kept) sc.push_back(h.verifier_score);
+  std::sort(sc.begin(), sc.end());
+  pp.gate = true;
+  pp.threshold = sc[3];
+  auto gated = search_verified(*index, *f1, query, pp);
+  EXPECT_EQ(gated.size(), 4u);
+  for (const auto& h : gated) EXPECT_GE(h.verifier_score, sc[3]);
+  pp.threshold = std::numeric_limits<double>::quiet_NaN();
+  test::expect_error([&] { search_verified(*index, *f1, query, pp); }, "gating needs a threshold");
+}
+
+}  // namespace
+}  // namespace sieve
