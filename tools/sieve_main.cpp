@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   sieve::cli::register_index(app);
   sieve::cli::register_search(app);
   sieve::cli::register_verify(app);
+  sieve::cli::register_explain(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -92,4 +92,16 @@ class Verifier {
   static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
 };
 
+/// A cosine map for display: M_ij = cos(q_i, c_j), m x n row-major, at most max_tokens per side.
+struct CosineMap {
+  size_t m = 0, n = 0;
+  std::vector<float> values;
+};
+CosineMap cosine_map(const TokenStates& query, const TokenStates& candidate, size_t max_tokens = 128);
+
+/// An SVG heatmap of a map (blue = -1, white = 0, red = 1) with the tokens on both axes (query
+/// down the left, candidate along the top) and `title` above it.
+std::string render_map_svg(const CosineMap& map, const std::vector<std::string>& query_tokens,
+                           const std::vector<std::string>& candidate_tokens, const std::string& title);
+
 }  // namespace sieve

@@ -53,5 +53,6 @@ void register_make_fixture(CLI::App& app);
 void register_index(CLI::App& app);
 void register_search(CLI::App& app);
 void register_verify(CLI::App& app);
+void register_explain(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -243,5 +243,20 @@ TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
   EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
 }
 
+TEST(CosineMap, AgreesWithF0AndIsCapped) {
+  std::mt19937 rng(8);
+  TokenStates q = random_tokens(9, kD, rng), c = random_tokens(140, kD, rng);
+  CosineMap m = cosine_map(q, c);
+  EXPECT_EQ(m.m, 9u);
+  EXPECT_EQ(m.n, 128u);
+  double mean = 0;
+  for (float v : m.values) mean += v;
+  mean /= m.values.size();
+  EXPECT_NEAR(mean, Verifier::load("F0")->score(q, {&c})[0], 1e-5);  // two independent paths
+  std::string svg = render_map_svg(cosine_map(q, q), {"a", "<b>"}, {"c"}, "t & u");
+  EXPECT_NE(svg.find("&lt;b&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("t &amp; u"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sieve

@@ -72,3 +72,29 @@ TEST(VerifyCli, CreateInfoAndWrongEncoder) {
 
 }  // namespace
 }  // namespace sieve
+
+namespace sieve {
+namespace {
+
+TEST(ExplainCli, MapJsonAndSvg) {
+  std::string dir = test::make_temp_dir("explain");
+  auto r = test::run_command(test::cli_path() + " explain -m " + fixture_model() + " --verifier F1 --svg " + dir +
+                             "/m.svg 'the dog bit the man' 'the dog bit the man' 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  // The same text on both sides: bert-base style framing, a unit diagonal, MaxSim 1.
+  EXPECT_NE(r.out.find("\"query_tokens\":[\"[CLS]\",\"the\",\"dog\",\"bit\",\"the\",\"man\",\"[SEP]\"]"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"map\":[[1.0,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"decision\":\"no threshold\""), std::string::npos);
+  std::ifstream in(dir + "/m.svg");
+  std::string svg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("stage-1 cosine 1.000"), std::string::npos) << svg.substr(0, 300);
+  size_t cells = 0;
+  for (size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++cells;
+  EXPECT_EQ(cells, 7u * 7u + 11u);  // the 7 x 7 map and the 11 legend swatches
+  EXPECT_NE(svg.find(">man</text>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sieve
