@@ -1,0 +1,129 @@
+// Stage-2 benchmark (prints one JSON object; see docs/benchmarks.md):
+//  - pairs/s of each verifier at m = 32 query tokens, n = 128 candidate tokens, d = 384, scoring
+//    one query against K = 100 candidates per call, and of the map alone;
+//  - with --index: per-query stage-2 latency over the top K of a real index (decode, map + verifier).
+// Usage: bench_verify [--index DIR --queries FILE] [--k 100] [--seconds 2] [--threads 2]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "eval/beir.h"
+#include "sieve/encoder.h"
+#include "sieve/pipeline.h"
+#include "sieve/verify.h"
+#include "verify/similarity_map.h"
+
+using namespace sieve;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p / 100.0 * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+TokenStates random_tokens(size_t len, size_t d, std::mt19937& rng) {
+  std::normal_distribution<float> g;
+  TokenStates t;
+  t.length = len;
+  t.values.resize(len * d);
+  for (auto& v : t.values) v = g(rng);
+  return t;
+}
+
+// Calls fn repeatedly for about `seconds`; returns calls per second.
+template <class Fn>
+double rate(double seconds, Fn&& fn) {
+  fn();  // warm-up
+  size_t calls = 0;
+  auto t0 = Clock::now();
+  do {
+    fn();
+    ++calls;
+  } while (since(t0) < seconds);
+  return calls / since(t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ensure_fast_blas(argv);
+  CLI::App app{"sieve stage-2 benchmark"};
+  std::string index_dir, queries_path;
+  size_t K = 100, max_queries = 100;
+  double seconds = 2;
+  int threads = 0;
+  app.add_option("--index", index_dir);
+  app.add_option("--queries", queries_path);
+  app.add_option("--k", K);
+  app.add_option("--max-queries", max_queries);
+  app.add_option("--seconds", seconds);
+  app.add_option("--threads", threads);
+  CLI11_PARSE(app, argc, argv);
+  set_compute_threads(threads);
+  nlohmann::json out;
+
+  const size_t d = 384, m = 32, n = 128;
+  std::mt19937 rng(1);
+  TokenStates q = random_tokens(m, d, rng);
+  std::vector<TokenStates> cands;
+  for (size_t i = 0; i < K; ++i) cands.push_back(random_tokens(n, d, rng));
+  std::vector<const TokenStates*> ptrs;
+  for (auto& c : cands) ptrs.push_back(&c);
+  nlohmann::json synth = {{"m", m}, {"n", n}, {"d", d}, {"candidates_per_call", K}};
+  double map_calls = rate(seconds, [&] { verify::query_maps(q, ptrs, d, 128); });
+  synth["map_only"] = {{"pairs_per_second", map_calls * K}, {"ms_per_query", 1e3 / map_calls}};
+  for (int k = 0; k < 5; ++k) {
+    VerifierConfig c;
+    c.kind = static_cast<VerifierKind>(k);
+    c.encoder_dim = d;
+    auto v = Verifier::create(c);
+    double calls = rate(seconds, [&] { v->score(q, ptrs); });
+    synth[verifier_kind_name(c.kind)] = {{"pairs_per_second", calls * K}, {"ms_per_query", 1e3 / calls},
+                                         {"parameters", v->parameter_count()}};
+    std::fprintf(stderr, "%s done\n", verifier_kind_name(c.kind));
+  }
+  out["synthetic"] = synth;
+
+  if (!index_dir.empty()) {
+    auto index = Index::open(index_dir);
+    auto queries = eval::read_queries(queries_path);
+    if (queries.size() > max_queries) queries.resize(max_queries);
+    nlohmann::json real = {{"index", index_dir}, {"queries", queries.size()}, {"K", K}};
+    for (VerifierKind kind : {VerifierKind::F1, VerifierKind::F4}) {
+      VerifierConfig c;
+      c.kind = kind;
+      c.encoder_dim = index->stats().dim;
+      c.encoder_identity = index->stats().model_identity;
+      auto v = Verifier::create(c);
+      PipelineParams pp;
+      pp.candidates = K;
+      std::vector<double> decode, verify, total;
+      for (const auto& qq : queries) {
+        Stage2Timing t;
+        auto t0 = Clock::now();
+        search_verified(*index, *v, qq.text, pp, &t);
+        total.push_back(since(t0));
+        decode.push_back(t.decode);
+        verify.push_back(t.verify);
+      }
+      real[verifier_kind_name(kind)] = {
+          {"decode_ms_p50", percentile(decode, 50) * 1e3}, {"decode_ms_p99", percentile(decode, 99) * 1e3},
+          {"map_and_verifier_ms_p50", percentile(verify, 50) * 1e3},
+          {"map_and_verifier_ms_p99", percentile(verify, 99) * 1e3},
+          {"stage2_ms_p50", (percentile(decode, 50) + percentile(verify, 50)) * 1e3},
+          {"two_stage_query_ms_p50", percentile(total, 50) * 1e3}, {"two_stage_query_ms_p99", percentile(total, 99) * 1e3}};
+      std::fprintf(stderr, "index %s done\n", verifier_kind_name(kind));
+    }
+    out["index"] = real;
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
