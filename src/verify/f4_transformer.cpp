@@ -1,5 +1,7 @@
 #include "verify/f4_transformer.h"
 
+#include <algorithm>
+
 #include "sieve/error.h"
 #include "verify/phi.h"
 
@@ -41,15 +43,23 @@ F4TransformerImpl::F4TransformerImpl(const F4Options& o, int64_t map_size) : o_(
   head_fc2 = register_module("head_fc2", torch::nn::Linear(D, 1));
 }
 
-at::Tensor F4TransformerImpl::forward(const Maps& m) {
-  at::Tensor x = phi(m, size_, o_.augmented, /*zero_invalid=*/true);
-  const int64_t B = x.size(0);
-  x = patch_embed->forward(x).flatten(2).transpose(1, 2);  // [B, patches, D]
+at::Tensor F4TransformerImpl::forward(const Maps& m, bool crop) {
+  const int64_t P = o_.patch, grid = size_ / P;
+  // The patch grid actually used: all of it, or the rows/columns that can hold a valid pair.
+  const int64_t rows = crop ? std::min<int64_t>(grid, (m.M.size(1) + P - 1) / P) : grid;
+  const int64_t cols = crop ? std::min<int64_t>(grid, (m.M.size(2) + P - 1) / P) : grid;
+  at::Tensor img = phi(m, size_, o_.augmented, /*zero_invalid=*/true).slice(2, 0, rows * P).slice(3, 0, cols * P);
+  at::Tensor pair = pad_to(m.pair, size_).slice(1, 0, rows * P).slice(2, 0, cols * P);
+  const int64_t B = img.size(0);
+  at::Tensor x = patch_embed->forward(img).flatten(2).transpose(1, 2);  // [B, rows * cols, D]
   // A patch without any valid pair is ignored by attention; [CLS] never is.
-  at::Tensor empty = at::max_pool2d(pad_to(m.pair, size_).unsqueeze(1), {o_.patch, o_.patch}, {o_.patch, o_.patch})
-                         .flatten(1) == 0;
+  at::Tensor empty = at::max_pool2d(pair.unsqueeze(1), {P, P}, {P, P}).flatten(1) == 0;
   at::Tensor pad = at::cat({at::zeros({B, 1}, empty.options()), empty}, 1);
-  x = at::cat({cls_token.expand({B, 1, x.size(2)}), x}, 1) + pos_embed;
+  // Positions of the used patches in the full grid (+1 for [CLS]).
+  at::Tensor r = at::arange(rows, at::kLong).unsqueeze(1), c = at::arange(cols, at::kLong).unsqueeze(0);
+  at::Tensor idx = at::cat({at::zeros({1}, at::kLong), (r * grid + c + 1).flatten()});
+  at::Tensor pos = pos_embed.index_select(1, idx.to(pos_embed.device()));
+  x = at::cat({cls_token.expand({B, 1, x.size(2)}), x}, 1) + pos;
   x = dropout->forward(norm->forward(x)).transpose(0, 1);  // [L, B, D]
   for (auto& layer : *layers) x = layer->as<PreLnLayer>()->forward(x, pad);
   at::Tensor cls = x[0];

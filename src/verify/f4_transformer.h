@@ -33,8 +33,10 @@ TORCH_MODULE(PreLnLayer);
 class F4TransformerImpl : public torch::nn::Module {
  public:
   F4TransformerImpl(const F4Options& o, int64_t map_size);
-  /// Scores in [-1, 1], shape [B].
-  at::Tensor forward(const Maps& m);
+  /// Scores in [-1, 1], shape [B]. `crop`: run only the patch rows and columns the batch's maps
+  /// can fill (the others are empty, hence masked, and cannot reach [CLS]); the result is the same
+  /// as over all S/patch x S/patch patches, only cheaper.
+  at::Tensor forward(const Maps& m, bool crop = true);
 
  private:
   F4Options o_;

@@ -10,6 +10,7 @@
 #include "sieve/error.h"
 #include "sieve/verify.h"
 #include "support/test_util.h"
+#include "verify/f4_transformer.h"
 
 namespace sieve {
 namespace {
@@ -241,6 +242,26 @@ TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
   test::expect_error([&] { Verifier::load("F3"); }, "give its file");
   test::expect_error([&] { Verifier::load("F9"); }, "neither a file nor");
   EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
+}
+
+TEST(Verifiers, F4OnTheUsedPatchesEqualsF4OnAllPatches) {
+  std::mt19937 rng(9);
+  TokenStates q = random_tokens(13, kD, rng);
+  std::vector<TokenStates> cands = {random_tokens(5, kD, rng), random_tokens(37, kD, rng), random_tokens(70, kD, rng)};
+  at::manual_seed(3);
+  F4Options o;
+  o.width = 32;
+  o.layers = 2;
+  o.heads = 4;
+  verify::F4Transformer f4(o, 128);
+  f4->eval();
+  at::NoGradGuard no_grad;
+  std::vector<const TokenStates*> p;
+  for (auto& c : cands) p.push_back(&c);
+  verify::Maps m = verify::query_maps(q, p, kD, 128);
+  at::Tensor cropped = f4->forward(m, true), full = f4->forward(m, false);
+  ASSERT_EQ(cropped.size(0), 3);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(cropped[i].item<float>(), full[i].item<float>(), 1e-5) << i;
 }
 
 TEST(CosineMap, AgreesWithF0AndIsCapped) {
