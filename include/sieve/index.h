@@ -128,6 +128,8 @@ class Index {
   /// The decoded, L2-normalised token states the encoder produced for `doc` (sieve::Error when
   /// out of range, damaged, or the index has no token store).
   virtual TokenStates tokens(uint32_t doc) const = 0;
+  /// The stored pooled unit key of `doc` (dim floats).
+  virtual std::vector<float> key(uint32_t doc) const = 0;
   /// The query encoder (nullptr when opened without one).
   virtual const Encoder* encoder() const = 0;
 

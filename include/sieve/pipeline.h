@@ -40,6 +40,11 @@ struct Stage2Timing {
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
                                          const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
+/// The same with the pooled stage-1 cosine as the verifier ("cosine"): each candidate's stored
+/// key against the query's key; `threshold` must come from params (no file holds it).
+std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
+                                                const PipelineParams& params = {});
+
 /// Result of a calibration.
 struct Calibration {
   double threshold = 0;       ///< accept when score >= threshold

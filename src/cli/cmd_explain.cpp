@@ -21,14 +21,15 @@ void register_explain(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "explain", "Show why a candidate was accepted or rejected: the token-token cosine map (JSON + SVG heatmap)");
   cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
-  cmd->add_option("--verifier", o->verifier, "Verifier file, or F0, F1, F2")->capture_default_str();
+  cmd->add_option("--verifier", o->verifier, "Verifier file, or cosine, F0, F1, F2")->capture_default_str();
   cmd->add_option("query", o->query, "The query text")->required();
   cmd->add_option("candidate", o->candidate, "The candidate text")->required();
   cmd->add_option("--svg", o->svg, "Where to write the heatmap ('' = nowhere)")->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "Decision threshold (default: the verifier file's)");
   o->dev.add(cmd);
   on_run(cmd, [o] {
-    auto verifier = Verifier::load(o->verifier, model_identity(o->model));
+    const bool by_cosine = o->verifier == "cosine";  // the pooled stage-1 cosine as the verifier
+    auto verifier = Verifier::load(by_cosine ? "F1" : o->verifier, model_identity(o->model));
     auto enc = Encoder::load(o->model, o->dev.options());
     EncodeCall call;
     call.token_states = true;
@@ -36,15 +37,15 @@ void register_explain(CLI::App& app) {
     double cosine = 0;
     for (size_t h = 0; h < e.dim; ++h) cosine += double(e.pooled[h]) * e.pooled[e.dim + h];
     const size_t cap = verifier->config().max_tokens;
-    float score = verifier->score(e.tokens[0], {&e.tokens[1]})[0];
+    float score = by_cosine ? static_cast<float>(cosine) : verifier->score(e.tokens[0], {&e.tokens[1]})[0];
     double threshold = std::isnan(o->threshold) ? verifier->config().threshold : o->threshold;
+    const std::string name = by_cosine ? "cosine" : verifier_kind_name(verifier->config().kind);
     CosineMap map = cosine_map(e.tokens[0], e.tokens[1], cap);
     std::vector<std::string> qt(e.encodings[0].tokens.begin(), e.encodings[0].tokens.begin() + map.m);
     std::vector<std::string> ct(e.encodings[1].tokens.begin(), e.encodings[1].tokens.begin() + map.n);
     std::string decision = std::isnan(threshold) ? "no threshold" : (score >= threshold ? "accept" : "reject");
     char title[256];
-    std::snprintf(title, sizeof title, "stage-1 cosine %.3f   %s score %.3f   %s", cosine,
-                  verifier_kind_name(verifier->config().kind), score,
+    std::snprintf(title, sizeof title, "stage-1 cosine %.3f   %s score %.3f   %s", cosine, name.c_str(), score,
                   std::isnan(threshold) ? "(no threshold)" : (decision + " at " + std::to_string(threshold).substr(0, 5)).c_str());
     if (!o->svg.empty()) write_file_atomic(o->svg, render_map_svg(map, qt, ct, title));
     nlohmann::json rows = nlohmann::json::array();
@@ -54,7 +55,7 @@ void register_explain(CLI::App& app) {
       rows.push_back(row);
     }
     nlohmann::json j = {{"query_tokens", qt}, {"candidate_tokens", ct}, {"map", rows},
-                        {"stage1_cosine", cosine}, {"verifier", verifier_kind_name(verifier->config().kind)},
+                        {"stage1_cosine", cosine}, {"verifier", name},
                         {"score", score}, {"decision", decision}};
     if (!std::isnan(threshold)) j["threshold"] = threshold;
     if (!o->svg.empty()) j["svg"] = o->svg;

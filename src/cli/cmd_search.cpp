@@ -57,7 +57,9 @@ struct SearchOpts {
 
 // Two-stage search: stage 1, then the verifier over the top K; each result carries both scores.
 void run_verified(const Index& index, const SearchOpts& o, const std::vector<eval::Query>& queries) {
-  auto verifier = Verifier::load(o.verifier, index.stats().model_identity);
+  const bool cosine = o.verifier == "cosine";
+  std::unique_ptr<Verifier> verifier;
+  if (!cosine) verifier = Verifier::load(o.verifier, index.stats().model_identity);
   PipelineParams pp = o.pipe;
   pp.stage1 = o.p;
   pp.k = o.p.k;
@@ -65,7 +67,7 @@ void run_verified(const Index& index, const SearchOpts& o, const std::vector<eva
   if (o.output == "tsv" && o.trec.empty())
     std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted\n");
   for (const auto& q : queries) {
-    auto hits = search_verified(index, *verifier, q.text, pp);
+    auto hits = cosine ? search_verified_cosine(index, q.text, pp) : search_verified(index, *verifier, q.text, pp);
     std::string out;
     if (!o.trec.empty()) {
       std::vector<eval::RunEntry> ranked;
@@ -134,7 +136,7 @@ void register_search(CLI::App& app) {
       ->type_name("RUN_NAME");
   cmd->add_flag("--text", o->text, "JSON lines output only: include each hit's title and text");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
-  cmd->add_option("--verifier", o->verifier, "Stage 2: verify the top --candidates with this verifier (file, F0, F1, F2)");
+  cmd->add_option("--verifier", o->verifier, "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2)");
   cmd->add_option("--candidates", o->pipe.candidates, "Stage 2: stage-1 hits the verifier reads (K)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -2,6 +2,7 @@
 #include <xapian.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "core/file_util.h"
@@ -58,6 +59,14 @@ class IndexImpl final : public Index {
   Document document(uint32_t doc) const override { return corpus_->get(doc); }
   int64_t find(const std::string& id) const override { return corpus_->find(id); }
   const Encoder* encoder() const override { return encoder_.get(); }
+
+  std::vector<float> key(uint32_t doc) const override {
+    auto r = keys_.record(doc);
+    SIEVE_THROW_IF_NOT(r.size == m_.dim * sizeof(float), "key record " << doc << " has the wrong size (damaged)");
+    std::vector<float> k(m_.dim);
+    std::memcpy(k.data(), r.data, r.size);
+    return k;
+  }
 
   TokenStates tokens(uint32_t doc) const override {
     SIEVE_THROW_IF_NOT(tokens_ != nullptr, "index '" << dir_ << "' was built without a token store (--no-tokens)");

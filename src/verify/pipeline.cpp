@@ -8,6 +8,49 @@
 
 namespace sieve {
 
+namespace {
+
+// Attaches scores to stage-1 hits, applies the threshold, the gate, the rerank and the cut.
+std::vector<VerifiedHit> decide(const std::vector<Hit>& hits, const std::vector<float>& scores, double threshold,
+                                const PipelineParams& params) {
+  SIEVE_THROW_IF_NOT(!params.gate || !std::isnan(threshold),
+                     "gating needs a threshold: calibrate the verifier (sieve verify calibrate) or give one");
+  std::vector<VerifiedHit> out;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    VerifiedHit v;
+    v.hit = hits[i];
+    v.verifier_score = scores[i];
+    v.accepted = std::isnan(threshold) || scores[i] >= threshold;
+    v.stage1_rank = i + 1;
+    if (!params.gate || v.accepted) out.push_back(v);
+  }
+  if (params.rerank)
+    std::stable_sort(out.begin(), out.end(),
+                     [](const VerifiedHit& a, const VerifiedHit& b) { return a.verifier_score > b.verifier_score; });
+  if (out.size() > params.k) out.resize(params.k);
+  return out;
+}
+
+}  // namespace
+
+std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
+                                                const PipelineParams& params) {
+  SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
+  SIEVE_THROW_IF_NOT(index.encoder() != nullptr, "the cosine verifier needs the index's encoder");
+  SearchParams sp = params.stage1;
+  sp.k = params.candidates;
+  SearchResult r = index.search(query, sp);
+  Embeddings e = index.encoder()->encode({query});
+  std::vector<float> scores;
+  for (const Hit& h : r.hits) {
+    std::vector<float> k = index.key(h.doc);
+    double dot = 0;
+    for (size_t i = 0; i < k.size(); ++i) dot += double(k[i]) * e.pooled[i];
+    scores.push_back(static_cast<float>(dot));
+  }
+  return decide(r.hits, scores, params.threshold, params);
+}
+
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
@@ -33,22 +76,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
     timing->verify = std::chrono::duration<double>(t2 - t1).count();
   }
   const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
-  SIEVE_THROW_IF_NOT(!params.gate || !std::isnan(threshold),
-                     "gating needs a threshold: calibrate the verifier (sieve verify calibrate) or give one");
-  std::vector<VerifiedHit> out;
-  for (size_t i = 0; i < r.hits.size(); ++i) {
-    VerifiedHit v;
-    v.hit = r.hits[i];
-    v.verifier_score = scores[i];
-    v.accepted = std::isnan(threshold) || scores[i] >= threshold;
-    v.stage1_rank = i + 1;
-    if (!params.gate || v.accepted) out.push_back(v);
-  }
-  if (params.rerank)
-    std::stable_sort(out.begin(), out.end(),
-                     [](const VerifiedHit& a, const VerifiedHit& b) { return a.verifier_score > b.verifier_score; });
-  if (out.size() > params.k) out.resize(params.k);
-  return out;
+  return decide(r.hits, scores, threshold, params);
 }
 
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,

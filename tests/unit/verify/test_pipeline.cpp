@@ -143,6 +143,12 @@ TEST(Pipeline, VerifiesReranksAndGatesStageOneHits) {
   for (const auto& h : gated) EXPECT_GE(h.verifier_score, sc[3]);
   pp.threshold = std::numeric_limits<double>::quiet_NaN();
   test::expect_error([&] { search_verified(*index, *f1, query, pp); }, "gating needs a threshold");
+  // The "cosine" verifier reads the stored keys: it must give the dense stage-1 scores (FAISS).
+  pp.gate = false;
+  pp.rerank = false;
+  auto cos = search_verified_cosine(*index, query, pp);
+  ASSERT_EQ(cos.size(), stage1.hits.size());
+  for (size_t i = 0; i < cos.size(); ++i) EXPECT_NEAR(cos[i].verifier_score, stage1.hits[i].score, 1e-5);
 }
 
 }  // namespace
