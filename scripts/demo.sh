@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, build, index a small example corpus and search it
-# (dense, BM25 and hybrid), then print the pooled cosines of a near-miss pair. Until the default
+# (dense, BM25, hybrid, then verified by MaxSim), explain a near-miss pair's token map, and print
+# the pooled cosines of near-miss pairs. Until the default
 # model is trained (issue 8) the encoder is a random BERT that sieve generates itself, so the dense
 # scores show the pipeline, not meaning; BM25 is real.
 set -euo pipefail
@@ -16,6 +17,12 @@ for mode in dense bm25 hybrid; do
   echo "== sieve search --mode $mode \"who bit the dog\""
   "$BUILD_DIR/sieve" search --index "$INDEX" --mode "$mode" -k 3 --output tsv "who bit the dog"
 done
+echo "== stage 2: MaxSim (F1) over the hybrid top 10, reranked"
+"$BUILD_DIR/sieve" search --index "$INDEX" --mode hybrid --verifier F1 --candidates 10 --rerank -k 3 --output tsv \
+  "who bit the dog"
+echo "== sieve explain (the map as JSON; heatmap in $BUILD_DIR/explain.svg)"
+"$BUILD_DIR/sieve" explain --model "$MODEL" --verifier F1 --svg "$BUILD_DIR/explain.svg" \
+  "the dog bit the man" "the man bit the dog" | cut -c1-200
 "$BUILD_DIR/sieve" similarity --model "$MODEL" \
   "the dog bit the man" \
   "the man bit the dog" \
