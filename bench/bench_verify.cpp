@@ -16,6 +16,8 @@
 #include "sieve/verify.h"
 #include "verify/similarity_map.h"
 
+#include <ATen/Parallel.h>
+
 using namespace sieve;
 using Clock = std::chrono::steady_clock;
 
@@ -59,8 +61,9 @@ int main(int argc, char** argv) {
   std::string index_dir, queries_path;
   size_t K = 100, max_queries = 100;
   double seconds = 2;
-  int threads = 0;
+  int threads = 0, aten_threads = 0;
   app.add_option("--index", index_dir);
+  app.add_option("--aten-threads", aten_threads, "override libtorch's intra-op threads (experiment)");
   app.add_option("--queries", queries_path);
   app.add_option("--k", K);
   app.add_option("--max-queries", max_queries);
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads);
   CLI11_PARSE(app, argc, argv);
   set_compute_threads(threads);
+  if (aten_threads > 0) at::set_num_threads(aten_threads);
   nlohmann::json out;
 
   const size_t d = 384, m = 32, n = 128;
