@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench_util.h"
 #include "eval/beir.h"
 #include "index/corpus_reader.h"
 #include "index/token_codec.h"
@@ -23,19 +24,12 @@
 #include "sieve/index.h"
 
 using namespace sieve;
-using Clock = std::chrono::steady_clock;
+using sieve::bench::Clock;
+using sieve::bench::percentile;
+using sieve::bench::since;
 namespace fs = std::filesystem;
 
 namespace {
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size())) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
 
 nlohmann::json latency_json(const std::vector<double>& secs) {
   double total = 0;
@@ -43,8 +37,6 @@ nlohmann::json latency_json(const std::vector<double>& secs) {
   return {{"p50_ms", percentile(secs, 50) * 1e3}, {"p99_ms", percentile(secs, 99) * 1e3},
           {"qps_sequential", secs.size() / total}};
 }
-
-std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
 
 }  // namespace
 

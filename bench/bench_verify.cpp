@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench_util.h"
 #include "eval/beir.h"
 #include "sieve/encoder.h"
 #include "sieve/pipeline.h"
@@ -19,17 +20,11 @@
 #include <ATen/Parallel.h>
 
 using namespace sieve;
-using Clock = std::chrono::steady_clock;
+using sieve::bench::Clock;
+using sieve::bench::percentile;
+using sieve::bench::since;
 
 namespace {
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p / 100.0 * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
 
 TokenStates random_tokens(size_t len, size_t d, std::mt19937& rng) {
   std::normal_distribution<float> g;

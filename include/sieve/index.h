@@ -163,6 +163,9 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
                          const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {},
                          const std::string& model_dir = "");
 
+/// What the encoder reads of a document: `title + " " + text`, or the text when there is no title.
+std::string encoder_text(const Document& doc);
+
 /// Hash of a model's config, vocabulary and weights: the identity an index records.
 std::string model_identity(const std::string& model_dir);
 

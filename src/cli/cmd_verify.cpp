@@ -27,12 +27,15 @@ nlohmann::json describe(const Verifier& v) {
   return j;
 }
 
-// Scores every pair with a verifier (file or name) or the pooled cosine ("cosine").
+// Loads a verifier by file or name for `model`; nullptr for "cosine" (the pooled cosine).
+std::unique_ptr<Verifier> load_for_model(const std::string& name, const std::string& model) {
+  return name == "cosine" ? nullptr : Verifier::load(name, model_identity(model));
+}
+
+// Scores every pair with `verifier`, or with the pooled cosine when it is null.
 std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
-                               const std::string& verifier_name, const DeviceFlags& dev, size_t batch_size) {
-  const bool cosine = verifier_name == "cosine";
-  std::unique_ptr<Verifier> verifier;
-  if (!cosine) verifier = Verifier::load(verifier_name, model_identity(model));
+                               const Verifier* verifier, const DeviceFlags& dev, size_t batch_size) {
+  const bool cosine = verifier == nullptr;
   auto enc = Encoder::load(model, dev.options());
   std::vector<std::string> texts;
   for (const auto& p : pairs) {
@@ -81,7 +84,8 @@ void register_verify(CLI::App& app) {
     o->dev.add(cmd);
     on_run(cmd, [o] {
       auto pairs = eval::read_pairs(o->pairs);
-      std::vector<float> scores = score_pairs(pairs, o->model, o->verifier, o->dev, o->batch_size);
+      auto verifier = load_for_model(o->verifier, o->model);
+      std::vector<float> scores = score_pairs(pairs, o->model, verifier.get(), o->dev, o->batch_size);
       std::string out;
       for (size_t i = 0; i < pairs.size(); ++i) {
         out += "{\"score\":";
@@ -158,9 +162,9 @@ void register_verify(CLI::App& app) {
         SIEVE_THROW_IF_NOT(!pairs[i].label.empty(), o->pairs << ": pair " << i + 1 << " has no label");
         positive.push_back(parse_identity_label(pairs[i].label));
       }
-      std::vector<float> scores = score_pairs(pairs, o->model, o->verifier, o->dev, o->batch_size);
+      auto v = load_for_model(o->verifier, o->model);
+      std::vector<float> scores = score_pairs(pairs, o->model, v.get(), o->dev, o->batch_size);
       Calibration c = calibrate_threshold(scores, positive, o->precision);
-      auto v = Verifier::load(o->verifier, model_identity(o->model));
       std::string out = o->out.empty() ? o->verifier : o->out;
       SIEVE_THROW_IF_NOT(out != o->verifier || is_file(out), "give --out FILE to store a calibrated " << o->verifier);
       v->save_with_threshold(out, c.threshold);

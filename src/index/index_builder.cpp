@@ -41,9 +41,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// What the encoder reads of a document.
-std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
-
 struct Writers {
   RecordLogWriter corpus, keys, tokens;
   std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
@@ -218,6 +215,8 @@ std::unique_ptr<Encoder> load_encoder(const std::string& model_dir, EncoderOptio
 }
 
 }  // namespace
+
+std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
 
 BuildReport build_index(const std::string& model_dir, const std::string& corpus_path, const std::string& out,
                         const IndexBuildOptions& opt, const EncoderOptions& enc_opt) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "model/tensor_io.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
 
@@ -197,21 +198,7 @@ void BertModelImpl::load_weights(const SafetensorsFile& file) {
     const TensorView* t = find_tensor(file, name);
     SIEVE_THROW_IF_NOT(t != nullptr, file.path() << ": tensor '" << name << "' (or 'bert." << name
                                                  << "') is missing");
-    std::vector<int64_t> want(param.sizes().begin(), param.sizes().end());
-    auto shape_str = [](const std::vector<int64_t>& s) {
-      std::string r = "[";
-      for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-      return r + "]";
-    };
-    SIEVE_THROW_IF_NOT(t->shape == want, file.path() << ": tensor '" << t->name << "' has shape "
-                                                     << shape_str(t->shape) << ", expected " << shape_str(want));
-    SIEVE_THROW_IF_NOT(t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16 ||
-                           t->dtype == DType::F64,
-                       file.path() << ": tensor '" << t->name << "' has dtype " << dtype_name(t->dtype)
-                                   << ", expected a floating type (F32, F16, BF16, F64)");
-    std::vector<float> values = t->to_float();
-    at::Tensor src = at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kFloat);
-    param.copy_(src.view(param.sizes()));
+    copy_tensor(file, *t, param);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
+#include "model/tensor_io.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
 #include "sieve/verify.h"
@@ -134,11 +135,7 @@ class VerifierImpl final : public Verifier {
     at::NoGradGuard no_grad;
     auto copy = [&](const std::string& name, at::Tensor& dst) {
       SIEVE_THROW_IF_NOT(f.contains(name), f.path() << ": tensor '" << name << "' is missing");
-      const TensorView* t = &f.get(name);
-      std::vector<int64_t> want(dst.sizes().begin(), dst.sizes().end());
-      SIEVE_THROW_IF_NOT(t->shape == want, f.path() << ": tensor '" << name << "' has the wrong shape");
-      std::vector<float> v = t->to_float();
-      dst.copy_(at::from_blob(v.data(), {static_cast<int64_t>(v.size())}, at::kFloat).view(dst.sizes()));
+      copy_tensor(f, f.get(name), dst);
     };
     for (auto& p : module_->named_parameters()) copy(p.key(), p.value());
     for (auto& b : module_->named_buffers()) copy(b.key(), b.value());

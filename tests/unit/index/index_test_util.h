@@ -59,7 +59,7 @@ inline std::string write_text(const std::string& path, const std::string& conten
   return path;
 }
 
-inline std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
+inline std::string expected_encoder_input(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
 
 inline IndexBuildOptions small_opts() {
   IndexBuildOptions o;

@@ -42,7 +42,7 @@ TEST(Index, RoundTripDocumentsKeysAndTokens) {
   // The reference: the encoder run directly on the same texts.
   auto enc = Encoder::load(model_dir());
   std::vector<std::string> texts;
-  for (const auto& d : docs) texts.push_back(encoder_text(d));
+  for (const auto& d : docs) texts.push_back(expected_encoder_input(d));
   EncodeCall call;
   call.token_states = true;
   Embeddings e = enc->encode(texts, call);
@@ -162,7 +162,7 @@ TEST(Index, VectorFactoriesAndCodecs) {
     Document d = idx->document(123);
     SearchParams p;
     p.nprobe = 8;
-    EXPECT_EQ(idx->search(encoder_text(d), p).hits[0].id, d.id) << factory;
+    EXPECT_EQ(idx->search(expected_encoder_input(d), p).hits[0].id, d.id) << factory;
   }
 }
 
