@@ -87,6 +87,7 @@ BENCHMARK(BM_Encode)->Apply(Args);
 
 int main(int argc, char** argv) {
   sieve::ensure_fast_blas(argv);
+  sieve::tune_allocator();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

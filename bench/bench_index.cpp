@@ -42,6 +42,7 @@ nlohmann::json latency_json(const std::vector<double>& secs) {
 
 int main(int argc, char** argv) {
   ensure_fast_blas(argv);
+  tune_allocator();
   CLI::App app{"sieve stage-1 benchmark"};
   std::string model, corpus, queries_path, work;
   size_t synthetic = 100000, chunk = 512, max_queries = 300;

@@ -6,6 +6,7 @@
 
 int main(int argc, char** argv) {
   sieve::ensure_fast_blas(argv);
+  sieve::tune_allocator();
   CLI::App app{"sieve: semantic search that verifies identity (stage 1 recall, stage 2 verification)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sieve 0.1.0");

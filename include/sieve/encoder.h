@@ -66,10 +66,20 @@ class Encoder {
 /// Sets the number of compute threads sieve's tensor code uses (libtorch intra-op and BLAS);
 /// 0 = number of cores. Process-wide.
 void set_compute_threads(int n);
+/// The count set by set_compute_threads() (the number of cores before any call).
+int compute_threads();
 
 /// Call first thing in main(): when OpenBLAS does not know this CPU and fell back to its generic
 /// kernels, re-executes the program with OPENBLAS_CORETYPE set to the best matching kernels
+/// and OPENBLAS_THREAD_TIMEOUT=16 (idle workers sleep sooner) unless already set
 /// (SIEVE_BLAS_REEXEC=0 disables this; with argv == nullptr it only warns). No-op otherwise.
 void ensure_fast_blas(char** argv);
+
+/// Call early in main() of a long-running process that searches: keeps large freed blocks in
+/// the C allocator for reuse (glibc: mmap threshold 32 MiB, its maximum; trim threshold 1 GiB) instead of
+/// handing them back to the kernel and faulting fresh pages in on the next query. Stage 2
+/// allocates tens of MB per query; this halved its time (docs/benchmarks.md). Process-wide;
+/// no-op on other C libraries.
+void tune_allocator();
 
 }  // namespace sieve

@@ -29,9 +29,10 @@ struct VerifiedHit {
   size_t stage1_rank = 0;   ///< 1-based rank in stage 1
 };
 
-/// Timing of one query's stage 2 (seconds).
+/// Timing of one query's stage 2 (seconds): decoding the candidates' stored token states,
+/// building the maps, running the verifier.
 struct Stage2Timing {
-  double decode = 0, verify = 0;
+  double decode = 0, map = 0, verify = 0;
 };
 
 /// Runs stage 1 for `query`, then the verifier over the top `candidates` (their stored token

@@ -70,6 +70,11 @@ struct VerifierConfig {
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold (calibrated)
 };
 
+/// Where one score() call spent its time (seconds): building the maps, running the verifier.
+struct ScoreTiming {
+  double map = 0, model = 0;
+};
+
 /// A verifier. Immutable after creation; score() may be called from several threads.
 class Verifier {
  public:
@@ -79,7 +84,12 @@ class Verifier {
   virtual size_t parameter_count() const = 0;
   /// Scores one query against each candidate from their token states (rows of encoder_dim
   /// floats; at most max_tokens leading rows are used). Higher = more likely the same meaning.
-  virtual std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const = 0;
+  /// `timing`, when given, receives the split of this call's time.
+  virtual std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates,
+                                   ScoreTiming* timing) const = 0;
+  std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const {
+    return score(query, candidates, nullptr);
+  }
   /// Writes config and weights to one safetensors file (config in its metadata), atomically.
   virtual void save(const std::string& path) const = 0;
   /// Like save(), with the gate threshold set to `threshold` (sieve verify calibrate).

@@ -30,6 +30,8 @@ class TokenCodec {
   size_t code_size() const;
   void encode(size_t n, const float* x, uint8_t* codes) const;
   void decode(size_t n, const uint8_t* codes, float* x) const;
+  /// decode() always through FAISS (decode() has its own loop for SQ8): the reference in tests.
+  void decode_with_faiss(size_t n, const uint8_t* codes, float* x) const;
   /// Writes the codec atomically.
   void save(const std::string& path) const;
   const std::string& factory() const { return factory_; }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/file_util.h"
+#include "core/vec_math.h"
 #include "sieve/error.h"
 
 namespace sieve::index {
@@ -10,14 +11,7 @@ namespace sieve::index {
 void normalize_rows(float* x, size_t rows, size_t dim) {
   for (size_t r = 0; r < rows; ++r) {
     float* v = x + r * dim;
-    // Eight partial sums let the compiler vectorise the reduction without -ffast-math.
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i = 0;
-    for (; i + 8 <= dim; i += 8)
-      for (size_t k = 0; k < 8; ++k) acc[k] += v[i + k] * v[i + k];
-    double ss = 0;
-    for (float a : acc) ss += a;
-    for (; i < dim; ++i) ss += double(v[i]) * v[i];
+    const double ss = dot8(v, v, dim);
     if (ss <= 0) continue;
     float inv = static_cast<float>(1.0 / std::sqrt(ss));
     for (size_t k = 0; k < dim; ++k) v[k] *= inv;

@@ -3,10 +3,12 @@
 // (OpenBLAS), which has its own thread pool. Both pools at full width oversubscribe the cores
 // (see docs/benchmarks.md), so sieve sets both explicitly.
 #include <dlfcn.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -49,15 +51,39 @@ void ensure_fast_blas(char** argv) {
   const char* opt = std::getenv("SIEVE_BLAS_REEXEC");
   if (argv != nullptr && (opt == nullptr || std::strcmp(opt, "0") != 0)) {
     ::setenv("OPENBLAS_CORETYPE", core, 1);
+    // Idle OpenBLAS workers spin for 2^28 cycles (~0.1 s) before sleeping, taking a core from
+    // the threads that decode and score candidates between matrix products; 2^16 cycles halved
+    // stage 2's decode time on 2 cores (docs/benchmarks.md). Read only at load time too.
+    ::setenv("OPENBLAS_THREAD_TIMEOUT", "16", 0);
     ::execv("/proc/self/exe", argv);  // returns only on failure; carry on with the slow kernels
   }
   log_warn_once("blas.core", std::string("OpenBLAS uses its generic kernels on this CPU (several times slower); "
                                          "start the process with OPENBLAS_CORETYPE=") + core);
 }
 
+void tune_allocator() {
+#if defined(__GLIBC__)
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
+namespace {
+int cores() {
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+std::atomic<int> g_threads{0};
+}  // namespace
+
+int compute_threads() {
+  int n = g_threads.load();
+  return n > 0 ? n : cores();
+}
+
 void set_compute_threads(int n) {
-  if (n <= 0) n = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (n <= 0) n = 1;
+  if (n <= 0) n = cores();
+  g_threads.store(n);
   // Found at run time so sieve works with any BLAS (the symbol only exists in OpenBLAS).
   using SetThreads = void (*)(int);
   auto blas_fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));

@@ -4,14 +4,15 @@
 
 namespace sieve::verify {
 
-at::Tensor pad_to(const at::Tensor& x, int64_t S) {
-  at::Tensor y = x.slice(1, 0, std::min<int64_t>(S, x.size(1))).slice(2, 0, std::min<int64_t>(S, x.size(2)));
-  return at::constant_pad_nd(y, {0, S - y.size(2), 0, S - y.size(1)}, 0.0);
+at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols) {
+  at::Tensor y = x.slice(1, 0, std::min<int64_t>(rows, x.size(1))).slice(2, 0, std::min<int64_t>(cols, x.size(2)));
+  if (y.size(1) == rows && y.size(2) == cols) return y;
+  return at::constant_pad_nd(y, {0, cols - y.size(2), 0, rows - y.size(1)}, 0.0);
 }
 
-at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid) {
-  at::Tensor M = pad_to(m.M, S);
-  at::Tensor P = pad_to(m.pair, S);
+at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid) {
+  at::Tensor M = pad_to(m.M, rows, cols);
+  at::Tensor P = pad_to(m.pair, rows, cols);
   at::Tensor x;
   if (!augmented) {
     x = M.unsqueeze(1);

@@ -7,13 +7,18 @@
 
 namespace sieve::verify {
 
-/// Pads (bottom/right, zeros) or crops a [B, m, n] tensor to [B, S, S].
-at::Tensor pad_to(const at::Tensor& x, int64_t S);
+/// Pads (bottom/right, zeros) or crops a [B, m, n] tensor to [B, rows, cols].
+at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols);
+inline at::Tensor pad_to(const at::Tensor& x, int64_t S) { return pad_to(x, S, S); }
 
 /// [B, C, S, S] with C = 3 ([M, row max, column max]) when `augmented`, else 1 ([M]). The maxima
 /// run over valid pairs (0 for a row or column without one) and are broadcast over the whole
-/// padded row or column, as if every map were padded to S tokens; `zero_invalid` then zeroes every
+/// padded row or column, as if every map were padded to S tokens (or to rows x cols: the same
+/// values over a smaller or larger area, since padding holds no valid pair); `zero_invalid` then zeroes every
 /// channel at invalid pairs (F4 does, F3 does not). The result never depends on batch padding.
-at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid);
+at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid);
+inline at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid) {
+  return phi(m, S, S, augmented, zero_invalid);
+}
 
 }  // namespace sieve::verify

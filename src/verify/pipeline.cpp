@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/parallel.h"
 #include "sieve/error.h"
 #include "sieve/pipeline.h"
 
@@ -63,17 +64,20 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   SearchResult r = index.search(query, sp);
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  std::vector<TokenStates> cands;
-  cands.reserve(r.hits.size());
-  for (const Hit& h : r.hits) cands.push_back(index.tokens(h.doc));
+  // Decoding is independent per candidate (Index accessors are thread-safe).
+  std::vector<TokenStates> cands(r.hits.size());
+  parallel_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) cands[i] = index.tokens(r.hits[i].doc);
+  });
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;
   for (const auto& c : cands) ptrs.push_back(&c);
-  std::vector<float> scores = verifier.score(r.query_tokens, ptrs);
-  auto t2 = Clock::now();
+  ScoreTiming st;
+  std::vector<float> scores = verifier.score(r.query_tokens, ptrs, &st);
   if (timing) {
     timing->decode = std::chrono::duration<double>(t1 - t0).count();
-    timing->verify = std::chrono::duration<double>(t2 - t1).count();
+    timing->map = st.map;
+    timing->verify = st.model;
   }
   const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
   return decide(r.hits, scores, threshold, params);

@@ -1,8 +1,10 @@
 #include "verify/similarity_map.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "core/vec_math.h"
 #include "sieve/error.h"
 
 namespace sieve::verify {
@@ -40,11 +42,47 @@ void pack_tokens(const std::vector<const TokenStates*>& states, size_t dim, size
 
 Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>& candidates, size_t dim,
                 size_t max_tokens) {
-  at::Tensor q, qm, c, cm;
-  pack_tokens({&query}, dim, max_tokens, q, qm);
-  pack_tokens(candidates, dim, max_tokens, c, cm);
-  const int64_t B = static_cast<int64_t>(candidates.size());
-  return similarity_maps(q.expand({B, q.size(1), q.size(2)}), qm.expand({B, qm.size(1)}), c, cm);
+  SIEVE_THROW_IF_NOT(query.values.size() == query.length * dim, "token states of width " << dim << " expected");
+  const int64_t B = static_cast<int64_t>(candidates.size()), d = static_cast<int64_t>(dim);
+  const int64_t m = std::max<int64_t>(1, std::min(query.length, max_tokens));
+  int64_t n = 1;
+  for (const TokenStates* t : candidates) {
+    SIEVE_THROW_IF_NOT(t->values.size() == t->length * dim, "token states of width " << dim << " expected");
+    n = std::max<int64_t>(n, std::min(t->length, max_tokens));
+  }
+  // The inference path: no padded copy of the candidates. Each candidate's rows are read where
+  // they lie, M^T[b] = C_b q^T lands in the first rows of a [n, m] block, and the columns are
+  // then divided by the candidates' row norms.
+  at::Tensor q = at::zeros({m, d}, at::kFloat);
+  const int64_t qrows = std::min<int64_t>(m, static_cast<int64_t>(query.length));
+  std::memcpy(q.data_ptr<float>(), query.values.data(), qrows * dim * sizeof(float));
+  at::Tensor qnt = (q / q.norm(2, -1, true).clamp_min(1e-12)).t().contiguous();  // [d, m]
+  at::Tensor Mt = at::zeros({B, n, m}, at::kFloat);
+  at::Tensor inv = at::zeros({B, n, 1}, at::kFloat);
+  float* iv = inv.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const TokenStates& t = *candidates[b];
+    const int64_t rows = std::min<int64_t>(n, static_cast<int64_t>(t.length));
+    if (rows == 0) continue;
+    at::Tensor c = at::from_blob(const_cast<float*>(t.values.data()), {rows, d}, at::kFloat);
+    at::Tensor out = Mt.select(0, b).narrow(0, 0, rows);
+    at::mm_out(out, c, qnt);
+    for (int64_t j = 0; j < rows; ++j) {
+      const float* v = t.values.data() + j * dim;
+      const double ss = dot8(v, v, dim);
+      iv[b * n + j] = ss > 0 ? static_cast<float>(1.0 / std::sqrt(std::max(ss, 1e-24))) : 0.f;
+    }
+  }
+  Maps maps;
+  maps.q_mask = at::zeros({B, m}, at::kFloat);
+  maps.q_mask.narrow(1, 0, qrows).fill_(1.f);
+  maps.c_mask = at::zeros({B, n}, at::kFloat);
+  float* cm = maps.c_mask.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b)
+    std::fill(cm + b * n, cm + b * n + std::min<int64_t>(n, static_cast<int64_t>(candidates[b]->length)), 1.f);
+  maps.pair = maps.q_mask.unsqueeze(2) * maps.c_mask.unsqueeze(1);
+  maps.M = (Mt * inv).transpose(1, 2).contiguous() * maps.pair;
+  return maps;
 }
 
 }  // namespace sieve::verify

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -90,16 +91,26 @@ class VerifierImpl final : public Verifier {
     return n;
   }
 
-  std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates) const override {
+  using Verifier::score;
+  std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates,
+                           ScoreTiming* timing) const override {
     if (candidates.empty()) return {};
     c10::InferenceMode guard;
     const size_t dim = c_.encoder_dim > 0 ? c_.encoder_dim : (query.length ? query.values.size() / query.length : 0);
     SIEVE_THROW_IF_NOT(dim > 0, "the query has no token states");
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
     Maps m = query_maps(query, candidates, dim, c_.max_tokens);
+    auto t1 = Clock::now();
     at::Tensor s = raw(m);
     if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
     s = s.contiguous().to(at::kFloat);
-    return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
+    std::vector<float> out(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
+    if (timing) {
+      timing->map = std::chrono::duration<double>(t1 - t0).count();
+      timing->model = std::chrono::duration<double>(Clock::now() - t1).count();
+    }
+    return out;
   }
 
   void save(const std::string& path) const override { write(path, c_); }
@@ -153,7 +164,7 @@ class VerifierImpl final : public Verifier {
       case VerifierKind::F3:
         return module_->as<F3CnnImpl>()->forward(m);
       case VerifierKind::F4:
-        return module_->as<F4TransformerImpl>()->forward(m);
+        return module_->as<F4TransformerImpl>()->score(m);
     }
     SIEVE_ASSERT(false);
     return {};

@@ -241,6 +241,22 @@ TEST(TokenCodec, CodeSizes) {
   EXPECT_THROW(TokenCodec::create("SQ9", 384), Error);
 }
 
+TEST(TokenCodec, OwnDecodeEqualsFaissDecode) {
+  // decode() has its own loop for SQ8 (and FAISS's for the rest); FAISS is the reference.
+  for (const char* codec : {"sq8", "sq4", "fp16"}) {
+    std::vector<float> x = clustered(600, 48, 5, 0.4f, 12);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] *= 3.f;  // some values outside the trained range
+    auto c = TokenCodec::create(TokenCodec::factory_for(codec, 48), 48);
+    c->train(300, x.data());
+    std::vector<uint8_t> codes(600 * c->code_size());
+    c->encode(600, x.data(), codes.data());
+    std::vector<float> ours(x.size()), faiss(x.size());
+    c->decode(600, codes.data(), ours.data());
+    c->decode_with_faiss(600, codes.data(), faiss.data());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(ours[i], faiss[i]) << codec << " at " << i;
+  }
+}
+
 TEST(TokenCodec, PqNeedsEnoughTrainingTokens) {
   auto c = TokenCodec::create("PQ8", 32);
   std::vector<float> x = clustered(100, 32, 4, 0.3f, 10);

@@ -11,6 +11,7 @@
 #include "sieve/verify.h"
 #include "support/test_util.h"
 #include "verify/f4_transformer.h"
+#include "verify/similarity_map.h"
 
 namespace sieve {
 namespace {
@@ -104,6 +105,30 @@ VerifierConfig config(VerifierKind k, size_t d) {
 }
 
 constexpr size_t kD = 16;
+
+TEST(Maps, QueryMapsMatchTheNaiveMapAndMasks) {
+  std::mt19937 rng(11);
+  TokenStates q = random_tokens(7, kD, rng);
+  std::vector<TokenStates> cands = {random_tokens(3, kD, rng), random_tokens(140, kD, rng), random_tokens(1, kD, rng)};
+  for (float& v : cands[0].values) v *= 40.f;  // scale must not matter
+  std::vector<const TokenStates*> p;
+  for (auto& c : cands) p.push_back(&c);
+  verify::Maps m = verify::query_maps(q, p, kD, 128);
+  ASSERT_EQ(m.M.size(0), 3);
+  ASSERT_EQ(m.M.size(1), 7);
+  ASSERT_EQ(m.M.size(2), 128);  // the longest candidate, capped
+  for (size_t b = 0; b < cands.size(); ++b) {
+    auto ref = naive_map(q, cands[b], kD);
+    for (int64_t i = 0; i < 7; ++i)
+      for (int64_t j = 0; j < 128; ++j) {
+        bool valid = static_cast<size_t>(j) < ref[0].size();
+        EXPECT_EQ(m.pair[b][i][j].item<float>(), valid ? 1.f : 0.f);
+        EXPECT_NEAR(m.M[b][i][j].item<float>(), valid ? ref[i][j] : 0.0, 1e-5) << b << " " << i << " " << j;
+      }
+    EXPECT_EQ(m.c_mask[b].sum().item<float>(), static_cast<float>(ref[0].size()));
+  }
+  EXPECT_EQ(m.q_mask.sum().item<float>(), 21.f);
+}
 
 TEST(Verifiers, ParameterFreeMatchNaiveReferences) {
   std::mt19937 rng(1);
@@ -248,20 +273,36 @@ TEST(Verifiers, F4OnTheUsedPatchesEqualsF4OnAllPatches) {
   std::mt19937 rng(9);
   TokenStates q = random_tokens(13, kD, rng);
   std::vector<TokenStates> cands = {random_tokens(5, kD, rng), random_tokens(37, kD, rng), random_tokens(70, kD, rng)};
-  at::manual_seed(3);
-  F4Options o;
-  o.width = 32;
-  o.layers = 2;
-  o.heads = 4;
-  verify::F4Transformer f4(o, 128);
-  f4->eval();
-  at::NoGradGuard no_grad;
   std::vector<const TokenStates*> p;
   for (auto& c : cands) p.push_back(&c);
   verify::Maps m = verify::query_maps(q, p, kD, 128);
-  at::Tensor cropped = f4->forward(m, true), full = f4->forward(m, false);
-  ASSERT_EQ(cropped.size(0), 3);
-  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(cropped[i].item<float>(), full[i].item<float>(), 1e-5) << i;
+  // The reference is the plain module over the full 16 x 16 grid, every position through every
+  // layer (PyTorch's own attention); the cropped forward and the [CLS]-only inference path must
+  // agree with it for several shapes.
+  struct Shape {
+    int width, layers, heads;
+    bool augmented;
+  };
+  for (Shape sh : {Shape{32, 2, 4, true}, Shape{24, 1, 1, true}, Shape{16, 1, 2, false}, Shape{16, 3, 1, true}}) {
+    at::manual_seed(3);
+    F4Options o;
+    o.width = sh.width;
+    o.layers = sh.layers;
+    o.heads = sh.heads;
+    o.augmented = sh.augmented;
+    verify::F4Transformer f4(o, 128);
+    f4->eval();
+    at::NoGradGuard no_grad;
+    // PyTorch initialises attention biases to zero; random values make every term count.
+    for (auto& t : f4->parameters()) t.uniform_(-0.3, 0.3);
+    at::Tensor full = f4->forward(m, false), cropped = f4->forward(m, true), fast = f4->score(m);
+    ASSERT_EQ(cropped.size(0), 3);
+    ASSERT_EQ(fast.size(0), 3);
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_NEAR(cropped[i].item<float>(), full[i].item<float>(), 1e-5) << i << " width " << sh.width;
+      EXPECT_NEAR(fast[i].item<float>(), full[i].item<float>(), 1e-5) << i << " width " << sh.width;
+    }
+  }
 }
 
 TEST(CosineMap, AgreesWithF0AndIsCapped) {
