@@ -54,5 +54,6 @@ void register_index(CLI::App& app);
 void register_search(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_explain(CLI::App& app);
+void register_train(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -28,4 +28,22 @@ void copy_tensor(const SafetensorsFile& file, const TensorView& t, at::Tensor& d
   dst.copy_(at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kFloat).view(dst.sizes()));
 }
 
+void write_tensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& named,
+                   const std::map<std::string, std::string>& metadata) {
+  std::vector<at::Tensor> keep;  // owns the float copies until written
+  std::vector<TensorToWrite> tensors;
+  keep.reserve(named.size());
+  for (const auto& [name, t] : named) {
+    keep.push_back(t.detach().to(at::kCPU).to(at::kFloat).contiguous());
+    const at::Tensor& c = keep.back();
+    TensorToWrite w;
+    w.name = name;
+    w.shape.assign(c.sizes().begin(), c.sizes().end());
+    w.data = c.data_ptr<float>();
+    w.nbytes = static_cast<size_t>(c.numel()) * sizeof(float);
+    tensors.push_back(w);
+  }
+  write_safetensors(path, tensors, metadata);
+}
+
 }  // namespace sieve

@@ -15,6 +15,7 @@
 #include "verify/f3_cnn.h"
 #include "verify/f4_transformer.h"
 #include "verify/map_scores.h"
+#include "verify/verifier_module.h"
 
 namespace sieve {
 namespace {
@@ -69,42 +70,24 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
 
 class VerifierImpl final : public Verifier {
  public:
-  VerifierImpl(VerifierConfig c, uint64_t seed) : c_(std::move(c)) {
-    SIEVE_THROW_IF_NOT(c_.max_tokens > 0, "max_tokens must be positive");
-    if (c_.kind == VerifierKind::F4 && c_.f4.width == 0) c_.f4.width = static_cast<int>(c_.encoder_dim);
-    if (c_.kind == VerifierKind::F3 || c_.kind == VerifierKind::F4) {
-      SIEVE_THROW_IF_NOT(c_.encoder_dim > 0, "a learned verifier needs the encoder width (encoder_dim)");
-      at::manual_seed(seed);
-      const auto S = static_cast<int64_t>(c_.max_tokens);
-      if (c_.kind == VerifierKind::F3) module_ = F3Cnn(c_.f3, S).ptr();
-      else module_ = F4Transformer(c_.f4, S).ptr();
-      module_->eval();
-    }
-  }
+  VerifierImpl(VerifierConfig c, uint64_t seed) : m_(std::move(c), seed) {}
 
-  const VerifierConfig& config() const override { return c_; }
-
-  size_t parameter_count() const override {
-    size_t n = 0;
-    if (module_)
-      for (const auto& p : module_->parameters()) n += static_cast<size_t>(p.numel());
-    return n;
-  }
+  const VerifierConfig& config() const override { return m_.config(); }
+  size_t parameter_count() const override { return m_.parameter_count(); }
 
   using Verifier::score;
   std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates,
                            ScoreTiming* timing) const override {
     if (candidates.empty()) return {};
     c10::InferenceMode guard;
-    const size_t dim = c_.encoder_dim > 0 ? c_.encoder_dim : (query.length ? query.values.size() / query.length : 0);
+    const VerifierConfig& c = m_.config();
+    const size_t dim = c.encoder_dim > 0 ? c.encoder_dim : (query.length ? query.values.size() / query.length : 0);
     SIEVE_THROW_IF_NOT(dim > 0, "the query has no token states");
     using Clock = std::chrono::steady_clock;
     auto t0 = Clock::now();
-    Maps m = query_maps(query, candidates, dim, c_.max_tokens);
+    Maps m = query_maps(query, candidates, dim, c.max_tokens);
     auto t1 = Clock::now();
-    at::Tensor s = raw(m);
-    if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
-    s = s.contiguous().to(at::kFloat);
+    at::Tensor s = m_.scores(m, /*inference=*/true).contiguous().to(at::kFloat);
     std::vector<float> out(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
     if (timing) {
       timing->map = std::chrono::duration<double>(t1 - t0).count();
@@ -113,68 +96,90 @@ class VerifierImpl final : public Verifier {
     return out;
   }
 
-  void save(const std::string& path) const override { write(path, c_); }
+  void save(const std::string& path) const override { m_.write(path, m_.config()); }
 
   void save_with_threshold(const std::string& path, double threshold) const override {
-    VerifierConfig c = c_;
+    VerifierConfig c = m_.config();
     c.threshold = threshold;
-    write(path, c);
+    m_.write(path, c);
   }
 
-  void write(const std::string& path, const VerifierConfig& config) const {
-    std::vector<at::Tensor> keep;
-    std::vector<TensorToWrite> tensors;
-    if (module_) {
-      auto add = [&](const std::string& name, const at::Tensor& t) {
-        at::Tensor c = t.detach().to(at::kFloat).contiguous();
-        keep.push_back(c);
-        TensorToWrite w;
-        w.name = name;
-        w.shape.assign(c.sizes().begin(), c.sizes().end());
-        w.data = c.data_ptr<float>();
-        w.nbytes = static_cast<size_t>(c.numel()) * sizeof(float);
-        tensors.push_back(w);
-      };
-      for (const auto& p : module_->named_parameters()) add(p.key(), p.value());
-      for (const auto& b : module_->named_buffers()) add(b.key(), b.value());
-    }
-    write_safetensors(path, tensors, {{kMetadataKey, config_to_json(config).dump()}});
-  }
-
-  void load_weights(const SafetensorsFile& f) {
-    if (!module_) return;
-    at::NoGradGuard no_grad;
-    auto copy = [&](const std::string& name, at::Tensor& dst) {
-      SIEVE_THROW_IF_NOT(f.contains(name), f.path() << ": tensor '" << name << "' is missing");
-      copy_tensor(f, f.get(name), dst);
-    };
-    for (auto& p : module_->named_parameters()) copy(p.key(), p.value());
-    for (auto& b : module_->named_buffers()) copy(b.key(), b.value());
-  }
+  void load_weights(const SafetensorsFile& f) { m_.load_weights(f); }
 
  private:
-  at::Tensor raw(const Maps& m) const {
-    switch (c_.kind) {
-      case VerifierKind::F0:
-        return f0_score(m);
-      case VerifierKind::F1:
-        return f1_score(m);
-      case VerifierKind::F2:
-        return f2_score(m, c_.f2);
-      case VerifierKind::F3:
-        return module_->as<F3CnnImpl>()->forward(m);
-      case VerifierKind::F4:
-        return module_->as<F4TransformerImpl>()->score(m);
-    }
-    SIEVE_ASSERT(false);
-    return {};
-  }
-
-  VerifierConfig c_;
-  std::shared_ptr<torch::nn::Module> module_;
+  VerifierModule m_;
 };
 
 }  // namespace
+
+namespace verify {
+
+VerifierModule::VerifierModule(VerifierConfig c, uint64_t seed) : c_(std::move(c)) {
+  SIEVE_THROW_IF_NOT(c_.max_tokens > 0, "max_tokens must be positive");
+  if (c_.kind == VerifierKind::F4 && c_.f4.width == 0) c_.f4.width = static_cast<int>(c_.encoder_dim);
+  if (c_.kind == VerifierKind::F3 || c_.kind == VerifierKind::F4) {
+    SIEVE_THROW_IF_NOT(c_.encoder_dim > 0, "a learned verifier needs the encoder width (encoder_dim)");
+    at::manual_seed(seed);
+    const auto S = static_cast<int64_t>(c_.max_tokens);
+    if (c_.kind == VerifierKind::F3) module_ = F3Cnn(c_.f3, S).ptr();
+    else module_ = F4Transformer(c_.f4, S).ptr();
+    module_->eval();
+  }
+}
+
+size_t VerifierModule::parameter_count() const {
+  size_t n = 0;
+  if (module_)
+    for (const auto& p : module_->parameters()) n += static_cast<size_t>(p.numel());
+  return n;
+}
+
+at::Tensor VerifierModule::scores(const Maps& m, bool inference) const {
+  at::Tensor s;
+  switch (c_.kind) {
+    case VerifierKind::F0:
+      s = f0_score(m);
+      break;
+    case VerifierKind::F1:
+      s = f1_score(m);
+      break;
+    case VerifierKind::F2:
+      s = f2_score(m, c_.f2);
+      break;
+    case VerifierKind::F3:
+      s = module_->as<F3CnnImpl>()->forward(m);
+      break;
+    case VerifierKind::F4: {
+      auto* f4 = module_->as<F4TransformerImpl>();
+      s = inference && !f4->is_training() ? f4->score(m) : f4->forward(m);
+      break;
+    }
+  }
+  if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
+  return s;
+}
+
+void VerifierModule::write(const std::string& path, const VerifierConfig& config) const {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  if (module_) {
+    for (const auto& p : module_->named_parameters()) named.emplace_back(p.key(), p.value());
+    for (const auto& b : module_->named_buffers()) named.emplace_back(b.key(), b.value());
+  }
+  write_tensors(path, named, {{kMetadataKey, config_to_json(config).dump()}});
+}
+
+void VerifierModule::load_weights(const SafetensorsFile& f) {
+  if (!module_) return;
+  at::NoGradGuard no_grad;
+  auto copy = [&](const std::string& name, at::Tensor& dst) {
+    SIEVE_THROW_IF_NOT(f.contains(name), f.path() << ": tensor '" << name << "' is missing");
+    copy_tensor(f, f.get(name), dst);
+  };
+  for (auto& p : module_->named_parameters()) copy(p.key(), p.value());
+  for (auto& b : module_->named_buffers()) copy(b.key(), b.value());
+}
+
+}  // namespace verify
 
 const char* verifier_kind_name(VerifierKind k) {
   static const char* const kNames[] = {"F0", "F1", "F2", "F3", "F4"};

@@ -1,0 +1,92 @@
+// sieve: training. Contrastive dual-encoder training (the paper's Model A / Model B), MLM
+// pretraining of a new BERT, and verifier training (frozen and end to end). Everything writes
+// model directories in Hugging Face + sentence-transformers layout and metrics as JSON lines.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sieve/model.h"
+#include "sieve/verify.h"
+
+namespace sieve {
+
+/// Options shared by every trainer.
+struct TrainCommon {
+  std::string out_dir;          ///< output directory (created; see docs/training.md for its layout)
+  size_t steps = 1000;          ///< optimizer steps (the schedule's length)
+  double seconds = 0;           ///< > 0: also stop after this much wall-clock training time
+  size_t stop_after = 0;        ///< > 0: stop this invocation at this step (resume later with `resume`)
+  size_t batch_size = 32;
+  double warmup_ratio = 0.1;    ///< linear warm-up over ceil(ratio * steps) steps, then linear decay to 0
+  double clip_norm = 1.0;       ///< gradient-norm clipping (per parameter group); <= 0: off
+  uint64_t seed = 42;
+  size_t log_every = 10;        ///< metrics line every N steps
+  size_t save_every = 0;        ///< resumable checkpoint every N steps (0: only at the end)
+  bool resume = false;          ///< continue from the newest checkpoint in out_dir
+  std::string device = "cpu";
+  int threads = 0;              ///< compute threads; 0 = all cores
+  bool progress = true;         ///< progress line on stderr (only when it is a terminal)
+};
+
+/// `sieve train encoder`: InfoNCE with in-batch negatives plus every row's hard negatives as
+/// extra columns (sentence-transformers' MultipleNegativesRankingLoss), AdamW.
+struct EncoderTrainOptions {
+  TrainCommon common;
+  std::string model_dir;        ///< the model to start from (HF + sentence-transformers layout)
+  std::string train_path;       ///< triplet/pair file, or a BEIR folder (its train qrels)
+  bool identity_pairs = false;  ///< pairs become identity triplets (anchor = positive = sentence1)
+  double lr = 2e-5;
+  double weight_decay = 0.01;
+  double scale = 10.0;          ///< logit scale = 1 / temperature (the paper's script: 10)
+  bool symmetric = false;       ///< also the positive -> anchor direction (averaged)
+  size_t max_length = 0;        ///< token cap; 0 = the model's max_seq_length
+  std::string eval_dir;         ///< BEIR folder for periodic nDCG@10 (empty: no evaluation)
+  std::string eval_split = "test";
+  size_t eval_every = 0;        ///< steps between evaluations (0: at the start and the end only)
+  size_t eval_max_queries = 200;
+};
+
+/// What a trainer did.
+struct TrainReport {
+  size_t steps = 0;             ///< optimizer steps taken in total (including resumed ones)
+  double seconds = 0;           ///< wall-clock training time of this invocation
+  double samples_per_second = 0;
+  double first_loss = 0, last_loss = 0;  ///< mean loss over the first / last logged window
+  double best_metric = -1;      ///< best evaluation (nDCG@10), -1 without evaluation
+  size_t best_step = 0;
+  std::string final_dir;        ///< the model directory (or verifier file) written at the end
+  bool skipped = false;         ///< nothing to train (frozen F0-F2)
+};
+
+/// Trains an encoder; throws sieve::Error for bad options or data (before any work is done).
+TrainReport train_encoder(const EncoderTrainOptions& options);
+
+/// How a verifier is trained (paper.md, "frozen vs end to end").
+enum class VerifierRegime {
+  Frozen,     ///< only the verifier learns; the encoder's token states are computed once and cached
+  EndToEnd,   ///< encoder and verifier learn together (separate learning rates, decays, clipping)
+};
+
+/// `sieve train verifier`: the paper's loss, in-batch InfoNCE over verifier scores (each anchor
+/// against every positive of the batch and its own hard negative), temperature `tau`.
+struct VerifierTrainOptions {
+  TrainCommon common;
+  std::string model_dir;        ///< the encoder
+  std::string train_path;       ///< triplets, or pairs (read as identity triplets, as the paper does)
+  VerifierConfig verifier;      ///< kind and sizes (encoder_dim and identity are filled in)
+  VerifierRegime regime = VerifierRegime::Frozen;
+  double tau = 0.1;
+  double lr_verifier = 1e-4, weight_decay_verifier = 0.01;
+  double lr_encoder = 1e-5, weight_decay_encoder = 0.01;
+  size_t max_length = 128;      ///< encoder token cap
+};
+
+/// Trains a verifier; writes OUT/verifier.safetensors (and, end to end, the encoder in OUT/encoder,
+/// which the verifier file names as its encoder). Frozen training of F0-F2 (no parameters) is
+/// skipped: the report says so and the file holds the parameter-free verifier.
+TrainReport train_verifier(const VerifierTrainOptions& options);
+
+}  // namespace sieve

@@ -1,0 +1,113 @@
+// `sieve train encoder|mlm|verifier`: the training commands (docs/training.md).
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "sieve/train.h"
+
+namespace sieve::cli {
+namespace {
+
+// Flags every trainer shares.
+void add_common(CLI::App* cmd, TrainCommon& c) {
+  cmd->add_option("-o,--out", c.out_dir, "Output directory (checkpoints, last/, best/, metrics.jsonl)")->required();
+  cmd->add_option("--steps", c.steps, "Optimizer steps (length of the LR schedule)")->capture_default_str();
+  cmd->add_option("--seconds", c.seconds, "Also stop after this many seconds of training (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", c.batch_size, "Rows per batch")->capture_default_str();
+  cmd->add_option("--warmup", c.warmup_ratio, "Warm-up fraction of the steps (linear warm-up, then linear decay)")
+      ->capture_default_str();
+  cmd->add_option("--clip", c.clip_norm, "Gradient-norm clipping (0 = off)")->capture_default_str();
+  cmd->add_option("--seed", c.seed, "Seed of initialisation, shuffling and dropout")->capture_default_str();
+  cmd->add_option("--log-every", c.log_every, "Steps per metrics line")->capture_default_str();
+  cmd->add_option("--save-every", c.save_every, "Steps per resumable checkpoint (0 = at the end only)")
+      ->capture_default_str();
+  cmd->add_option("--stop-after", c.stop_after, "Stop this invocation at this step (continue later with --resume)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", c.resume, "Continue the run from the newest checkpoint in --out");
+  cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--threads", c.threads, "Compute threads (0 = all cores)")->capture_default_str();
+}
+
+void print_report(const TrainReport& r) {
+  nlohmann::json j = {{"steps", r.steps},           {"seconds", r.seconds},
+                      {"samples_per_second", r.samples_per_second}, {"first_loss", r.first_loss},
+                      {"last_loss", r.last_loss},   {"final_dir", r.final_dir}};
+  if (r.best_metric >= 0) {
+    j["best_ndcg@10"] = r.best_metric;
+    j["best_step"] = r.best_step;
+  }
+  std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
+void register_train(CLI::App& app) {
+  auto* group = app.add_subcommand("train", "Train encoders (contrastive, MLM) and verifiers");
+  group->require_subcommand(1);
+  {
+    auto o = std::make_shared<EncoderTrainOptions>();
+    auto* cmd = group->add_subcommand(
+        "encoder", "Contrastive dual-encoder training: InfoNCE over in-batch negatives and hard negatives");
+    cmd->add_option("-m,--model", o->model_dir, "Model directory to start from")->required();
+    cmd->add_option("--train", o->train_path,
+                    "Triplets/pairs (.csv, .tsv, .jsonl) or a BEIR folder (its train qrels)")
+        ->required();
+    cmd->add_flag("--identity", o->identity_pairs,
+                  "Pairs become identity triplets: anchor = positive = sentence1, negative = sentence2");
+    cmd->add_option("--lr", o->lr, "Peak learning rate (AdamW)")->capture_default_str();
+    cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay (not on biases and LayerNorms)")
+        ->capture_default_str();
+    cmd->add_option("--scale", o->scale, "Similarity scale = 1 / temperature")->capture_default_str();
+    cmd->add_flag("--symmetric", o->symmetric, "Add the positive -> anchor direction to the loss");
+    cmd->add_option("--max-length", o->max_length, "Token cap (0 = the model's max_seq_length)")->capture_default_str();
+    cmd->add_option("--eval", o->eval_dir, "BEIR folder to evaluate nDCG@10 on (the best model is kept)");
+    cmd->add_option("--eval-split", o->eval_split, "Qrels split of --eval")->capture_default_str();
+    cmd->add_option("--eval-every", o->eval_every, "Steps between evaluations (0 = start and end)")
+        ->capture_default_str();
+    cmd->add_option("--eval-queries", o->eval_max_queries, "Evaluate on at most this many queries")
+        ->capture_default_str();
+    add_common(cmd, o->common);
+    on_run(cmd, [o] { print_report(train_encoder(*o)); });
+  }
+  {
+    auto o = std::make_shared<VerifierTrainOptions>();
+    auto kind = std::make_shared<std::string>("F4");
+    auto regime = std::make_shared<std::string>("frozen");
+    auto* cmd = group->add_subcommand(
+        "verifier", "Verifier training: in-batch InfoNCE over verifier scores (frozen or end to end)");
+    cmd->add_option("-m,--model", o->model_dir, "Encoder model directory")->required();
+    cmd->add_option("--train", o->train_path, "Triplets, or pairs read as identity triplets (.csv, .tsv, .jsonl)")
+        ->required();
+    cmd->add_option("--kind", *kind, "F0, F1, F2, F3 or F4")->capture_default_str();
+    cmd->add_option("--regime", *regime, "frozen (verifier only, cached token states) or end-to-end")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"frozen", "end-to-end"}));
+    cmd->add_option("--tau", o->tau, "InfoNCE temperature")->capture_default_str();
+    cmd->add_option("--lr", o->lr_verifier, "Verifier learning rate")->capture_default_str();
+    cmd->add_option("--weight-decay", o->weight_decay_verifier, "Verifier weight decay")->capture_default_str();
+    cmd->add_option("--lr-encoder", o->lr_encoder, "Encoder learning rate (end to end)")->capture_default_str();
+    cmd->add_option("--weight-decay-encoder", o->weight_decay_encoder, "Encoder weight decay (end to end)")
+        ->capture_default_str();
+    cmd->add_option("--max-length", o->max_length, "Encoder token cap")->capture_default_str();
+    cmd->add_option("--max-tokens", o->verifier.max_tokens, "Tokens per side of the map")->capture_default_str();
+    cmd->add_option("--f3-hidden", o->verifier.f3.hidden, "F3 channels of the first block")->capture_default_str();
+    cmd->add_option("--f3-blocks", o->verifier.f3.blocks, "F3 conv blocks")->capture_default_str();
+    cmd->add_option("--f4-width", o->verifier.f4.width, "F4 width (0 = the encoder's)")->capture_default_str();
+    cmd->add_option("--f4-layers", o->verifier.f4.layers, "F4 layers")->capture_default_str();
+    cmd->add_option("--f4-heads", o->verifier.f4.heads, "F4 attention heads")->capture_default_str();
+    add_common(cmd, o->common);
+    on_run(cmd, [o, kind, regime] {
+      o->verifier.kind = verifier_kind_from_name(*kind);
+      o->regime = *regime == "frozen" ? VerifierRegime::Frozen : VerifierRegime::EndToEnd;
+      TrainReport r = train_verifier(*o);
+      if (r.skipped) {
+        std::printf("%s\n", nlohmann::json({{"skipped", true}, {"reason", "no parameters to train in the frozen regime"},
+                                             {"verifier", r.final_dir}}).dump().c_str());
+        return;
+      }
+      print_report(r);
+    });
+  }
+}
+
+}  // namespace sieve::cli

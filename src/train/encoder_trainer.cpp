@@ -1,0 +1,200 @@
+// `sieve train encoder`: contrastive dual-encoder training (the paper's Model A / Model B).
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "eval/beir.h"
+#include "eval/metrics.h"
+#include "index/corpus_reader.h"
+#include "sieve/encoder.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+#include "sieve/train.h"
+#include "train/losses.h"
+#include "train/run_state.h"
+#include "train/train_data.h"
+#include "train/trainable_encoder.h"
+
+namespace sieve {
+
+namespace train {
+
+/// A BEIR evaluation set held in memory: nDCG@10 of exact dense search with the current weights.
+class DenseEvaluator {
+ public:
+  DenseEvaluator(const std::string& dir, const std::string& split, size_t max_queries) {
+    const std::string qrels_path = path_join(dir, "qrels/" + split + ".tsv");
+    SIEVE_THROW_IF_NOT(is_file(qrels_path), "evaluation: '" << qrels_path << "' not found");
+    qrels_ = eval::read_qrels(qrels_path);
+    std::map<std::string, std::string> text;
+    for (auto& q : eval::read_queries(path_join(dir, "queries.jsonl"))) text[q.id] = q.text;
+    for (const auto& [qid, rels] : qrels_) {
+      if (queries_.size() >= max_queries) break;
+      auto it = text.find(qid);
+      SIEVE_THROW_IF_NOT(it != text.end(), "evaluation: query '" << qid << "' of " << qrels_path << " is not in queries.jsonl");
+      queries_.push_back({qid, it->second});
+    }
+    index::CorpusReader reader(path_join(dir, "corpus.jsonl"));
+    Document d;
+    while (reader.next(d)) {
+      doc_ids_.push_back(d.id);
+      docs_.push_back(encoder_text(d));
+    }
+    // Encode in length order so batches pad little.
+    order_.resize(docs_.size());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return docs_[a].size() > docs_[b].size(); });
+  }
+
+  double ndcg10(TrainableEncoder& enc) {
+    const bool was_training = enc.model()->is_training();
+    enc.model()->eval();
+    at::NoGradGuard no_grad;
+    auto embed_all = [&](const std::vector<std::string>& texts, const std::vector<size_t>& order) {
+      at::Tensor out = at::empty({static_cast<int64_t>(texts.size()), static_cast<int64_t>(enc.info().config.hidden_size)});
+      for (size_t s = 0; s < order.size(); s += 64) {
+        std::vector<std::string> batch;
+        std::vector<int64_t> rows;
+        for (size_t i = s; i < std::min(order.size(), s + 64); ++i) {
+          batch.push_back(texts[order[i]]);
+          rows.push_back(static_cast<int64_t>(order[i]));
+        }
+        out.index_copy_(0, at::tensor(rows), enc.embed(batch).to(at::kCPU));
+      }
+      return out;
+    };
+    std::vector<std::string> qtexts;
+    std::vector<size_t> qorder;
+    for (size_t i = 0; i < queries_.size(); ++i) {
+      qtexts.push_back(queries_[i].text);
+      qorder.push_back(i);
+    }
+    at::Tensor D = embed_all(docs_, order_), Q = embed_all(qtexts, qorder);
+    const int64_t k = std::min<int64_t>(100, D.size(0));
+    auto top = at::mm(Q, D.t()).topk(k, 1);
+    at::Tensor idx = std::get<1>(top).contiguous();
+    at::Tensor val = std::get<0>(top).contiguous();
+    eval::Run run;
+    for (size_t q = 0; q < queries_.size(); ++q) {
+      auto& list = run[queries_[q].id];
+      for (int64_t r = 0; r < k; ++r)
+        list.push_back({doc_ids_[static_cast<size_t>(idx[q][r].item<int64_t>())], val[q][r].item<double>()});
+    }
+    eval::Qrels used;
+    for (const auto& q : queries_) used[q.id] = qrels_[q.id];
+    if (was_training) enc.model()->train();
+    return eval::evaluate(run, used).ndcg10;
+  }
+
+  size_t queries() const { return queries_.size(); }
+  size_t documents() const { return docs_.size(); }
+
+ private:
+  eval::Qrels qrels_;
+  std::vector<eval::Query> queries_;
+  std::vector<std::string> doc_ids_, docs_;
+  std::vector<size_t> order_;
+};
+
+}  // namespace train
+
+TrainReport train_encoder(const EncoderTrainOptions& o) {
+  using namespace train;
+  const TrainCommon& c = o.common;
+  check_common(c);
+  SIEVE_THROW_IF_NOT(!o.model_dir.empty(), "a starting model is required (--model)");
+  SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
+  SIEVE_THROW_IF_NOT(o.lr > 0, "--lr must be positive");
+  SIEVE_THROW_IF_NOT(o.scale > 0, "--scale must be positive");
+  set_compute_threads(c.threads);
+
+  // Everything that can be wrong with the inputs is found before training starts.
+  std::vector<TrainExample> data = read_training_data(o.train_path, o.identity_pairs);
+  SIEVE_THROW_IF_NOT(data.size() >= c.batch_size,
+                     "'" << o.train_path << "' has " << data.size() << " usable rows, fewer than one batch of " << c.batch_size);
+  std::unique_ptr<DenseEvaluator> evaluator;
+  if (!o.eval_dir.empty()) evaluator = std::make_unique<DenseEvaluator>(o.eval_dir, o.eval_split, o.eval_max_queries);
+  RunDir run(c, "encoder");
+  at::manual_seed(c.seed);
+  TrainableEncoder enc(o.model_dir, o.max_length, c10::Device(c.device));
+
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  std::vector<double> base_lr;
+  add_adamw_groups(enc.model()->named_parameters(), o.lr, o.weight_decay, groups, base_lr);
+  torch::optim::AdamW opt(groups);
+  BatchSampler sampler(data, c.batch_size, c.seed);
+  LoopState state;
+  if (!run.resume_from().empty()) {
+    auto weights = SafetensorsFile::open(path_join(run.resume_from(), "model.safetensors"));
+    enc.model()->load_weights(*weights);
+    state = run.restore(opt);
+    sampler.restore(state.sampler);
+    log_info("resuming from " + run.resume_from() + " at step " + std::to_string(state.step));
+  }
+  const size_t warmup = static_cast<size_t>(std::ceil(c.warmup_ratio * static_cast<double>(c.steps)));
+  auto save_model = [&](const std::string& dir) { enc.save(dir); };
+  auto evaluate = [&](size_t step) {
+    double ndcg = evaluator->ndcg10(enc);
+    run.log({{"step", step}, {"eval_ndcg@10", ndcg}, {"eval_queries", evaluator->queries()}});
+    if (ndcg > state.best_metric) {
+      state.best_metric = ndcg;
+      state.best_step = step;
+      save_model(path_join(run.out(), "best"));
+    }
+    return ndcg;
+  };
+  if (evaluator && state.step == 0) evaluate(0);
+
+  TrainReport report;
+  Budget budget(c);
+  Progress progress("train encoder", c.progress ? c.steps : 0);
+  progress.add(state.step);
+  StepLog steps(run, c, budget, report);
+  enc.model()->train();
+  while (!budget.done(state.step)) {
+    set_learning_rates(opt, base_lr, linear_schedule(state.step, c.steps, warmup));
+    std::vector<size_t> rows = sampler.next();
+    std::vector<std::string> anchors, candidates;
+    for (size_t r : rows) {
+      anchors.push_back(data[r].anchor);
+      candidates.push_back(data[r].positive);
+    }
+    for (size_t r : rows)
+      for (const auto& n : data[r].negatives) candidates.push_back(n);
+    at::Tensor loss = mnrl_loss(enc.embed(anchors), enc.embed(candidates), o.scale, o.symmetric);
+    opt.zero_grad();
+    loss.backward();
+    if (c.clip_norm > 0) torch::nn::utils::clip_grad_norm_(enc.model()->parameters(), c.clip_norm);
+    opt.step();
+    ++state.step;
+    progress.add(1);
+    steps.add(state.step, rows.size(), loss.item<double>(), nlohmann::json::object(),
+              {{"lr", opt.param_groups()[0].options().get_lr()}, {"epoch", sampler.epoch()}});
+    if (evaluator && o.eval_every > 0 && state.step % o.eval_every == 0) evaluate(state.step);
+    if (c.save_every > 0 && state.step % c.save_every == 0) {
+      state.sampler = sampler.state();
+      run.checkpoint(state, opt, save_model);
+    }
+  }
+  progress.finish();
+  report.seconds = budget.elapsed();
+  report.samples_per_second = steps.samples_per_second();
+  if (evaluator && (o.eval_every == 0 || state.step % o.eval_every != 0)) evaluate(state.step);
+  state.sampler = sampler.state();
+  run.checkpoint(state, opt, save_model);
+  save_model(path_join(run.out(), "last"));
+  report.steps = state.step;
+  report.best_metric = evaluator ? state.best_metric : -1;
+  report.best_step = state.best_step;
+  report.final_dir = path_join(run.out(), evaluator ? "best" : "last");
+  write_report(run, report, {{"best_ndcg@10", report.best_metric}, {"best_step", report.best_step}});
+  return report;
+}
+
+}  // namespace sieve

@@ -1,0 +1,31 @@
+#include "train/losses.h"
+
+#include <algorithm>
+
+namespace sieve::train {
+
+at::Tensor mnrl_loss(const at::Tensor& anchors, const at::Tensor& candidates, double scale, bool symmetric) {
+  const int64_t B = anchors.size(0);
+  at::Tensor a = anchors / anchors.norm(2, -1, true).clamp_min(1e-12);
+  at::Tensor c = candidates / candidates.norm(2, -1, true).clamp_min(1e-12);
+  at::Tensor target = at::arange(B, at::TensorOptions().dtype(at::kLong).device(a.device()));
+  at::Tensor forward = at::cross_entropy_loss(at::mm(a, c.t()) * scale, target);
+  if (!symmetric) return forward;
+  at::Tensor backward = at::cross_entropy_loss(at::mm(c.narrow(0, 0, B), a.t()) * scale, target);
+  return (forward + backward) / 2;
+}
+
+at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau) {
+  const int64_t B = S.size(0);
+  at::Tensor logits = at::cat({S, own_negative.view({B, 1})}, 1) / tau;
+  at::Tensor target = at::arange(B, at::TensorOptions().dtype(at::kLong).device(S.device()));
+  return at::cross_entropy_loss(logits, target);
+}
+
+double linear_schedule(size_t step, size_t total, size_t warmup) {
+  if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<size_t>(1, warmup));
+  if (step >= total) return 0.0;
+  return static_cast<double>(total - step) / static_cast<double>(std::max<size_t>(1, total - warmup));
+}
+
+}  // namespace sieve::train

@@ -1,0 +1,24 @@
+// The training objectives (paper.md; contrastive-training-chapter.txt), differentiable ATen.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace sieve::train {
+
+/// sentence-transformers' MultipleNegativesRankingLoss. anchors [B, H]; candidates [C, H] with
+/// C >= B, row i's positive at column i and every further column a hard negative of some row
+/// (all of them are negatives for every anchor). Cosine similarities times `scale`, then
+/// cross-entropy with target i. `symmetric` adds the positive -> anchor direction (positives
+/// against the B anchors) and averages the two, as MultipleNegativesSymmetricRankingLoss.
+at::Tensor mnrl_loss(const at::Tensor& anchors, const at::Tensor& candidates, double scale, bool symmetric = false);
+
+/// The paper's verifier loss: in-batch InfoNCE over verifier scores. S [B, B] with S_ik the score
+/// of anchor i against positive k, own_negative [B] each anchor's score against its own hard
+/// negative; cross-entropy of [S | own_negative] / tau with target i.
+at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau);
+
+/// Learning-rate factor of the linear schedule with warm-up (Hugging Face's): step / warmup
+/// during warm-up, then (total - step) / (total - warmup), never below 0. `step` counts from 0.
+double linear_schedule(size_t step, size_t total, size_t warmup);
+
+}  // namespace sieve::train

@@ -1,0 +1,119 @@
+#include "train/trainable_encoder.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "model/tensor_io.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+
+namespace sieve::train {
+
+namespace fs = std::filesystem;
+
+TrainableEncoder::TrainableEncoder(const std::string& model_dir, size_t max_length, const c10::Device& device,
+                                   double dropout)
+    : source_dir_(model_dir), device_(device) {
+  info_ = read_model_info(model_dir);
+  tokenizer_ = Tokenizer::from_model_dir(model_dir);
+  max_length_ = max_length ? max_length : info_.max_seq_length;
+  max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(info_.config.max_position_embeddings));
+  SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2");
+  BertOptions bo;
+  bo.config = info_.config;
+  bo.dropout = dropout;
+  model_ = BertModel(bo);
+  auto weights = SafetensorsFile::open(info_.weights_path);
+  model_->load_weights(*weights);
+  model_->to(device_);
+  model_->train();
+}
+
+TokenBatch TrainableEncoder::tokenize(const std::vector<std::string>& texts) const {
+  EncodeOptions eo;
+  eo.max_length = max_length_;
+  std::vector<Encoding> enc;
+  enc.reserve(texts.size());
+  size_t L = 1;
+  for (const auto& t : texts) {
+    enc.push_back(tokenizer_->encode(t, eo));
+    L = std::max(L, enc.back().ids.size());
+  }
+  const auto B = static_cast<int64_t>(texts.size());
+  TokenBatch b;
+  b.ids = at::full({B, static_cast<int64_t>(L)}, std::max<int32_t>(0, tokenizer_->special_tokens().pad), at::kLong);
+  b.mask = at::zeros({B, static_cast<int64_t>(L)}, at::kLong);
+  b.types = at::zeros({B, static_cast<int64_t>(L)}, at::kLong);
+  auto* ip = b.ids.data_ptr<int64_t>();
+  auto* mp = b.mask.data_ptr<int64_t>();
+  auto* tp = b.types.data_ptr<int64_t>();
+  for (int64_t r = 0; r < B; ++r)
+    for (size_t j = 0; j < enc[r].ids.size(); ++j) {
+      ip[r * L + j] = enc[r].ids[j];
+      mp[r * L + j] = 1;
+      tp[r * L + j] = enc[r].type_ids[j];
+    }
+  b.ids = b.ids.to(device_);
+  b.mask = b.mask.to(device_);
+  b.types = b.types.to(device_);
+  return b;
+}
+
+at::Tensor TrainableEncoder::states(const TokenBatch& batch) {
+  return model_->forward(batch.ids, batch.mask, batch.types);
+}
+
+at::Tensor TrainableEncoder::embed(const std::vector<std::string>& texts) {
+  TokenBatch b = tokenize(texts);
+  return pool_and_normalize(states(b), b.mask, info_.pooling);
+}
+
+void copy_model_files(const std::string& from, const std::string& to) {
+  // The files that describe a model besides its weights (Hugging Face and sentence-transformers).
+  for (const char* f : {"config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                        "special_tokens_map.json", "modules.json", "sentence_bert_config.json",
+                        "config_sentence_transformers.json", "sentencepiece.bpe.model", "spiece.model"}) {
+    fs::path p = fs::path(from) / f;
+    if (fs::is_regular_file(p)) fs::copy_file(p, fs::path(to) / f, fs::copy_options::overwrite_existing);
+  }
+  // Module folders named in modules.json (1_Pooling, 2_Normalize, ...).
+  fs::path modules = fs::path(from) / "modules.json";
+  if (!fs::is_regular_file(modules)) return;
+  auto j = nlohmann::json::parse(read_file(modules.string()), nullptr, false);
+  if (!j.is_array()) return;
+  for (const auto& m : j) {
+    std::string sub = m.is_object() ? m.value("path", "") : "";
+    if (sub.empty() || sub.find("..") != std::string::npos) continue;
+    fs::path src = fs::path(from) / sub;
+    if (fs::is_directory(src))
+      fs::copy(src, fs::path(to) / sub, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    else
+      fs::create_directories(fs::path(to) / sub);  // e.g. 2_Normalize has no files
+  }
+}
+
+void replace_dir(const std::string& staged, const std::string& dir) {
+  std::error_code ec;
+  const std::string old = dir + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) fs::rename(dir, old);
+  fs::rename(staged, dir);
+  fs::remove_all(old, ec);
+}
+
+void TrainableEncoder::save(const std::string& dir, const std::vector<std::pair<std::string, at::Tensor>>& extra,
+                            const std::string& prefix) const {
+  const std::string staged = dir + ".partial";
+  std::error_code ec;
+  fs::remove_all(staged, ec);
+  fs::create_directories(staged);
+  copy_model_files(source_dir_, staged);
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  for (const auto& p : model_->named_parameters()) named.emplace_back(prefix + p.key(), p.value());
+  for (const auto& e : extra) named.push_back(e);
+  write_tensors(path_join(staged, "model.safetensors"), named, {{"format", "pt"}});
+  replace_dir(staged, dir);
+}
+
+}  // namespace sieve::train

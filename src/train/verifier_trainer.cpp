@@ -1,0 +1,244 @@
+// `sieve train verifier`: the paper's verifier training, frozen (cached token states) or end to
+// end (encoder and verifier together).
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <filesystem>
+#include <unordered_map>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "sieve/encoder.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+#include "sieve/index.h"
+#include "sieve/train.h"
+#include "train/losses.h"
+#include "train/run_state.h"
+#include "train/train_data.h"
+#include "train/trainable_encoder.h"
+#include "verify/verifier_module.h"
+
+namespace sieve {
+
+namespace {
+
+using namespace train;
+
+// Token states of a batch of texts with masks: [B, L, d] and [B, L] (float).
+struct Side {
+  at::Tensor states, mask;
+};
+
+// Where a step's token states come from: a cache of the frozen encoder's outputs, or the
+// encoder being trained.
+class TokenSource {
+ public:
+  virtual ~TokenSource() = default;
+  virtual Side side(const std::vector<std::string>& texts) = 0;
+};
+
+class CachedStates final : public TokenSource {
+ public:
+  CachedStates(const Encoder& enc, const std::vector<TrainExample>& data, size_t max_tokens, bool progress)
+      : max_tokens_(max_tokens), dim_(enc.dim()) {
+    std::vector<std::string> texts;
+    for (const auto& e : data)
+      for (const std::string* t : {&e.anchor, &e.positive})
+        if (cache_.emplace(*t, TokenStates{}).second) texts.push_back(*t);
+    for (const auto& e : data)
+      for (const auto& n : e.negatives)
+        if (cache_.emplace(n, TokenStates{}).second) texts.push_back(n);
+    Progress bar("encode (frozen cache)", progress ? texts.size() : 0);
+    EncodeCall call;
+    call.token_states = true;
+    for (size_t s = 0; s < texts.size(); s += 256) {
+      std::vector<std::string> chunk(texts.begin() + static_cast<long>(s),
+                                     texts.begin() + static_cast<long>(std::min(texts.size(), s + 256)));
+      Embeddings e = enc.encode(chunk, call);
+      for (size_t i = 0; i < chunk.size(); ++i) cache_[chunk[i]] = std::move(e.tokens[i]);
+      bar.add(chunk.size());
+    }
+    bar.finish();
+  }
+
+  Side side(const std::vector<std::string>& texts) override {
+    std::vector<const TokenStates*> ptrs;
+    for (const auto& t : texts) ptrs.push_back(&cache_.at(t));
+    Side s;
+    verify::pack_tokens(ptrs, dim_, max_tokens_, s.states, s.mask);
+    return s;
+  }
+
+ private:
+  std::unordered_map<std::string, TokenStates> cache_;
+  size_t max_tokens_, dim_;
+};
+
+class LiveStates final : public TokenSource {
+ public:
+  LiveStates(TrainableEncoder& enc, size_t max_tokens) : enc_(enc), max_tokens_(static_cast<int64_t>(max_tokens)) {}
+  Side side(const std::vector<std::string>& texts) override {
+    TokenBatch b = enc_.tokenize(texts);
+    Side s;
+    const int64_t L = std::min<int64_t>(b.ids.size(1), max_tokens_);
+    s.states = enc_.states(b).narrow(1, 0, L);
+    s.mask = b.mask.narrow(1, 0, L).to(at::kFloat);
+    return s;
+  }
+
+ private:
+  TrainableEncoder& enc_;
+  int64_t max_tokens_;
+};
+
+}  // namespace
+
+TrainReport train_verifier(const VerifierTrainOptions& o) {
+  const TrainCommon& c = o.common;
+  check_common(c);
+  SIEVE_THROW_IF_NOT(!o.model_dir.empty(), "an encoder is required (--model)");
+  SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
+  SIEVE_THROW_IF_NOT(o.tau > 0, "--tau must be positive");
+  SIEVE_THROW_IF_NOT(o.lr_verifier > 0 && o.lr_encoder > 0, "learning rates must be positive");
+  set_compute_threads(c.threads);
+  // Pairs become identity triplets, as the paper's loader does; every row needs a negative.
+  std::vector<TrainExample> data = read_training_data(o.train_path, /*identity=*/true);
+  for (size_t i = 0; i < data.size(); ++i)
+    SIEVE_THROW_IF_NOT(!data[i].negatives.empty(),
+                       "'" << o.train_path << "': row " << i + 1 << " has no negative (verifier training needs one)");
+  SIEVE_THROW_IF_NOT(data.size() >= c.batch_size,
+                     "'" << o.train_path << "' has " << data.size() << " usable rows, fewer than one batch of " << c.batch_size);
+  const bool end_to_end = o.regime == VerifierRegime::EndToEnd;
+  ModelInfo info = read_model_info(o.model_dir);
+  RunDir run(c, end_to_end ? "verifier-e2e" : "verifier-frozen");
+  const std::string verifier_path = path_join(run.out(), "verifier.safetensors");
+
+  VerifierConfig vc = o.verifier;
+  vc.encoder_dim = static_cast<size_t>(info.config.hidden_size);
+  vc.encoder_identity = model_identity(o.model_dir);
+  verify::VerifierModule vm(vc, c.seed);
+  TrainReport report;
+  report.final_dir = verifier_path;
+  if (!vm.module() && !end_to_end) {
+    vm.write(verifier_path, vm.config());
+    report.skipped = true;
+    log_info(std::string(verifier_kind_name(vc.kind)) + " has no parameters: frozen training skipped");
+    return report;
+  }
+
+  at::manual_seed(c.seed);
+  std::unique_ptr<Encoder> frozen;
+  std::unique_ptr<TrainableEncoder> live;
+  std::unique_ptr<TokenSource> source;
+  if (end_to_end) {
+    live = std::make_unique<TrainableEncoder>(o.model_dir, o.max_length, c10::Device(c.device));
+    source = std::make_unique<LiveStates>(*live, vc.max_tokens);
+  } else {
+    EncoderOptions eo;
+    eo.device = c.device;
+    eo.threads = c.threads;
+    eo.max_length = o.max_length;
+    frozen = Encoder::load(o.model_dir, eo);
+    source = std::make_unique<CachedStates>(*frozen, data, vc.max_tokens, c.progress);
+  }
+
+  // Parameter groups: the verifier's (lr_v, wd_v), then the encoder's (lr_e, wd_e).
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  std::vector<double> base_lr;
+  std::vector<at::Tensor> vparams, eparams;
+  if (vm.module()) {
+    vparams = vm.module()->parameters();
+    groups.emplace_back(vparams, std::make_unique<torch::optim::AdamWOptions>(
+                                     torch::optim::AdamWOptions(o.lr_verifier).weight_decay(o.weight_decay_verifier)));
+    base_lr.push_back(o.lr_verifier);
+    vm.module()->train();
+  }
+  if (live) {
+    eparams = live->model()->parameters();
+    groups.emplace_back(eparams, std::make_unique<torch::optim::AdamWOptions>(
+                                     torch::optim::AdamWOptions(o.lr_encoder).weight_decay(o.weight_decay_encoder)));
+    base_lr.push_back(o.lr_encoder);
+  }
+  torch::optim::AdamW opt(groups);
+  BatchSampler sampler(data, c.batch_size, c.seed);
+  LoopState state;
+  auto write_model = [&](const std::string& dir) {
+    VerifierConfig out = vm.config();
+    if (live) {
+      live->save(dir);
+      out.encoder_identity = model_identity(dir);
+    }
+    vm.write(path_join(dir, "verifier.safetensors"), out);
+  };
+  if (!run.resume_from().empty()) {
+    if (live) live->model()->load_weights(*SafetensorsFile::open(path_join(run.resume_from(), "model.safetensors")));
+    vm.load_weights(*SafetensorsFile::open(path_join(run.resume_from(), "verifier.safetensors")));
+    state = run.restore(opt);
+    sampler.restore(state.sampler);
+  }
+
+  const size_t warmup = static_cast<size_t>(std::ceil(c.warmup_ratio * static_cast<double>(c.steps)));
+  const auto B = static_cast<int64_t>(c.batch_size);
+  Budget budget(c);
+  Progress progress("train verifier", c.progress ? c.steps : 0);
+  progress.add(state.step);
+  StepLog steps(run, c, budget, report);
+  while (!budget.done(state.step)) {
+    set_learning_rates(opt, base_lr, linear_schedule(state.step, c.steps, warmup));
+    std::vector<size_t> rows = sampler.next();
+    std::vector<std::string> anchors, positives, negatives;
+    for (size_t r : rows) {
+      anchors.push_back(data[r].anchor);
+      positives.push_back(data[r].positive);
+      negatives.push_back(data[r].negatives[0]);
+    }
+    Side a = source->side(anchors), p = source->side(positives), n = source->side(negatives);
+    // S[i][k] = V(anchor i, positive k): all B x B maps in one batch, then each anchor's own negative.
+    verify::Maps all = verify::similarity_maps(a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0),
+                                               p.states.repeat({B, 1, 1}), p.mask.repeat({B, 1}));
+    at::Tensor S = vm.scores(all, /*inference=*/false).view({B, B});
+    at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask), false);
+    at::Tensor loss = verifier_infonce(S, neg, o.tau);
+    opt.zero_grad();
+    loss.backward();
+    if (c.clip_norm > 0) {  // clipped per group, as the paper does
+      if (!vparams.empty()) torch::nn::utils::clip_grad_norm_(vparams, c.clip_norm);
+      if (!eparams.empty()) torch::nn::utils::clip_grad_norm_(eparams, c.clip_norm);
+    }
+    opt.step();
+    ++state.step;
+    progress.add(1);
+    double accuracy = 0;
+    {
+      at::NoGradGuard g;
+      at::Tensor logits = at::cat({S, neg.view({B, 1})}, 1);
+      accuracy = (logits.argmax(1) == at::arange(B, at::kLong)).sum().item<double>() / static_cast<double>(B);
+    }
+    steps.add(state.step, rows.size(), loss.item<double>(), {{"accuracy", accuracy}},
+              {{"lr_verifier", vparams.empty() ? 0.0 : opt.param_groups()[0].options().get_lr()}});
+    if (c.save_every > 0 && state.step % c.save_every == 0) {
+      state.sampler = sampler.state();
+      run.checkpoint(state, opt, write_model);
+    }
+  }
+  progress.finish();
+  report.seconds = budget.elapsed();
+  report.samples_per_second = steps.samples_per_second();
+  report.steps = state.step;
+  state.sampler = sampler.state();
+  if (vm.module()) vm.module()->eval();
+  run.checkpoint(state, opt, write_model);
+  VerifierConfig final_config = vm.config();
+  if (live) {
+    const std::string enc_dir = path_join(run.out(), "encoder");
+    live->save(enc_dir);
+    final_config.encoder_identity = model_identity(enc_dir);
+  }
+  vm.write(verifier_path, final_config);
+  write_report(run, report, {{"regime", end_to_end ? "end_to_end" : "frozen"}});
+  return report;
+}
+
+}  // namespace sieve
