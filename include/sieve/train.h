@@ -64,6 +64,28 @@ struct TrainReport {
 /// Trains an encoder; throws sieve::Error for bad options or data (before any work is done).
 TrainReport train_encoder(const EncoderTrainOptions& options);
 
+/// `sieve train mlm`: masked-language-model pretraining of a new BERT from a config (random
+/// initialisation as Hugging Face does: N(0, 0.02) weights, zero biases, unit LayerNorms).
+/// Sentences are packed into full sequences; masking is dynamic (15% of tokens, of which 80%
+/// become [MASK], 10% a random token, 10% stay).
+struct MlmTrainOptions {
+  TrainCommon common;
+  BertConfig config;                    ///< the new model (vocab_size is set from the vocabulary)
+  std::string vocab_file;               ///< vocab.txt (WordPiece)
+  std::vector<std::string> text_files;  ///< one sentence per line; a blank line ends a document
+  std::string init_dir;                 ///< continue from this model instead of a random init
+  size_t seq_len = 128;                 ///< tokens per packed sequence, [CLS] and [SEP] included
+  double mask_prob = 0.15;
+  double lr = 1e-4;
+  double weight_decay = 0.01;
+  double init_range = 0.02;
+  Pooling pooling = Pooling::Mean;      ///< written to 1_Pooling for sentence-transformers
+};
+
+/// Pretrains; OUT/last (and checkpoints) are model directories with the MLM head (BertForMaskedLM
+/// names) that sieve and Hugging Face load as encoders.
+TrainReport train_mlm(const MlmTrainOptions& options);
+
 /// How a verifier is trained (paper.md, "frozen vs end to end").
 enum class VerifierRegime {
   Frozen,     ///< only the verifier learns; the encoder's token states are computed once and cached

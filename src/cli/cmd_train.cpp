@@ -70,6 +70,33 @@ void register_train(CLI::App& app) {
     on_run(cmd, [o] { print_report(train_encoder(*o)); });
   }
   {
+    auto o = std::make_shared<MlmTrainOptions>();
+    auto pooling = std::make_shared<std::string>("mean");
+    auto* cmd = group->add_subcommand("mlm", "Masked-language-model pretraining of a new BERT from a config");
+    cmd->add_option("--text", o->text_files, "Text files: one sentence per line, a blank line ends a document")
+        ->required();
+    cmd->add_option("--vocab", o->vocab_file, "vocab.txt of the new model (WordPiece)");
+    cmd->add_option("--init", o->init_dir, "Continue from this model directory instead of a new one");
+    cmd->add_option("--hidden", o->config.hidden_size, "Hidden size")->capture_default_str();
+    cmd->add_option("--layers", o->config.num_hidden_layers, "Encoder layers")->capture_default_str();
+    cmd->add_option("--heads", o->config.num_attention_heads, "Attention heads")->capture_default_str();
+    cmd->add_option("--ffn", o->config.intermediate_size, "Intermediate (FFN) size")->capture_default_str();
+    cmd->add_option("--max-positions", o->config.max_position_embeddings, "max_position_embeddings")
+        ->capture_default_str();
+    cmd->add_option("--seq-len", o->seq_len, "Tokens per packed sequence ([CLS] and [SEP] included)")
+        ->capture_default_str();
+    cmd->add_option("--mask-prob", o->mask_prob, "Fraction of tokens masked")->capture_default_str();
+    cmd->add_option("--lr", o->lr, "Peak learning rate (AdamW)")->capture_default_str();
+    cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
+    cmd->add_option("--pooling", *pooling, "Pooling written for sentence-transformers: cls, mean, last")
+        ->capture_default_str();
+    add_common(cmd, o->common);
+    on_run(cmd, [o, pooling] {
+      o->pooling = pooling_from_name(*pooling);
+      print_report(train_mlm(*o));
+    });
+  }
+  {
     auto o = std::make_shared<VerifierTrainOptions>();
     auto kind = std::make_shared<std::string>("F4");
     auto regime = std::make_shared<std::string>("frozen");

@@ -3,6 +3,8 @@
 // synthetic pairing task; checkpoints load as models; a resumed run equals an uninterrupted one).
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +20,9 @@
 #include "sieve/train.h"
 #include "support/fixtures.h"
 #include "support/test_util.h"
+#include "model/bert.h"
 #include "train/losses.h"
+#include "train/mlm.h"
 #include "train/trainable_encoder.h"
 
 namespace sieve {
@@ -376,6 +380,119 @@ TEST(VerifierTraining, F3TrainsFrozen) {
   EXPECT_EQ(r.steps, 5u);
   EXPECT_EQ(Verifier::load(dir + "/out/verifier.safetensors")->parameter_count(),
             Verifier::create(Verifier::load(dir + "/out/verifier.safetensors")->config())->parameter_count());
+}
+
+}  // namespace
+}  // namespace sieve
+
+namespace sieve {
+namespace {
+
+TEST(Mlm, PackingFillsSequencesInOrderWithinDocuments) {
+  // Two documents; sequences of 6 = [CLS] + 4 tokens + [SEP]; no sequence crosses a document.
+  std::vector<std::vector<std::vector<int32_t>>> docs = {{{10, 11, 12}, {13, 14}, {15}}, {{20, 21, 22, 23, 24}}};
+  auto seqs = train::pack_sequences(docs, 6, 1, 2);
+  std::vector<std::vector<int32_t>> expect = {{1, 10, 11, 12, 13, 2}, {1, 14, 15, 2}, {1, 20, 21, 22, 23, 2}, {1, 24, 2}};
+  EXPECT_EQ(seqs, expect);
+}
+
+TEST(Mlm, MaskingRatesAndNeverSpecials) {
+  // 64 x 128 ids in [5, 1000); specials 1 ([CLS]) and 2 ([SEP]) at the ends; the last 28
+  // positions are padding.
+  const int64_t B = 64, L = 128, V = 1000;
+  at::Tensor ids = at::randint(5, V, {B, L}, at::kLong);
+  ids.select(1, 0).fill_(1);
+  ids.select(1, 99).fill_(2);
+  at::Tensor mask = at::ones({B, L}, at::kLong);
+  mask.narrow(1, 100, 28).fill_(0);
+  ids.narrow(1, 100, 28).fill_(0);
+  at::Generator gen = at::detail::createCPUGenerator(123);
+  train::Masked m = train::mask_tokens(ids, mask, {1, 2, 0, 3}, 3, V, 0.15, gen);
+  double chosen = 0, masked = 0, random = 0, kept = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < L; ++j) {
+      int64_t lab = m.labels[b][j].item<int64_t>(), in = m.input[b][j].item<int64_t>(), id = ids[b][j].item<int64_t>();
+      if (j == 0 || j == 99 || j >= 100) {
+        EXPECT_EQ(lab, -100) << "special or padding chosen at " << j;
+        EXPECT_EQ(in, id);
+        continue;
+      }
+      if (lab == -100) {
+        EXPECT_EQ(in, id);
+        continue;
+      }
+      EXPECT_EQ(lab, id);
+      ++chosen;
+      if (in == 3) ++masked;
+      else if (in == id) ++kept;
+      else ++random;
+    }
+  const double eligible = B * 98.0;
+  // 6,272 eligible positions: 15% chosen (sd ~0.45%), then 80/10/10 (sd ~1.3% / ~1%).
+  EXPECT_NEAR(chosen / eligible, 0.15, 0.02);
+  EXPECT_NEAR(masked / chosen, 0.8, 0.04);
+  EXPECT_NEAR(random / chosen, 0.1, 0.035);
+  EXPECT_NEAR(kept / chosen, 0.1, 0.035);
+}
+
+TEST(Mlm, HfInitStatistics) {
+  at::manual_seed(1);
+  train::MlmHead head(64, 500, 1e-12);
+  BertOptions bo;
+  bo.config.hidden_size = 64;
+  bo.config.num_attention_heads = 2;
+  bo.config.num_hidden_layers = 1;
+  bo.config.intermediate_size = 128;
+  bo.config.vocab_size = 500;
+  BertModel model(bo);
+  train::hf_init(*model, 0.02, 0);
+  auto p = model->named_parameters();
+  at::Tensor w = p["embeddings.word_embeddings.weight"];
+  EXPECT_EQ(w[0].abs().sum().item<double>(), 0.0);  // padding row
+  EXPECT_NEAR(w.narrow(0, 1, 499).std().item<double>(), 0.02, 0.001);
+  EXPECT_EQ(p["embeddings.LayerNorm.weight"].min().item<double>(), 1.0);
+  EXPECT_EQ(p["encoder.layer.0.attention.self.query.bias"].abs().max().item<double>(), 0.0);
+  EXPECT_NEAR(p["encoder.layer.0.intermediate.dense.weight"].std().item<double>(), 0.02, 0.001);
+}
+
+TEST(Mlm, LossFallsOnATinyCorpusAndTheModelLoads) {
+  std::string dir = test::make_temp_dir("train_mlm");
+  std::vector<std::string> vocab = builtin_fixture_vocab(0);
+  {
+    std::ofstream v(dir + "/vocab.txt");
+    for (const auto& t : vocab) v << t << "\n";
+    // A repetitive corpus: the masked word is predictable from its neighbours.
+    std::ofstream t(dir + "/text.txt");
+    const char* s[] = {"the dog ran to the river", "the cat sat on the chair", "a bird saw the old tree",
+                       "the man gave the book to the child"};
+    for (int i = 0; i < 200; ++i) t << s[i % 4] << "\n" << (i % 10 == 9 ? "\n" : "");
+  }
+  MlmTrainOptions o;
+  o.vocab_file = dir + "/vocab.txt";
+  o.text_files = {dir + "/text.txt"};
+  o.config.hidden_size = 32;
+  o.config.num_hidden_layers = 1;
+  o.config.num_attention_heads = 2;
+  o.config.intermediate_size = 64;
+  o.config.max_position_embeddings = 64;
+  o.seq_len = 32;
+  o.lr = 2e-3;
+  o.common.out_dir = dir + "/out";
+  o.common.steps = 120;
+  o.common.batch_size = 8;
+  o.common.log_every = 20;
+  o.common.threads = 1;
+  o.common.progress = false;
+  TrainReport r = train_mlm(o);
+  std::printf("MLM loss %.3f -> %.3f\n", r.first_loss, r.last_loss);
+  EXPECT_LT(r.last_loss, 0.7 * r.first_loss);
+  // The written directory is a working encoder (BertForMaskedLM names, "bert." prefix).
+  auto enc = Encoder::load(dir + "/out/last");
+  Embeddings e = enc->encode({"the dog ran to the river"});
+  EXPECT_EQ(e.dim, 32u);
+  auto f = SafetensorsFile::open(dir + "/out/last/model.safetensors");
+  EXPECT_TRUE(f->contains("cls.predictions.bias"));
+  EXPECT_TRUE(f->contains("bert.embeddings.word_embeddings.weight"));
 }
 
 }  // namespace
