@@ -54,7 +54,7 @@ const std::vector<std::string> kSentence1 = {"sentence1", "premise", "query", "o
 const std::vector<std::string> kSentence2 = {"sentence2", "hypothesis", "candidate", "near_miss", "text2"};
 
 const char* const kColumnsHelp =
-    "anchor, positive, negative (triplets) or sentence1, sentence2 (pairs; also premise/hypothesis, "
+    "anchor, positive[, negative] (triplets) or sentence1, sentence2 (pairs; also premise/hypothesis, "
     "query/candidate, original/near_miss, text1/text2)";
 
 // "negative" -> 0, "negative_3" or "negative3" -> 3 (extra negatives, as sentence-transformers'
@@ -100,8 +100,9 @@ Columns resolve_columns(const std::vector<std::string>& header, const std::strin
     if (negative_rank(names[i]) >= 0) c.negatives.push_back(static_cast<int>(i));
   c.category = find_column(names, {"category"});
   // Triplet columns win: the paper's Model B file carries both NQ triplets and rewritten pairs
-  // under the triplet header.
-  c.triplet = c.anchor >= 0 && c.positive >= 0 && !c.negatives.empty();
+  // under the triplet header. (anchor, positive) without a negative column is a plain pair, as in
+  // sentence-transformers' datasets.
+  c.triplet = c.anchor >= 0 && c.positive >= 0;
   int last = -1;
   if (c.triplet) {
     last = std::max(c.anchor, c.positive);
@@ -330,7 +331,6 @@ std::vector<TrainExample> read_jsonl(const std::string& path, const std::string&
     if (triplet) {
       ok = json_text(value_of("anchor"), "anchor", path, line_no, ex.anchor);
       ok = json_text(value_of("positive"), "positive", path, line_no, ex.positive) && ok;
-      ok = ok && !negative_keys.empty();
       for (const auto& [rank, key] : negative_keys) {
         const Json* v = value_of(key);
         if (v->is_array()) {  // {"negative": ["n1", "n2"]}: several negatives in one key

@@ -21,7 +21,7 @@ struct TrainExample {
 
 /// Reads training rows from `path` by extension: `.csv` (RFC 4180 quoting, header row), `.jsonl`
 /// (one object per line), anything else TSV with a header row. Columns (JSON keys):
-///  - triplets: anchor, positive, negative[, category];
+///  - triplets: anchor, positive[, negative, negative_2, ...][, category] (no negative: a pair);
 ///  - pairs: sentence1, sentence2[, category] (aliases as eval::read_pairs: premise/hypothesis,
 ///    query/candidate, original/near_miss, text1/text2).
 /// When `identity` is true, pairs become identity triplets as the paper builds Model B's data:

@@ -152,8 +152,10 @@ TEST(ReadTrainingFile, BomAndCrlfReadAsPlainFiles) {
 }
 
 TEST(ReadTrainingFile, HeaderErrorsNameTheFile) {
-  const std::string path = write("bad.csv", "anchor,positive\na,p\n");  // no negative, no pair columns
-  expect_error_at([&] { read_training_file(path); }, path, 1, "the header needs the columns anchor, positive, negative");
+  const std::string path = write("bad.csv", "anchor,negative\na,n\n");  // no positive, no pair columns
+  expect_error_at([&] { read_training_file(path); }, path, 1, "the header needs the columns anchor, positive");
+  // (anchor, positive) alone is a pair, as sentence-transformers' datasets name them.
+  expect_examples(read_training_file(write("ap.csv", "anchor,positive\na,p\n")), {ex("a", "p")});
   const std::string blank_first = write("bad.tsv", "\n\nfoo\tbar\n");
   expect_error_at([&] { read_training_file(blank_first); }, blank_first, 3, "'foo', 'bar'");
   const std::string empty = write("empty.tsv", "");
