@@ -29,6 +29,12 @@ struct TrainCommon {
   std::string device = "cpu";
   int threads = 0;              ///< compute threads; 0 = all cores
   bool progress = true;         ///< progress line on stderr (only when it is a terminal)
+  // Data parallelism (torch.distributed, Gloo): `world_size` processes each take a contiguous
+  // share of every global batch of `batch_size` rows; rank 0 alone writes OUT. The CLI's
+  // --world-size starts the processes (docs/training.md).
+  int world_size = 1;
+  int rank = 0;
+  std::string dist_store;       ///< rendezvous: "file:PATH" or "tcp:HOST:PORT"
 };
 
 /// `sieve train encoder`: InfoNCE with in-batch negatives plus every row's hard negatives as
@@ -47,6 +53,8 @@ struct EncoderTrainOptions {
   std::string eval_split = "test";
   size_t eval_every = 0;        ///< steps between evaluations (0: at the start and the end only)
   size_t eval_max_queries = 200;
+  double dropout = 0.1;         ///< encoder dropout while training
+  std::string gradients_file;   ///< diagnostic: write the first step's (reduced) gradients here
 };
 
 /// What a trainer did.

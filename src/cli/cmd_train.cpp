@@ -1,8 +1,14 @@
 // `sieve train encoder|mlm|verifier`: the training commands (docs/training.md).
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "sieve/error.h"
 #include "sieve/train.h"
+#include "train/distributed.h"
 
 namespace sieve::cli {
 namespace {
@@ -25,7 +31,56 @@ void add_common(CLI::App* cmd, TrainCommon& c) {
       ->capture_default_str();
   cmd->add_flag("--resume", c.resume, "Continue the run from the newest checkpoint in --out");
   cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--threads", c.threads, "Compute threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--threads", c.threads, "Compute threads per process (0 = all cores / processes)")
+      ->capture_default_str();
+  cmd->add_option("--world-size", c.world_size,
+                  "Data-parallel processes on this machine (torch.distributed, Gloo); each takes a share of every batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+// This process's command line (for starting the data-parallel workers as copies of it).
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string a;
+  while (std::getline(in, a, '\0')) args.push_back(a);
+  return args;
+}
+
+// Runs `train` in this process, and with --world-size N > 1 in N - 1 more copies of it that
+// join through torch.distributed; a copy started that way finds its rank in the environment.
+template <class Fn>
+void run_data_parallel(TrainCommon& c, Fn&& train) {
+  train::DistOptions env = train::dist_options_from_env();
+  if (c.world_size > 1 && c.threads == 0) c.threads = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)) / c.world_size);
+  if (env.world_size > 1) {  // a worker, or rank 0 after spawning
+    c.world_size = env.world_size;
+    c.rank = env.rank;
+    c.dist_store = env.store;
+    train();
+    return;
+  }
+  if (c.world_size == 1) {
+    train();
+    return;
+  }
+  std::vector<std::string> args = own_argv();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<int> pids = train::spawn_local_workers(c.world_size, argv.data());
+  env = train::dist_options_from_env();
+  c.rank = env.rank;
+  c.dist_store = env.store;
+  try {
+    train();
+  } catch (...) {
+    train::kill_workers(pids);
+    throw;
+  }
+  int rc = train::wait_workers(pids);
+  SIEVE_THROW_IF_NOT(rc == 0, "a data-parallel worker failed (exit status " << rc << ")");
 }
 
 void print_report(const TrainReport& r) {
@@ -60,6 +115,9 @@ void register_train(CLI::App& app) {
     cmd->add_option("--scale", o->scale, "Similarity scale = 1 / temperature")->capture_default_str();
     cmd->add_flag("--symmetric", o->symmetric, "Add the positive -> anchor direction to the loss");
     cmd->add_option("--max-length", o->max_length, "Token cap (0 = the model's max_seq_length)")->capture_default_str();
+    cmd->add_option("--dropout", o->dropout, "Encoder dropout while training")->capture_default_str();
+    cmd->add_option("--dump-gradients", o->gradients_file,
+                    "Diagnostic: write the first step's gradients (after the data-parallel sum) to this safetensors file");
     cmd->add_option("--eval", o->eval_dir, "BEIR folder to evaluate nDCG@10 on (the best model is kept)");
     cmd->add_option("--eval-split", o->eval_split, "Qrels split of --eval")->capture_default_str();
     cmd->add_option("--eval-every", o->eval_every, "Steps between evaluations (0 = start and end)")
@@ -67,7 +125,12 @@ void register_train(CLI::App& app) {
     cmd->add_option("--eval-queries", o->eval_max_queries, "Evaluate on at most this many queries")
         ->capture_default_str();
     add_common(cmd, o->common);
-    on_run(cmd, [o] { print_report(train_encoder(*o)); });
+    on_run(cmd, [o] {
+      run_data_parallel(o->common, [&] {
+        TrainReport r = train_encoder(*o);
+        if (o->common.rank == 0) print_report(r);
+      });
+    });
   }
   {
     auto o = std::make_shared<MlmTrainOptions>();

@@ -12,10 +12,12 @@
 #include "eval/beir.h"
 #include "eval/metrics.h"
 #include "index/corpus_reader.h"
+#include "model/tensor_io.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
 #include "sieve/train.h"
+#include "train/distributed.h"
 #include "train/losses.h"
 #include "train/run_state.h"
 #include "train/train_data.h"
@@ -104,6 +106,57 @@ class DenseEvaluator {
 
 }  // namespace train
 
+namespace train {
+namespace {
+
+// The rows' texts: anchors, and candidates = positives then every row's negatives in row order.
+void batch_texts(const std::vector<TrainExample>& data, const std::vector<size_t>& rows,
+                 std::vector<std::string>& anchors, std::vector<std::string>& positives,
+                 std::vector<std::string>& negatives) {
+  for (size_t r : rows) {
+    anchors.push_back(data[r].anchor);
+    positives.push_back(data[r].positive);
+    for (const auto& n : data[r].negatives) negatives.push_back(n);
+  }
+}
+
+at::Tensor batch_loss(TrainableEncoder& enc, const std::vector<TrainExample>& data, const std::vector<size_t>& rows,
+                      const EncoderTrainOptions& o) {
+  std::vector<std::string> anchors, positives, negatives;
+  batch_texts(data, rows, anchors, positives, negatives);
+  positives.insert(positives.end(), negatives.begin(), negatives.end());
+  return mnrl_loss(enc.embed(anchors), enc.embed(positives), o.scale, o.symmetric);
+}
+
+// One rank's share of a global batch. Each rank embeds a contiguous slice of the rows, gathers
+// everyone's embeddings, and computes the loss of the whole batch with only its own slice
+// carrying gradients; the sum of the ranks' gradients is then exactly the full batch's gradient
+// (every term of the loss reaches each embedding through the rank that computed it).
+at::Tensor shared_batch_loss(TrainableEncoder& enc, DataParallel& dp, const std::vector<TrainExample>& data,
+                             const std::vector<size_t>& rows, const EncoderTrainOptions& o) {
+  const size_t W = static_cast<size_t>(dp.world_size()), r = static_cast<size_t>(dp.rank());
+  const size_t begin = rows.size() * r / W, end = rows.size() * (r + 1) / W;
+  std::vector<size_t> mine(rows.begin() + static_cast<long>(begin), rows.begin() + static_cast<long>(end));
+  std::vector<std::string> anchors, positives, negatives;
+  batch_texts(data, mine, anchors, positives, negatives);
+  const int64_t H = enc.info().config.hidden_size;
+  auto embed = [&](const std::vector<std::string>& t) {
+    return t.empty() ? at::zeros({0, H}, at::TensorOptions().device(enc.device())) : enc.embed(t);
+  };
+  // Splices this rank's rows (with gradients) into the gathered rows of all ranks.
+  auto spliced = [&](const at::Tensor& local) {
+    at::Tensor all = dp.all_gather(local.detach());
+    at::Tensor before = dp.all_gather(at::full({1}, local.size(0), at::kLong)).cumsum(0);
+    const int64_t start = r == 0 ? 0 : before[static_cast<int64_t>(r) - 1].item<int64_t>();
+    return at::cat({all.narrow(0, 0, start), local, all.narrow(0, start + local.size(0), all.size(0) - start - local.size(0))});
+  };
+  at::Tensor A = spliced(embed(anchors)), P = spliced(embed(positives)), N = spliced(embed(negatives));
+  return mnrl_loss(A, at::cat({P, N}), o.scale, o.symmetric);
+}
+
+}  // namespace
+}  // namespace train
+
 TrainReport train_encoder(const EncoderTrainOptions& o) {
   using namespace train;
   const TrainCommon& c = o.common;
@@ -118,16 +171,19 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
   std::vector<TrainExample> data = read_training_data(o.train_path, o.identity_pairs);
   SIEVE_THROW_IF_NOT(data.size() >= c.batch_size,
                      "'" << o.train_path << "' has " << data.size() << " usable rows, fewer than one batch of " << c.batch_size);
-  std::unique_ptr<DenseEvaluator> evaluator;
-  if (!o.eval_dir.empty()) evaluator = std::make_unique<DenseEvaluator>(o.eval_dir, o.eval_split, o.eval_max_queries);
+  std::unique_ptr<DenseEvaluator> evaluator;  // rank 0 evaluates; the others wait at the next collective
+  if (!o.eval_dir.empty() && c.rank == 0)
+    evaluator = std::make_unique<DenseEvaluator>(o.eval_dir, o.eval_split, o.eval_max_queries);
   RunDir run(c, "encoder");
-  at::manual_seed(c.seed);
-  TrainableEncoder enc(o.model_dir, o.max_length, c10::Device(c.device));
+  DataParallel dp({c.world_size, c.rank, c.dist_store, /*timeout_s=*/3600});
+  TrainableEncoder enc(o.model_dir, o.max_length, c10::Device(c.device), o.dropout);
+  at::manual_seed(c.seed + static_cast<uint64_t>(c.rank));  // dropout differs per rank
 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   std::vector<double> base_lr;
   add_adamw_groups(enc.model()->named_parameters(), o.lr, o.weight_decay, groups, base_lr);
   torch::optim::AdamW opt(groups);
+  const std::vector<at::Tensor> params = enc.model()->parameters();
   BatchSampler sampler(data, c.batch_size, c.seed);
   LoopState state;
   if (!run.resume_from().empty()) {
@@ -138,7 +194,9 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
     log_info("resuming from " + run.resume_from() + " at step " + std::to_string(state.step));
   }
   const size_t warmup = static_cast<size_t>(std::ceil(c.warmup_ratio * static_cast<double>(c.steps)));
-  auto save_model = [&](const std::string& dir) { enc.save(dir); };
+  auto save_model = [&](const std::string& dir) {
+    if (run.writer()) enc.save(dir);
+  };
   auto evaluate = [&](size_t step) {
     double ndcg = evaluator->ndcg10(enc);
     run.log({{"step", step}, {"eval_ndcg@10", ndcg}, {"eval_queries", evaluator->queries()}});
@@ -159,18 +217,18 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
   enc.model()->train();
   while (!budget.done(state.step)) {
     set_learning_rates(opt, base_lr, linear_schedule(state.step, c.steps, warmup));
-    std::vector<size_t> rows = sampler.next();
-    std::vector<std::string> anchors, candidates;
-    for (size_t r : rows) {
-      anchors.push_back(data[r].anchor);
-      candidates.push_back(data[r].positive);
-    }
-    for (size_t r : rows)
-      for (const auto& n : data[r].negatives) candidates.push_back(n);
-    at::Tensor loss = mnrl_loss(enc.embed(anchors), enc.embed(candidates), o.scale, o.symmetric);
+    std::vector<size_t> rows = sampler.next();  // the global batch: the same on every rank
+    at::Tensor loss = dp.active() ? shared_batch_loss(enc, dp, data, rows, o) : batch_loss(enc, data, rows, o);
     opt.zero_grad();
     loss.backward();
-    if (c.clip_norm > 0) torch::nn::utils::clip_grad_norm_(enc.model()->parameters(), c.clip_norm);
+    dp.sum_gradients(params);  // each rank holds its share of the full batch's gradient
+    if (!o.gradients_file.empty() && state.step == 0 && run.writer()) {
+      std::vector<std::pair<std::string, at::Tensor>> grads;
+      for (const auto& p : enc.model()->named_parameters())
+        if (p.value().grad().defined()) grads.emplace_back(p.key(), p.value().grad());
+      write_tensors(o.gradients_file, grads);
+    }
+    if (c.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, c.clip_norm);
     opt.step();
     ++state.step;
     progress.add(1);

@@ -98,6 +98,7 @@ class SequenceSampler {
 TrainReport train_mlm(const MlmTrainOptions& o) {
   const TrainCommon& c = o.common;
   check_common(c);
+  SIEVE_THROW_IF_NOT(c.world_size == 1, "--world-size: data-parallel training is implemented for train encoder only");
   SIEVE_THROW_IF_NOT(!o.text_files.empty(), "at least one text file is required (--text)");
   SIEVE_THROW_IF_NOT(o.mask_prob > 0 && o.mask_prob < 1, "--mask-prob must lie in (0, 1)");
   SIEVE_THROW_IF_NOT(o.lr > 0, "--lr must be positive");

@@ -37,11 +37,16 @@ void check_common(const TrainCommon& c) {
   SIEVE_THROW_IF_NOT(c.batch_size >= 2, "--batch-size must be at least 2 (in-batch negatives need company)");
   SIEVE_THROW_IF_NOT(c.warmup_ratio >= 0 && c.warmup_ratio <= 1, "--warmup must lie in [0, 1]");
   SIEVE_THROW_IF_NOT(c.log_every > 0, "--log-every must be positive");
+  SIEVE_THROW_IF_NOT(c.world_size >= 1 && c.rank >= 0 && c.rank < c.world_size,
+                     "rank " << c.rank << " is outside a world of " << c.world_size);
+  SIEVE_THROW_IF_NOT(c.world_size == 1 || static_cast<int>(c.batch_size) >= c.world_size,
+                     "--batch-size " << c.batch_size << " cannot be shared by " << c.world_size << " processes");
 }
 
-RunDir::RunDir(const TrainCommon& common, const std::string& kind) : out_(common.out_dir), kind_(kind) {
+RunDir::RunDir(const TrainCommon& common, const std::string& kind)
+    : out_(common.out_dir), kind_(kind), writer_(common.rank == 0) {
   if (fs::exists(out_)) SIEVE_THROW_IF_NOT(fs::is_directory(out_), "'" << out_ << "' exists and is not a directory");
-  fs::create_directories(out_);
+  if (writer_) fs::create_directories(out_);
   if (common.resume) {
     long long best = -1;
     for (const auto& e : fs::directory_iterator(out_)) {
@@ -53,17 +58,20 @@ RunDir::RunDir(const TrainCommon& common, const std::string& kind) : out_(common
     }
     SIEVE_THROW_IF_NOT(!resume_from_.empty(), "--resume: no checkpoint in '" << out_ << "'");
   }
+  if (!writer_) return;
   metrics_.open(path_join(out_, "metrics.jsonl"), std::ios::app);
   SIEVE_THROW_IF_NOT(metrics_.is_open(), "cannot write '" << path_join(out_, "metrics.jsonl") << "'");
 }
 
 void RunDir::log(const nlohmann::json& line) {
+  if (!writer_) return;
   metrics_ << line.dump() << "\n";
   metrics_.flush();
 }
 
 void RunDir::checkpoint(const LoopState& state, torch::optim::Optimizer& opt,
                         const std::function<void(const std::string& dir)>& write_model) {
+  if (!writer_) return;
   const std::string dir = path_join(out_, "checkpoint-" + std::to_string(state.step));
   const std::string staged = dir + ".partial";
   std::error_code ec;
@@ -128,6 +136,7 @@ void StepLog::add(size_t step, size_t rows, double loss, const nlohmann::json& a
 }
 
 void write_report(const RunDir& run, const TrainReport& r, const nlohmann::json& extra) {
+  if (!run.writer()) return;
   nlohmann::json j = {{"steps", r.steps},         {"seconds", r.seconds},     {"samples_per_second", r.samples_per_second},
                       {"first_loss", r.first_loss}, {"last_loss", r.last_loss}, {"final", r.final_dir}};
   for (const auto& [k, v] : extra.items()) j[k] = v;

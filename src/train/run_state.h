@@ -32,7 +32,9 @@ struct LoopState {
 class RunDir {
  public:
   /// Creates out_dir. With `resume`, finds the newest checkpoint (throws when there is none).
+  /// Only the writer (rank 0 of a data-parallel group) writes; other ranks only read checkpoints.
   RunDir(const TrainCommon& common, const std::string& kind);
+  bool writer() const { return writer_; }
 
   const std::string& out() const { return out_; }
   /// The checkpoint to resume from, or "" for a fresh run.
@@ -50,6 +52,7 @@ class RunDir {
 
  private:
   std::string out_, kind_, resume_from_;
+  bool writer_ = true;
   std::ofstream metrics_;
 };
 

@@ -98,6 +98,7 @@ class LiveStates final : public TokenSource {
 TrainReport train_verifier(const VerifierTrainOptions& o) {
   const TrainCommon& c = o.common;
   check_common(c);
+  SIEVE_THROW_IF_NOT(c.world_size == 1, "--world-size: data-parallel training is implemented for train encoder only");
   SIEVE_THROW_IF_NOT(!o.model_dir.empty(), "an encoder is required (--model)");
   SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
   SIEVE_THROW_IF_NOT(o.tau > 0, "--tau must be positive");

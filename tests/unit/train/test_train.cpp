@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -225,6 +226,24 @@ TEST(EncoderTraining, SavedWeightsEqualTheTrainedModule) {
   EXPECT_GT(diff, 1e-3);
 }
 
+// Max |a - b| over the tensors both files hold, and the max |a| (for scale).
+std::pair<double, double> max_tensor_diff(const std::string& a_file, const std::string& b_file) {
+  auto a = SafetensorsFile::open(a_file), b = SafetensorsFile::open(b_file);
+  double d = 0, scale = 0;
+  size_t common = 0;
+  for (const auto& n : a->names()) {
+    if (!b->contains(n)) continue;
+    ++common;
+    auto x = a->get(n).to_float(), y = b->get(n).to_float();
+    for (size_t i = 0; i < x.size(); ++i) {
+      d = std::max(d, double(std::abs(x[i] - y[i])));
+      scale = std::max(scale, double(std::abs(x[i])));
+    }
+  }
+  EXPECT_GT(common, 10u);
+  return {d, scale};
+}
+
 TEST(EncoderTraining, ResumedRunEqualsUninterruptedRun) {
   std::string dir = test::make_temp_dir("train_resume");
   write_fixture_model(dir + "/model", test::tiny_model_options(5));
@@ -241,22 +260,32 @@ TEST(EncoderTraining, ResumedRunEqualsUninterruptedRun) {
   part.common.resume = true;
   TrainReport second = train_encoder(part);
   EXPECT_EQ(second.steps, 20u);
-  auto a = SafetensorsFile::open(dir + "/straight/last/model.safetensors");
-  auto b = SafetensorsFile::open(dir + "/parts/last/model.safetensors");
-  ASSERT_EQ(a->names(), b->names());
-  double max_diff = 0;
-  for (const auto& n : a->names()) {
-    auto x = a->get(n).to_float(), y = b->get(n).to_float();
-    for (size_t i = 0; i < x.size(); ++i) max_diff = std::max(max_diff, double(std::abs(x[i] - y[i])));
-  }
-  EXPECT_LT(max_diff, 1e-6);
+  EXPECT_LT(max_tensor_diff(dir + "/straight/last/model.safetensors", dir + "/parts/last/model.safetensors").first, 1e-6);
   // Sanity: training did move the weights (a resume that restarted from scratch would not match).
-  auto s = SafetensorsFile::open(dir + "/model/model.safetensors");
-  auto w0 = s->get("embeddings.word_embeddings.weight").to_float();
-  auto w1 = a->get("embeddings.word_embeddings.weight").to_float();
-  double moved = 0;
-  for (size_t i = 0; i < w0.size(); ++i) moved = std::max(moved, double(std::abs(w0[i] - w1[i])));
-  EXPECT_GT(moved, 1e-3);
+  EXPECT_GT(max_tensor_diff(dir + "/model/model.safetensors", dir + "/straight/last/model.safetensors").first, 1e-3);
+}
+
+TEST(EncoderTraining, TwoProcessDataParallelGradientsEqualOneProcess) {
+  // The same global batch of 8 through `sieve train encoder` in one process and in two (Gloo,
+  // 4 rows each); without dropout the summed gradients equal the single-process gradients up to
+  // summation order. (Weights after AdamW are not compared: Adam turns rounding noise in
+  // near-zero gradients into whole steps.)
+  std::string dir = test::make_temp_dir("train_dp");
+  write_fixture_model(dir + "/model", test::tiny_model_options(11));
+  std::string data = write_task(dir, make_task(48, 5));
+  const std::string base = test::cli_path() + " train encoder -m " + dir + "/model --train " + data +
+                           " --steps 3 --batch-size 8 --lr 3e-3 --dropout 0 --threads 1 --log-every 1";
+  auto one = test::run_command(base + " --out " + dir + "/one --dump-gradients " + dir + "/g1.safetensors");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  auto two = test::run_command(base + " --world-size 2 --out " + dir + "/two --dump-gradients " + dir + "/g2.safetensors");
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  EXPECT_EQ(std::count(two.out.begin(), two.out.end(), '\n'), 1) << "only rank 0 reports: " << two.out;
+  auto [diff, scale] = max_tensor_diff(dir + "/g1.safetensors", dir + "/g2.safetensors");
+  std::printf("gradients: max |1 process - 2 processes| %.3g, max |gradient| %.3g\n", diff, scale);
+  EXPECT_GT(scale, 1e-3);
+  EXPECT_LT(diff, 1e-5 * std::max(1.0, scale));
+  // Both runs trained (the weights moved from the start).
+  EXPECT_GT(max_tensor_diff(dir + "/model/model.safetensors", dir + "/two/last/model.safetensors").first, 1e-4);
 }
 
 TEST(EncoderTraining, BadInputsFailBeforeTraining) {
