@@ -35,6 +35,7 @@ struct TrainCommon {
   int world_size = 1;
   int rank = 0;
   std::string dist_store;       ///< rendezvous: "file:PATH" or "tcp:HOST:PORT"
+  std::string gradients_file;   ///< diagnostic: write the first step's gradients (after the data-parallel sum) here
 };
 
 /// `sieve train encoder`: InfoNCE with in-batch negatives plus every row's hard negatives as
@@ -54,7 +55,6 @@ struct EncoderTrainOptions {
   size_t eval_every = 0;        ///< steps between evaluations (0: at the start and the end only)
   size_t eval_max_queries = 200;
   double dropout = 0.1;         ///< encoder dropout while training
-  std::string gradients_file;   ///< diagnostic: write the first step's (reduced) gradients here
 };
 
 /// What a trainer did.
@@ -112,6 +112,7 @@ struct VerifierTrainOptions {
   double lr_verifier = 1e-4, weight_decay_verifier = 0.01;
   double lr_encoder = 1e-5, weight_decay_encoder = 0.01;
   size_t max_length = 128;      ///< encoder token cap
+  double dropout = 0.1;         ///< encoder dropout (end to end)
 };
 
 /// Trains a verifier; writes OUT/verifier.safetensors (and, end to end, the encoder in OUT/encoder,

@@ -37,6 +37,8 @@ void add_common(CLI::App* cmd, TrainCommon& c) {
                   "Data-parallel processes on this machine (torch.distributed, Gloo); each takes a share of every batch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dump-gradients", c.gradients_file,
+                  "Diagnostic: write the first step's gradients (after the data-parallel sum) to this safetensors file");
 }
 
 // This process's command line (for starting the data-parallel workers as copies of it).
@@ -116,8 +118,6 @@ void register_train(CLI::App& app) {
     cmd->add_flag("--symmetric", o->symmetric, "Add the positive -> anchor direction to the loss");
     cmd->add_option("--max-length", o->max_length, "Token cap (0 = the model's max_seq_length)")->capture_default_str();
     cmd->add_option("--dropout", o->dropout, "Encoder dropout while training")->capture_default_str();
-    cmd->add_option("--dump-gradients", o->gradients_file,
-                    "Diagnostic: write the first step's gradients (after the data-parallel sum) to this safetensors file");
     cmd->add_option("--eval", o->eval_dir, "BEIR folder to evaluate nDCG@10 on (the best model is kept)");
     cmd->add_option("--eval-split", o->eval_split, "Qrels split of --eval")->capture_default_str();
     cmd->add_option("--eval-every", o->eval_every, "Steps between evaluations (0 = start and end)")
@@ -156,7 +156,10 @@ void register_train(CLI::App& app) {
     add_common(cmd, o->common);
     on_run(cmd, [o, pooling] {
       o->pooling = pooling_from_name(*pooling);
-      print_report(train_mlm(*o));
+      run_data_parallel(o->common, [&] {
+        TrainReport r = train_mlm(*o);
+        if (o->common.rank == 0) print_report(r);
+      });
     });
   }
   {
@@ -179,6 +182,11 @@ void register_train(CLI::App& app) {
     cmd->add_option("--weight-decay-encoder", o->weight_decay_encoder, "Encoder weight decay (end to end)")
         ->capture_default_str();
     cmd->add_option("--max-length", o->max_length, "Encoder token cap")->capture_default_str();
+    cmd->add_option("--dropout", o->dropout, "Encoder dropout (end to end)")->capture_default_str();
+    auto vdrop = std::make_shared<double>(0.1);
+    cmd->add_option("--verifier-dropout", *vdrop, "F3/F4 dropout")->capture_default_str()->each([o](const std::string& v) {
+      o->verifier.f3.dropout = o->verifier.f4.dropout = std::stod(v);
+    });
     cmd->add_option("--max-tokens", o->verifier.max_tokens, "Tokens per side of the map")->capture_default_str();
     cmd->add_option("--f3-hidden", o->verifier.f3.hidden, "F3 channels of the first block")->capture_default_str();
     cmd->add_option("--f3-blocks", o->verifier.f3.blocks, "F3 conv blocks")->capture_default_str();
@@ -189,13 +197,16 @@ void register_train(CLI::App& app) {
     on_run(cmd, [o, kind, regime] {
       o->verifier.kind = verifier_kind_from_name(*kind);
       o->regime = *regime == "frozen" ? VerifierRegime::Frozen : VerifierRegime::EndToEnd;
-      TrainReport r = train_verifier(*o);
-      if (r.skipped) {
-        std::printf("%s\n", nlohmann::json({{"skipped", true}, {"reason", "no parameters to train in the frozen regime"},
-                                             {"verifier", r.final_dir}}).dump().c_str());
-        return;
-      }
-      print_report(r);
+      run_data_parallel(o->common, [&] {
+        TrainReport r = train_verifier(*o);
+        if (o->common.rank != 0) return;
+        if (r.skipped) {
+          std::printf("%s\n", nlohmann::json({{"skipped", true}, {"reason", "no parameters to train in the frozen regime"},
+                                               {"verifier", r.final_dir}}).dump().c_str());
+          return;
+        }
+        print_report(r);
+      });
     });
   }
 }

@@ -194,6 +194,8 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
     auto weights = SafetensorsFile::open(path_join(run.resume_from(), "model.safetensors"));
     enc.model()->load_weights(*weights);
     state = run.restore(opt);
+    // The checkpoint holds rank 0's RNG; the other ranks derive their own from it.
+    if (dp.active()) at::manual_seed(c.seed * 1000003 + state.step * 31 + static_cast<uint64_t>(c.rank));
     sampler.restore(state.sampler);
     log_info("resuming from " + run.resume_from() + " at step " + std::to_string(state.step));
   }
@@ -226,12 +228,7 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
     opt.zero_grad();
     loss.backward();
     dp.sum_gradients(params);  // each rank holds its share of the full batch's gradient
-    if (!o.gradients_file.empty() && state.step == 0 && run.writer()) {
-      std::vector<std::pair<std::string, at::Tensor>> grads;
-      for (const auto& p : enc.model()->named_parameters())
-        if (p.value().grad().defined()) grads.emplace_back(p.key(), p.value().grad());
-      write_tensors(o.gradients_file, grads);
-    }
+    dump_gradients(run, c, state.step, {{"", enc.model()->named_parameters()}});
     if (c.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, c.clip_norm);
     opt.step();
     ++state.step;

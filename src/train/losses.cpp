@@ -15,11 +15,12 @@ at::Tensor mnrl_loss(const at::Tensor& anchors, const at::Tensor& candidates, do
   return (forward + backward) / 2;
 }
 
-at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau) {
-  const int64_t B = S.size(0);
-  at::Tensor logits = at::cat({S, own_negative.view({B, 1})}, 1) / tau;
-  at::Tensor target = at::arange(B, at::TensorOptions().dtype(at::kLong).device(S.device()));
-  return at::cross_entropy_loss(logits, target);
+at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau, int64_t first_row,
+                            int64_t total_rows) {
+  const int64_t b = S.size(0), total = total_rows > 0 ? total_rows : b;
+  at::Tensor logits = at::cat({S, own_negative.view({b, 1})}, 1) / tau;
+  at::Tensor target = at::arange(first_row, first_row + b, at::TensorOptions().dtype(at::kLong).device(S.device()));
+  return at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum) / static_cast<double>(total);
 }
 
 double linear_schedule(size_t step, size_t total, size_t warmup) {

@@ -14,8 +14,11 @@ at::Tensor mnrl_loss(const at::Tensor& anchors, const at::Tensor& candidates, do
 
 /// The paper's verifier loss: in-batch InfoNCE over verifier scores. S [B, B] with S_ik the score
 /// of anchor i against positive k, own_negative [B] each anchor's score against its own hard
-/// negative; cross-entropy of [S | own_negative] / tau with target i.
-at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau);
+/// negative; cross-entropy of [S | own_negative] / tau with target i, averaged over the B rows.
+/// A share of the rows (data parallelism): S [b, B] holds rows first_row .. first_row + b - 1 of
+/// a batch of `total_rows` (0 = b) and the result is their part of the batch mean.
+at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau, int64_t first_row = 0,
+                            int64_t total_rows = 0);
 
 /// Learning-rate factor of the linear schedule with warm-up (Hugging Face's): step / warmup
 /// during warm-up, then (total - step) / (total - warmup), never below 0. `step` counts from 0.

@@ -15,6 +15,7 @@
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
 #include "sieve/train.h"
+#include "train/distributed.h"
 #include "train/losses.h"
 #include "train/mlm.h"
 #include "train/run_state.h"
@@ -98,12 +99,12 @@ class SequenceSampler {
 TrainReport train_mlm(const MlmTrainOptions& o) {
   const TrainCommon& c = o.common;
   check_common(c);
-  SIEVE_THROW_IF_NOT(c.world_size == 1, "--world-size: data-parallel training is implemented for train encoder only");
   SIEVE_THROW_IF_NOT(!o.text_files.empty(), "at least one text file is required (--text)");
   SIEVE_THROW_IF_NOT(o.mask_prob > 0 && o.mask_prob < 1, "--mask-prob must lie in (0, 1)");
   SIEVE_THROW_IF_NOT(o.lr > 0, "--lr must be positive");
   set_compute_threads(c.threads);
   RunDir run(c, "mlm");
+  DataParallel dp({c.world_size, c.rank, c.dist_store, /*timeout_s=*/3600});
 
   // The model directory training starts from: a given one, or a new one written from the config.
   std::string source = o.init_dir;
@@ -117,7 +118,8 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
     f.vocab_file = o.vocab_file;
     f.pooling = o.pooling;
     f.max_seq_length = o.seq_len;
-    write_fixture_model(source, f);  // weights replaced below by Hugging Face's initialisation
+    if (run.writer()) write_fixture_model(source, f);  // weights replaced below by Hugging Face's initialisation
+    dp.barrier();                                       // the other ranks read it
   }
   TrainableEncoder enc(source, o.seq_len, c10::Device(c.device));
   const BertConfig& cfg = enc.info().config;
@@ -136,6 +138,9 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
   MlmHead head(cfg.hidden_size, cfg.vocab_size, cfg.layer_norm_eps);
   if (o.init_dir.empty()) hf_init(*enc.model(), o.init_range, cfg.pad_token_id);
   hf_init(*head, o.init_range, -1);
+  dp.broadcast(enc.model()->parameters());  // every rank starts from rank 0's initialisation
+  dp.broadcast(head->parameters());
+  at::manual_seed(c.seed + static_cast<uint64_t>(c.rank));  // masks and dropout differ per rank
   head->to(enc.device());
   head->train();
   enc.model()->train();
@@ -156,7 +161,9 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
         {"cls.predictions.transform.LayerNorm.bias", head->norm->bias},
         {"cls.predictions.bias", head->bias}};
   };
-  auto write_model = [&](const std::string& dir) { enc.save(dir, head_tensors(), "bert."); };
+  auto write_model = [&](const std::string& dir) {
+    if (run.writer()) enc.save(dir, head_tensors(), "bert.");
+  };
   SequenceSampler sampler(seqs.size(), c.batch_size, c.seed);
   LoopState state;
   if (!run.resume_from().empty()) {
@@ -169,6 +176,8 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
       copy_tensor(*f, f->get(name), dst);
     }
     state = run.restore(opt);
+    // The checkpoint holds rank 0's RNG; the other ranks derive their own from it.
+    if (dp.active()) at::manual_seed(c.seed * 1000003 + state.step * 31 + static_cast<uint64_t>(c.rank));
     sampler.restore(state.sampler);
   }
 
@@ -182,7 +191,11 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
   progress.add(state.step);
   while (!budget.done(state.step)) {
     set_learning_rates(opt, base_lr, linear_schedule(state.step, c.steps, warmup));
-    std::vector<size_t> rows = sampler.next();
+    std::vector<size_t> rows = sampler.next();  // the global batch; this rank takes a contiguous share
+    if (dp.active()) {
+      const size_t W = static_cast<size_t>(dp.world_size()), r = static_cast<size_t>(dp.rank()), n = rows.size();
+      rows = std::vector<size_t>(rows.begin() + static_cast<long>(n * r / W), rows.begin() + static_cast<long>(n * (r + 1) / W));
+    }
     size_t L = 0;
     for (size_t r : rows) L = std::max(L, seqs[r].size());
     const auto B = static_cast<int64_t>(rows.size());
@@ -198,18 +211,22 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
     Masked m = mask_tokens(ids, mask, special, sp.mask, cfg.vocab_size, o.mask_prob, at::detail::getDefaultCPUGenerator());
     at::Tensor states = enc.model()->forward(m.input.to(enc.device()), mask.to(enc.device()));
     at::Tensor logits = head->forward(states, enc.model()->embeddings->word_embeddings->weight);
-    // Mean over the chosen positions (a batch may, rarely, have none: loss 0, no update).
+    // Mean over the chosen positions of the global batch (a batch may, rarely, have none: loss 0,
+    // no update); each rank sums its share and divides by the global count.
     at::Tensor labels = m.labels.view({-1}).to(enc.device());
+    const double chosen = dp.sum((labels != -100).sum().item<double>());
     at::Tensor loss = at::cross_entropy_loss(logits.view({-1, cfg.vocab_size}), labels, {}, at::Reduction::Sum, -100) /
-                      (labels != -100).sum().clamp_min(1);
+                      std::max(1.0, chosen);
     opt.zero_grad();
     loss.backward();
+    dp.sum_gradients(all_params);
+    dump_gradients(run, c, state.step, {{"bert.", enc.model()->named_parameters()}, {"cls.", head->named_parameters()}});
     if (c.clip_norm > 0) torch::nn::utils::clip_grad_norm_(all_params, c.clip_norm);
     opt.step();
     ++state.step;
     progress.add(1);
-    const double l = loss.item<double>();
-    steps.add(state.step, rows.size(), l, nlohmann::json::object(),
+    const double l = dp.sum(loss.item<double>());
+    steps.add(state.step, rows.size() * static_cast<size_t>(dp.world_size()), l, nlohmann::json::object(),
               {{"lr", opt.param_groups()[0].options().get_lr()}, {"epoch", sampler.epoch()}});
     if (c.save_every > 0 && state.step % c.save_every == 0) {
       state.sampler = sampler.state();

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "model/tensor_io.h"
 #include "sieve/error.h"
 #include "train/trainable_encoder.h"
 
@@ -133,6 +134,16 @@ void StepLog::add(size_t step, size_t rows, double loss, const nlohmann::json& a
   loss_ = 0;
   n_ = 0;
   sums_ = nlohmann::json::object();
+}
+
+void dump_gradients(const RunDir& run, const TrainCommon& c, size_t step,
+                    const std::vector<std::pair<std::string, torch::OrderedDict<std::string, at::Tensor>>>& named) {
+  if (c.gradients_file.empty() || step != 0 || !run.writer()) return;
+  std::vector<std::pair<std::string, at::Tensor>> grads;
+  for (const auto& [prefix, dict] : named)
+    for (const auto& p : dict)
+      if (p.value().grad().defined()) grads.emplace_back(prefix + p.key(), p.value().grad());
+  write_tensors(c.gradients_file, grads);
 }
 
 void write_report(const RunDir& run, const TrainReport& r, const nlohmann::json& extra) {

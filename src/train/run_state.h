@@ -101,6 +101,10 @@ class StepLog {
   bool first_ = true;
 };
 
+/// The first step's gradients of `named` (prefixed) to c.gradients_file, when set, on the writer.
+void dump_gradients(const RunDir& run, const TrainCommon& c, size_t step,
+                    const std::vector<std::pair<std::string, torch::OrderedDict<std::string, at::Tensor>>>& named);
+
 /// Writes OUT/report.json from the report and `extra` fields.
 void write_report(const RunDir& run, const TrainReport& report, const nlohmann::json& extra);
 

@@ -14,6 +14,7 @@
 #include "sieve/safetensors.h"
 #include "sieve/index.h"
 #include "sieve/train.h"
+#include "train/distributed.h"
 #include "train/losses.h"
 #include "train/run_state.h"
 #include "train/train_data.h"
@@ -98,7 +99,6 @@ class LiveStates final : public TokenSource {
 TrainReport train_verifier(const VerifierTrainOptions& o) {
   const TrainCommon& c = o.common;
   check_common(c);
-  SIEVE_THROW_IF_NOT(c.world_size == 1, "--world-size: data-parallel training is implemented for train encoder only");
   SIEVE_THROW_IF_NOT(!o.model_dir.empty(), "an encoder is required (--model)");
   SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
   SIEVE_THROW_IF_NOT(o.tau > 0, "--tau must be positive");
@@ -114,6 +114,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   const bool end_to_end = o.regime == VerifierRegime::EndToEnd;
   ModelInfo info = read_model_info(o.model_dir);
   RunDir run(c, end_to_end ? "verifier-e2e" : "verifier-frozen");
+  DataParallel dp({c.world_size, c.rank, c.dist_store, /*timeout_s=*/3600});
   const std::string verifier_path = path_join(run.out(), "verifier.safetensors");
 
   VerifierConfig vc = o.verifier;
@@ -123,18 +124,18 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   TrainReport report;
   report.final_dir = verifier_path;
   if (!vm.module() && !end_to_end) {
-    vm.write(verifier_path, vm.config());
+    if (run.writer()) vm.write(verifier_path, vm.config());
     report.skipped = true;
     log_info(std::string(verifier_kind_name(vc.kind)) + " has no parameters: frozen training skipped");
     return report;
   }
 
-  at::manual_seed(c.seed);
+  at::manual_seed(c.seed + static_cast<uint64_t>(c.rank));  // dropout differs per rank
   std::unique_ptr<Encoder> frozen;
   std::unique_ptr<TrainableEncoder> live;
   std::unique_ptr<TokenSource> source;
   if (end_to_end) {
-    live = std::make_unique<TrainableEncoder>(o.model_dir, o.max_length, c10::Device(c.device));
+    live = std::make_unique<TrainableEncoder>(o.model_dir, o.max_length, c10::Device(c.device), o.dropout);
     source = std::make_unique<LiveStates>(*live, vc.max_tokens);
   } else {
     EncoderOptions eo;
@@ -163,9 +164,12 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     base_lr.push_back(o.lr_encoder);
   }
   torch::optim::AdamW opt(groups);
+  std::vector<at::Tensor> all_params = vparams;
+  all_params.insert(all_params.end(), eparams.begin(), eparams.end());
   BatchSampler sampler(data, c.batch_size, c.seed);
   LoopState state;
   auto write_model = [&](const std::string& dir) {
+    if (!run.writer()) return;
     VerifierConfig out = vm.config();
     if (live) {
       live->save(dir);
@@ -177,6 +181,8 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     if (live) live->model()->load_weights(*SafetensorsFile::open(path_join(run.resume_from(), "model.safetensors")));
     vm.load_weights(*SafetensorsFile::open(path_join(run.resume_from(), "verifier.safetensors")));
     state = run.restore(opt);
+    // The checkpoint holds rank 0's RNG; the other ranks derive their own from it.
+    if (dp.active()) at::manual_seed(c.seed * 1000003 + state.step * 31 + static_cast<uint64_t>(c.rank));
     sampler.restore(state.sampler);
   }
 
@@ -188,22 +194,49 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   StepLog steps(run, c, budget, report);
   while (!budget.done(state.step)) {
     set_learning_rates(opt, base_lr, linear_schedule(state.step, c.steps, warmup));
+    // The global batch; this rank scores the rows [begin, end) against every positive.
     std::vector<size_t> rows = sampler.next();
+    const auto W = static_cast<int64_t>(dp.world_size()), rank = static_cast<int64_t>(dp.rank());
+    const int64_t begin = B * rank / W, end = B * (rank + 1) / W, b = end - begin;
     std::vector<std::string> anchors, positives, negatives;
-    for (size_t r : rows) {
-      anchors.push_back(data[r].anchor);
-      positives.push_back(data[r].positive);
-      negatives.push_back(data[r].negatives[0]);
+    for (int64_t i = begin; i < end; ++i) {
+      const TrainExample& e = data[rows[static_cast<size_t>(i)]];
+      anchors.push_back(e.anchor);
+      positives.push_back(e.positive);
+      negatives.push_back(e.negatives[0]);
     }
     Side a = source->side(anchors), p = source->side(positives), n = source->side(negatives);
-    // S[i][k] = V(anchor i, positive k): all B x B maps in one batch, then each anchor's own negative.
+    // All B positives: with several ranks, gathered (padded to one length) as a leaf whose
+    // gradient is summed over the ranks and handed back to this rank's own positives.
+    at::Tensor P = p.states, Pm = p.mask;
+    if (dp.active()) {
+      const int64_t L = p.states.size(1);
+      const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
+      P = dp.all_gather(at::constant_pad_nd(p.states.detach(), {0, 0, 0, Lmax - L}, 0.0));
+      Pm = dp.all_gather(at::constant_pad_nd(p.mask, {0, Lmax - L}, 0.0));
+      if (live) P.requires_grad_(true);
+    }
+    // S[i][k] = V(anchor i, positive k) for this rank's anchors: b x B maps in one batch.
     verify::Maps all = verify::similarity_maps(a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0),
-                                               p.states.repeat({B, 1, 1}), p.mask.repeat({B, 1}));
-    at::Tensor S = vm.scores(all, /*inference=*/false).view({B, B});
+                                               P.repeat({b, 1, 1}), Pm.repeat({b, 1}));
+    at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
     at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask), false);
-    at::Tensor loss = verifier_infonce(S, neg, o.tau);
+    at::Tensor loss = verifier_infonce(S, neg, o.tau, begin, B);
     opt.zero_grad();
     loss.backward();
+    if (dp.active()) {
+      if (live) {
+        dp.sum_gradients({P});
+        p.states.backward(P.grad().narrow(0, begin, b).narrow(1, 0, p.states.size(1)));
+      }
+      dp.sum_gradients(all_params);
+    }
+    {
+      std::vector<std::pair<std::string, torch::OrderedDict<std::string, at::Tensor>>> named;
+      if (vm.module()) named.emplace_back("verifier.", vm.module()->named_parameters());
+      if (live) named.emplace_back("encoder.", live->model()->named_parameters());
+      dump_gradients(run, c, state.step, named);
+    }
     if (c.clip_norm > 0) {  // clipped per group, as the paper does
       if (!vparams.empty()) torch::nn::utils::clip_grad_norm_(vparams, c.clip_norm);
       if (!eparams.empty()) torch::nn::utils::clip_grad_norm_(eparams, c.clip_norm);
@@ -214,10 +247,10 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     double accuracy = 0;
     {
       at::NoGradGuard g;
-      at::Tensor logits = at::cat({S, neg.view({B, 1})}, 1);
-      accuracy = (logits.argmax(1) == at::arange(B, at::kLong)).sum().item<double>() / static_cast<double>(B);
+      at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
+      accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
     }
-    steps.add(state.step, rows.size(), loss.item<double>(), {{"accuracy", accuracy}},
+    steps.add(state.step, rows.size(), dp.sum(loss.item<double>()), {{"accuracy", accuracy}},
               {{"lr_verifier", vparams.empty() ? 0.0 : opt.param_groups()[0].options().get_lr()}});
     if (c.save_every > 0 && state.step % c.save_every == 0) {
       state.sampler = sampler.state();
@@ -231,13 +264,15 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   state.sampler = sampler.state();
   if (vm.module()) vm.module()->eval();
   run.checkpoint(state, opt, write_model);
-  VerifierConfig final_config = vm.config();
-  if (live) {
-    const std::string enc_dir = path_join(run.out(), "encoder");
-    live->save(enc_dir);
-    final_config.encoder_identity = model_identity(enc_dir);
+  if (run.writer()) {
+    VerifierConfig final_config = vm.config();
+    if (live) {
+      const std::string enc_dir = path_join(run.out(), "encoder");
+      live->save(enc_dir);
+      final_config.encoder_identity = model_identity(enc_dir);
+    }
+    vm.write(verifier_path, final_config);
   }
-  vm.write(verifier_path, final_config);
   write_report(run, report, {{"regime", end_to_end ? "end_to_end" : "frozen"}});
   return report;
 }

@@ -388,6 +388,29 @@ TEST(VerifierTraining, EndToEndChangesTheEncoderAndNamesIt) {
   EXPECT_EQ(Verifier::load(dir + "/out/verifier.safetensors")->config().kind, VerifierKind::F1);
 }
 
+TEST(VerifierTraining, TwoProcessDataParallelGradientsEqualOneProcess) {
+  // F4 frozen and F1 end to end, batch 8 split 4 + 4 over two processes, no dropout: the summed
+  // gradients (verifier and encoder) equal one process's.
+  std::string dir = test::make_temp_dir("train_ver_dp");
+  write_fixture_model(dir + "/model", test::tiny_model_options(12));
+  std::string data = write_swaps(dir, 24, 6);
+  for (std::string mode : {"--kind F4 --regime frozen", "--kind F1 --regime end-to-end"}) {
+    const std::string base = test::cli_path() + " train verifier -m " + dir + "/model --train " + data + " " + mode +
+                             " --max-tokens 16 --f4-width 16 --f4-heads 2 --steps 2 --batch-size 8 --dropout 0"
+                             " --verifier-dropout 0 --threads 1";
+    auto one = test::run_command(base + " --out " + dir + "/one --dump-gradients " + dir + "/g1.safetensors");
+    ASSERT_EQ(one.exit_code, 0) << mode;
+    auto two = test::run_command(base + " --world-size 2 --out " + dir + "/two --dump-gradients " + dir + "/g2.safetensors");
+    ASSERT_EQ(two.exit_code, 0) << mode;
+    auto [diff, scale] = max_tensor_diff(dir + "/g1.safetensors", dir + "/g2.safetensors");
+    std::printf("%s: max |1 process - 2 processes| %.3g, max |gradient| %.3g\n", mode.c_str(), diff, scale);
+    EXPECT_GT(scale, 1e-4) << mode;
+    EXPECT_LT(diff, 1e-5 * std::max(1.0, scale)) << mode;
+    std::filesystem::remove_all(dir + "/one");
+    std::filesystem::remove_all(dir + "/two");
+  }
+}
+
 TEST(VerifierTraining, FrozenParameterFreeIsSkipped) {
   std::string dir = test::make_temp_dir("train_ver_skip");
   write_fixture_model(dir + "/model", test::tiny_model_options(9));
@@ -522,6 +545,13 @@ TEST(Mlm, LossFallsOnATinyCorpusAndTheModelLoads) {
   auto f = SafetensorsFile::open(dir + "/out/last/model.safetensors");
   EXPECT_TRUE(f->contains("cls.predictions.bias"));
   EXPECT_TRUE(f->contains("bert.embeddings.word_embeddings.weight"));
+  // Data parallel through the CLI: two processes share each batch and agree on one model.
+  auto two = test::run_command(test::cli_path() + " train mlm --vocab " + dir + "/vocab.txt --text " + dir +
+                               "/text.txt --hidden 32 --layers 1 --heads 2 --ffn 64 --max-positions 64 --seq-len 32"
+                               " --steps 4 --batch-size 8 --threads 1 --world-size 2 --out " + dir + "/dp");
+  ASSERT_EQ(two.exit_code, 0);
+  EXPECT_EQ(std::count(two.out.begin(), two.out.end(), '\n'), 1) << two.out;
+  EXPECT_EQ(Encoder::load(dir + "/dp/last")->dim(), 32u);
 }
 
 }  // namespace
