@@ -14,6 +14,7 @@
 #include "nearmiss/lexicon.h"
 #include "sieve/error.h"
 #include "support/test_util.h"
+#include "unit/nearmiss/wordnet_test.h"
 
 namespace sieve::nearmiss {
 namespace {
@@ -22,19 +23,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-class LexiconTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (Lexicon::available()) lexicon_ = Lexicon::load();
-  }
-  static void TearDownTestSuite() { lexicon_.reset(); }
-  void SetUp() override {
-    if (!lexicon_) GTEST_SKIP() << "WordNet not installed (apt install wordnet-base)";
-  }
-  static const Lexicon& lx() { return *lexicon_; }
-  static std::unique_ptr<Lexicon> lexicon_;
-};
-std::unique_ptr<Lexicon> LexiconTest::lexicon_;
+class LexiconTest : public test::WordNetTest {};
 
 TEST_F(LexiconTest, CountsMatchWordNet30Statistics) {
   // wnstats(7WN) for WordNet 3.0: unique strings / synsets 117798/82115 nouns, 11529/13767 verbs,

@@ -1,0 +1,907 @@
+// Rule-based near-miss perturbations and the token-level edit check (see perturb.h).
+//
+// Every rule works on the tagged, chunked sentence of sentence.h and builds a list of candidate
+// edits; apply() picks one with the caller's rng. A rule that does not recognise the sentence's
+// shape contributes no candidate, so the answer is nullopt rather than a guess.
+#include "nearmiss/perturb.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "nearmiss/sentence.h"
+#include "sieve/error.h"
+
+namespace sieve::nearmiss {
+namespace {
+
+using Words = std::vector<std::string>;
+
+struct KindInfo {
+  Kind kind;
+  const char* name;
+};
+const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap, "role_swap"},
+                           {Kind::BindingSwap, "binding_swap"}, {Kind::SpatialFlip, "spatial_flip"},
+                           {Kind::Antonym, "antonym"},           {Kind::Synonym, "synonym"}};
+
+bool starts_upper(const std::string& w) { return !w.empty() && std::isupper(static_cast<unsigned char>(w[0])); }
+
+// `w` with the first letter's case of `like`.
+std::string case_like(const std::string& like, std::string w) {
+  if (w.empty()) return w;
+  if (starts_upper(like)) w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
+  return w;
+}
+
+bool ends_with(const std::string& s, const char* suf) {
+  size_t n = std::char_traits<char>::length(suf);
+  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
+}
+
+bool is_alpha_word(const std::string& w) {
+  if (w.empty()) return false;
+  for (char c : w)
+    if (!std::isalpha(static_cast<unsigned char>(c)) && c != '-') return false;
+  return std::isalpha(static_cast<unsigned char>(w[0]));
+}
+
+// "a" or "an" before `w` (spelling rule with the common exceptions).
+std::string article_for(const std::string& word) {
+  std::string w = lower(word);
+  if (w.empty()) return "a";
+  static const char* const kAnExceptions[] = {"hour", "honest", "honor", "honour", "heir"};
+  for (const char* e : kAnExceptions)
+    if (w.rfind(e, 0) == 0) return "an";
+  static const char* const kAExceptions[] = {"unique", "unit", "univ", "unic", "unif", "union", "unil", "unis",
+                                             "use", "usu", "uti", "uten", "ura", "ure", "uro", "eu", "ewe",
+                                             "one", "once"};
+  for (const char* e : kAExceptions)
+    if (w.rfind(e, 0) == 0) return "a";
+  return std::strchr("aeiou", w[0]) ? "an" : "a";
+}
+
+// True when replacing token `i` by `replacement` keeps a preceding a/an correct.
+bool article_ok(const Sentence& s, size_t i, const std::string& replacement) {
+  if (i == 0) return true;
+  std::string prev = lower(s.tokens[i - 1].text);
+  if (prev != "a" && prev != "an") return true;
+  return article_for(replacement) == prev;
+}
+
+bool is_question(const Sentence& s) {
+  const auto& t = s.tokens;
+  if (t.empty()) return true;
+  for (size_t i = t.size(); i-- > 0;) {
+    if (t[i].text == "?") return true;
+    if (t[i].tag != Tag::Punct) break;
+  }
+  Tag f = t[0].tag;
+  return f == Tag::Wh || f == Tag::Be || f == Tag::Do || f == Tag::Modal || f == Tag::Have;
+}
+
+// Makes the first token's case follow the original sentence's (a capitalised start stays so).
+void fix_initial_case(const Sentence& orig, Sentence& s) {
+  if (orig.tokens.empty() || s.tokens.empty()) return;
+  if (starts_upper(orig.tokens[0].text)) {
+    auto& w = s.tokens[0].text;
+    w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
+  }
+}
+
+// The tokens of `s` with [r1) and [r2) exchanged (r1 before r2). The moved spans take the
+// whitespace of the slots they land in; a sentence-initial common word moved away is lower-cased.
+Sentence swap_spans(const Sentence& s, Range r1, Range r2) {
+  Sentence out;
+  out.trailing = s.trailing;
+  const auto& t = s.tokens;
+  auto put_span = [&](Range from, const std::string& slot_space) {
+    for (size_t k = from.b; k < from.e; ++k) {
+      Token tok = t[k];
+      if (k == from.b) tok.space_before = slot_space;
+      if (k == 0 && tok.tag != Tag::Propn && tok.text != "I" && out.tokens.size() > 0) tok.text = lower(tok.text);
+      out.tokens.push_back(tok);
+    }
+  };
+  for (size_t k = 0; k < r1.b; ++k) out.tokens.push_back(t[k]);
+  put_span(r2, t[r1.b].space_before);
+  for (size_t k = r1.e; k < r2.b; ++k) out.tokens.push_back(t[k]);
+  put_span(r1, t[r2.b].space_before);
+  for (size_t k = r2.e; k < t.size(); ++k) out.tokens.push_back(t[k]);
+  return out;
+}
+
+Token make_token(const std::string& text, const std::string& space, Tag tag) {
+  Token t;
+  t.text = text;
+  t.space_before = space;
+  t.tag = tag;
+  return t;
+}
+
+// The finite form of a verb: which inflection of which base it is.
+enum class Form { Base, Past, Third, None };
+struct VerbForm {
+  std::string base;
+  Form form = Form::None;
+  bool past_equals_base = false;
+};
+VerbForm verb_form(const std::string& word, const Lexicon& lex) {
+  VerbForm vf;
+  std::string w = lower(word);
+  for (const auto& b : lex.base_forms(w, Pos::Verb)) {
+    if (b.find(' ') != std::string::npos) continue;
+    vf.base = b;
+    vf.past_equals_base = lex.verb_past(b) == b;
+    if (w == b) vf.form = Form::Base;
+    else if (w == lex.verb_past(b)) vf.form = Form::Past;
+    else if (w == lex.verb_third_person(b)) vf.form = Form::Third;
+    else continue;
+    return vf;
+  }
+  return VerbForm{};
+}
+
+// Re-agrees the finite word of the verb group with a subject whose number changed from
+// `old3` (third person singular) to `new3`. False when that cannot be done safely.
+bool reagree(Sentence& s, const Clause& c, bool old3, bool new3, const Lexicon& lex) {
+  if (old3 == new3) return true;
+  size_t f = c.verb_group.b;
+  while (f < c.verb_group.e && (s.tokens[f].tag == Tag::Adv || s.tokens[f].tag == Tag::Neg)) ++f;
+  if (f >= c.verb_group.e) return false;
+  Token& t = s.tokens[f];
+  std::string w = lower(t.text);
+  auto set = [&](const char* three, const char* other) {
+    t.text = case_like(t.text, new3 ? three : other);
+    return true;
+  };
+  if (t.tag == Tag::Modal) return true;
+  if (w == "is" || w == "are") return set("is", "are");
+  if (w == "was" || w == "were") return set("was", "were");
+  if (w == "has" || w == "have") return set("has", "have");
+  if (w == "does" || w == "do") return set("does", "do");
+  if (w == "had" || w == "did") return true;
+  if (t.tag != Tag::Verb) return false;
+  VerbForm vf = verb_form(w, lex);
+  switch (vf.form) {
+    case Form::Past: return true;
+    case Form::Third: t.text = case_like(t.text, vf.base); return !new3;
+    case Form::Base:
+      if (vf.past_equals_base) return false;  // "they put": present or past? don't guess
+      if (!new3) return false;
+      t.text = case_like(t.text, lex.verb_third_person(vf.base));
+      return true;
+    default: return false;
+  }
+}
+
+// ---- negation ----------------------------------------------------------------------------------
+
+const std::vector<std::pair<std::string, std::string>>& quantifier_flips() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"some", "no"}, {"all", "no"}, {"every", "no"}, {"something", "nothing"},
+      {"everything", "nothing"}, {"somebody", "nobody"}, {"someone", "nobody"},
+      {"everybody", "nobody"}, {"everyone", "nobody"}, {"always", "never"}};
+  return v;
+}
+
+bool is_negation_word(const std::string& lw) {
+  return lw == "not" || lw == "n't" || lw == "never" || lw == "cannot" || lw == "no" || lw == "nothing" ||
+         lw == "nobody" || lw == "none" || lw == "neither" || lw == "nor" || lw == "nowhere";
+}
+
+void negation_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  size_t negs = 0, neg_at = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (is_negation_word(lower(t[i].text))) {
+      ++negs;
+      neg_at = i;
+    }
+  if (negs > 1) return;
+  if (negs == 1) {
+    // Removal.
+    std::string lw = lower(t[neg_at].text);
+    if (neg_at == 0) return;
+    Sentence r = s;
+    auto& rt = r.tokens;
+    if (lw == "cannot") {
+      rt[neg_at].text = case_like(t[neg_at].text, "can");
+      out.push_back(r);
+      return;
+    }
+    if (lw == "nothing" || lw == "nobody") {
+      rt[neg_at].text = case_like(t[neg_at].text, lw == "nothing" ? "something" : "somebody");
+      out.push_back(r);
+      return;
+    }
+    if (lw == "never") {
+      if (t[neg_at - 1].tag == Tag::Punct || neg_at + 1 >= t.size()) return;
+      Tag nt = t[neg_at + 1].tag;
+      if (nt != Tag::Verb && nt != Tag::Be && nt != Tag::Have && nt != Tag::Adv) return;
+      rt.erase(rt.begin() + neg_at);
+      out.push_back(r);
+      return;
+    }
+    if (lw != "not" && lw != "n't") return;
+    const Token& prev = t[neg_at - 1];
+    std::string lp = lower(prev.text);
+    if (lp == "ca" || lp == "wo" || lp == "sha") {
+      rt[neg_at - 1].text = case_like(prev.text, lp == "ca" ? "can" : lp == "wo" ? "will" : "shall");
+      rt.erase(rt.begin() + neg_at);
+      out.push_back(r);
+      return;
+    }
+    if (prev.tag == Tag::Do) {
+      if (neg_at - 1 == 0) return;  // "Don't go": imperative
+      size_t v = neg_at + 1;
+      while (v < t.size() && t[v].tag == Tag::Adv) ++v;
+      if (v >= t.size() || t[v].tag != Tag::Verb) return;
+      std::string base = lower(t[v].text);
+      if (!lex.has(base, Pos::Verb) || base.find('-') != std::string::npos) return;
+      std::string form = lp == "did" ? lex.verb_past(base) : lp == "does" ? lex.verb_third_person(base) : base;
+      if (form.empty()) return;
+      rt[v].text = case_like(t[v].text, form);
+      rt[v].space_before = v == neg_at + 1 ? prev.space_before : rt[v].space_before;
+      if (v != neg_at + 1) rt[neg_at + 1].space_before = prev.space_before;
+      rt.erase(rt.begin() + (neg_at - 1), rt.begin() + neg_at + 1);
+      out.push_back(r);
+      return;
+    }
+    if (prev.tag == Tag::Be || prev.tag == Tag::Have || prev.tag == Tag::Modal) {
+      if (lp == "'d" || lp == "'ll") return;
+      rt.erase(rt.begin() + neg_at);
+      out.push_back(r);
+    }
+    return;
+  }
+  // Insertion in the main clause.
+  Clause c;
+  if (parse_clause(s, c)) {
+    size_t f = c.verb_group.b;
+    Sentence r = s;
+    auto& rt = r.tokens;
+    const std::string lf = lower(t[f].text);
+    auto insert_not_after = [&](size_t k) {
+      rt.insert(rt.begin() + k + 1, make_token("not", " ", Tag::Neg));
+      out.push_back(r);
+    };
+    auto do_support = [&](size_t v, const std::string& do_form, const std::string& base) {
+      std::string space = rt[v].space_before;
+      rt[v].text = base;
+      rt.insert(rt.begin() + v, make_token("not", " ", Tag::Neg));
+      rt.insert(rt.begin() + v, make_token(do_form, space, Tag::Do));
+      out.push_back(r);
+    };
+    Tag g = t[f].tag;
+    bool s3 = np_third_singular(s, c.subject, lex);
+    if (g == Tag::Modal) {
+      if (lf == "can") {
+        rt[f].text = case_like(t[f].text, "cannot");
+        out.push_back(r);
+      } else if (lf != "'ll" && lf != "'d" && lf != "ca" && lf != "wo" && lf != "sha") {
+        insert_not_after(f);
+      }
+    } else if (g == Tag::Be || g == Tag::Do) {
+      insert_not_after(f);  // "is not", "'s not", "did not go"
+    } else if (g == Tag::Have) {
+      if (c.head_is_verb && c.head > f) {
+        if (lf != "'ve") insert_not_after(f);
+      } else if (lf == "has") {
+        do_support(f, "does", "have");
+      } else if (lf == "had") {
+        do_support(f, "did", "have");
+      } else if (lf == "have" && !s3) {
+        do_support(f, "do", "have");
+      }
+    } else if (g == Tag::Verb && c.head_is_verb && c.head == f) {
+      VerbForm vf = verb_form(t[f].text, lex);
+      if (vf.form == Form::Past && !(vf.past_equals_base && !s3)) do_support(f, "did", vf.base);
+      else if (vf.form == Form::Third && s3) do_support(f, "does", vf.base);
+      else if (vf.form == Form::Base && !s3 && !vf.past_equals_base) do_support(f, "do", vf.base);
+      else if (vf.form == Form::Base && s3 && vf.past_equals_base) do_support(f, "did", vf.base);
+    }
+  }
+  // Quantifier flips before a noun phrase or as a pronoun.
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::string lw = lower(t[i].text);
+    for (const auto& q : quantifier_flips()) {
+      if (lw != q.first) continue;
+      bool pron = t[i].tag == Tag::Pron;
+      bool before_nominal = i + 1 < t.size() && (t[i + 1].tag == Tag::Noun || t[i + 1].tag == Tag::Adj);
+      bool adverb = lw == "always" && i + 1 < t.size() && (t[i + 1].tag == Tag::Verb || t[i + 1].tag == Tag::Be);
+      if (!(pron || before_nominal || adverb)) continue;
+      if (lw == "every" || lw == "some" || lw == "all") {
+        // "some of", "all the": not before a determiner; "all" only before a plural noun.
+        if (!before_nominal) continue;
+      }
+      Sentence r = s;
+      r.tokens[i].text = case_like(t[i].text, q.second);
+      out.push_back(r);
+    }
+  }
+}
+
+// Adjectives that are also nouns ("stock", "minute") are edited only when they are common
+// attributes (a noun-like modifier is usually part of a compound: "stock market").
+const std::set<std::string> kAttributes = {
+    "red", "blue", "green", "yellow", "black", "white", "brown", "gray", "grey", "pink", "purple",
+    "orange", "small", "old", "young", "hot", "cold", "warm", "cool", "wet", "dry", "short", "tall",
+    "long", "round", "square", "flat", "soft", "hard", "light", "dark", "heavy", "sweet", "sour",
+    "bitter", "plain", "fine", "good", "bad", "poor", "rich", "clean", "dirty", "empty", "full",
+    "high", "low", "quiet", "loud", "fast", "slow", "deep", "wide", "thick", "thin", "bright", "dull",
+    "strong", "weak", "happy", "sad", "wooden", "metal", "glass", "plastic", "paper", "stone",
+    "gold", "silver", "iron", "leather", "silk", "cotton", "wool", "left", "right", "top", "front",
+    "back", "male", "female", "public", "private", "early", "late", "major", "minor", "real",
+    "natural", "national", "local", "general", "modern", "ancient", "simple", "complex", "common",
+    "human", "final", "key", "chief", "prime", "double", "single", "giant", "tiny"};
+
+// ---- role swap ---------------------------------------------------------------------------------
+
+bool swappable_np(const Sentence& s, Range np) {
+  if (np.empty()) return false;
+  const auto& t = s.tokens;
+  if (np.size() == 1 && t[np.b].tag == Tag::Pron) {
+    std::string w = lower(t[np.b].text);
+    return w == "it" || w == "you";
+  }
+  for (size_t k = np.b; k < np.e; ++k)
+    if (t[k].tag == Tag::Pron) return false;
+  return true;
+}
+
+bool np_boundary_after(const Sentence& s, size_t e) {
+  if (e >= s.tokens.size()) return true;
+  Tag g = s.tokens[e].tag;
+  std::string w = lower(s.tokens[e].text);
+  // "X of Y", "X and Y": the NP continues, moving only its first part would garble it.
+  if (w == "of" || w == "and" || w == "or" || w == "nor") return false;
+  return g == Tag::Punct || g == Tag::Prep || g == Tag::Conj || g == Tag::To || g == Tag::Wh;
+}
+
+std::string span_text(const Sentence& s, Range r) {
+  std::string out;
+  for (size_t k = r.b; k < r.e; ++k) out += lower(s.tokens[k].text) + " ";
+  return out;
+}
+
+void role_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  Clause c;
+  if (!parse_clause(s, c)) return;
+  if (!swappable_np(s, c.subject)) return;
+  const auto& t = s.tokens;
+  auto try_swap = [&](Range other) {
+    if (!swappable_np(s, other) || !np_boundary_after(s, other.e)) return;
+    std::string head = lower(t[other.e - 1].text);
+    if (head == "more" || head == "less" || head == "much" || head == "most" || head == "lot") return;
+    // Time and measure adverbials are not objects ("cried the whole trip", "crested last night").
+    static const std::set<std::string> kAdverbialHeads = {
+        "night", "nights", "day", "days", "week", "weeks", "month", "months", "year", "years", "time",
+        "times", "morning", "evening", "afternoon", "hour", "hours", "minute", "minutes", "second",
+        "seconds", "trip", "home", "way", "today", "tonight", "yesterday", "tomorrow", "while", "century",
+        "centuries", "decade", "decades", "summer", "winter", "spring", "autumn", "weekend", "moment"};
+    if (kAdverbialHeads.count(head)) return;
+    // The NP that becomes the subject needs a determiner, a name, a plural or "it"/"you": a bare
+    // singular ("fly south", "took water") is mostly an adverb or part of an idiom.
+    if (other.size() == 1 && t[other.b].tag == Tag::Noun && np_third_singular(s, other, lex)) return;
+    if (span_text(s, c.subject) == span_text(s, other)) return;
+    Sentence r = s;
+    bool old3 = np_third_singular(s, c.subject, lex), new3 = np_third_singular(s, other, lex);
+    if (!reagree(r, c, old3, new3, lex)) return;
+    out.push_back(swap_spans(r, c.subject, other));
+  };
+  static const std::set<std::string> kLinking = {"become", "seem", "remain", "appear", "look", "feel", "sound",
+                                                 "stay", "turn", "get", "prove", "stand", "grow", "go", "come",
+                                                 "keep", "make", "call", "name", "elect", "consider"};
+  bool linking = false;
+  if (c.head_is_verb) {
+    for (const auto& b : lex.base_forms(lower(t[c.head].text), Pos::Verb))
+      if (kLinking.count(b)) linking = true;
+  }
+  // Without an auxiliary the verb must be finite ("laws enforcing noise abatement" is a fragment).
+  bool has_aux = false;
+  for (size_t k = c.verb_group.b; k < c.head; ++k)
+    if (t[k].tag == Tag::Be || t[k].tag == Tag::Have || t[k].tag == Tag::Modal || t[k].tag == Tag::Do) has_aux = true;
+  if (c.head_is_verb && !has_aux && verb_form(t[c.head].text, lex).form == Form::None) return;
+  // "had acutely pointed toes": an adverb between have and a participle is usually an adjective
+  // phrase the tagger misread as a perfect.
+  for (size_t k = c.verb_group.b; k + 1 < c.head; ++k)
+    if (t[k].tag == Tag::Have && t[k + 1].tag == Tag::Adv) return;
+  if (c.head_is_verb && !linking && !c.object.empty()) {
+    // Not a passive or a participle phrase ("was bitten by").
+    bool passive = false;
+    for (size_t k = c.verb_group.b; k < c.head; ++k)
+      if (t[k].tag == Tag::Be) passive = true;
+    if (!passive || ends_with(lower(t[c.head].text), "ing")) try_swap(c.object);
+  }
+  // "X is bigger than Y" / "X is more useful than Y".
+  if (!c.head_is_verb && t[c.head].tag == Tag::Be && c.head + 1 == c.verb_group.e) {
+    size_t k = c.verb_group.e;
+    if (k < t.size() && (lower(t[k].text) == "more" || lower(t[k].text) == "less")) ++k;
+    if (k + 1 < t.size() && t[k].tag == Tag::Adj && lower(t[k + 1].text) == "than" &&
+        (k > c.verb_group.e || ends_with(lower(t[k].text), "er"))) {
+      size_t b = k + 2, e = np_end(s, b);
+      if (e > b) try_swap(Range{b, e});
+    }
+  }
+}
+
+// ---- binding swap ------------------------------------------------------------------------------
+
+void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  struct NP {
+    Range np, adj;
+  };
+  std::vector<NP> nps;
+  const auto& t = s.tokens;
+  for (size_t i = 0; i < t.size();) {
+    size_t e = np_end(s, i);
+    if (e > i) {
+      Range adj = np_adjectives(s, i, e);
+      bool real = !adj.empty();
+      static const std::set<std::string> kNotAttributes = {
+          "first", "second", "third", "last", "next", "other", "same", "only", "own", "such", "certain",
+          "whole", "main", "former", "latter", "various", "entire", "particular", "previous", "following",
+          "further", "additional", "more", "less", "most", "least", "many", "few", "several", "different"};
+      for (size_t k = adj.b; k < adj.e; ++k)
+      {
+        std::string w = lower(t[k].text);
+        if (!lex.has(w, Pos::Adj) || starts_upper(t[k].text) || kNotAttributes.count(w) || ends_with(w, "ing"))
+          real = false;
+        if (lex.has(w, Pos::Noun) && !kAttributes.count(w)) real = false;
+      }
+      if (real) nps.push_back({Range{i, e}, adj});
+      i = e;
+    } else {
+      ++i;
+    }
+  }
+  for (size_t p = 0; p < nps.size(); ++p)
+    for (size_t q = p + 1; q < nps.size(); ++q) {
+      const Range a = nps[p].adj, b = nps[q].adj;
+      if (span_text(s, a) == span_text(s, b)) continue;
+      if (!article_ok(s, a.b, t[b.b].text) || !article_ok(s, b.b, t[a.b].text)) continue;
+      out.push_back(swap_spans(s, a, b));
+    }
+}
+
+// ---- spatial flip ------------------------------------------------------------------------------
+
+enum class Ctx { Any, Side, Object, AfterDet };
+struct SpatialRule {
+  const char* from;
+  const char* to;
+  Ctx ctx;
+};
+const std::vector<SpatialRule>& spatial_rules() {
+  static const std::vector<SpatialRule> v = {
+      {"left", "right", Ctx::Side},         {"right", "left", Ctx::Side},
+      {"above", "below", Ctx::Any},         {"below", "above", Ctx::Any},
+      {"over", "under", Ctx::Object},       {"under", "over", Ctx::Object},
+      {"in front of", "behind", Ctx::Any},  {"behind", "in front of", Ctx::Object},
+      {"ahead of", "behind", Ctx::Any},     {"inside", "outside", Ctx::Any},
+      {"outside", "inside", Ctx::Any},      {"before", "after", Ctx::Any},
+      {"after", "before", Ctx::Any},        {"on top of", "beneath", Ctx::Any},
+      {"beneath", "on top of", Ctx::Object}, {"underneath", "on top of", Ctx::Object},
+      {"upstairs", "downstairs", Ctx::Any}, {"downstairs", "upstairs", Ctx::Any},
+      {"uphill", "downhill", Ctx::Any},     {"downhill", "uphill", Ctx::Any},
+      {"upward", "downward", Ctx::Any},     {"downward", "upward", Ctx::Any},
+      {"upwards", "downwards", Ctx::Any},   {"downwards", "upwards", Ctx::Any},
+      {"upstream", "downstream", Ctx::Any}, {"downstream", "upstream", Ctx::Any},
+      {"north", "south", Ctx::Any},         {"south", "north", Ctx::Any},
+      {"east", "west", Ctx::Any},           {"west", "east", Ctx::Any},
+      {"northern", "southern", Ctx::Any},   {"southern", "northern", Ctx::Any},
+      {"eastern", "western", Ctx::Any},     {"western", "eastern", Ctx::Any},
+      {"top", "bottom", Ctx::AfterDet},     {"bottom", "top", Ctx::AfterDet},
+      {"upper", "lower", Ctx::AfterDet},    {"lower", "upper", Ctx::AfterDet},
+      {"inner", "outer", Ctx::AfterDet},    {"outer", "inner", Ctx::AfterDet},
+      {"interior", "exterior", Ctx::AfterDet}, {"exterior", "interior", Ctx::AfterDet},
+      {"forward", "backward", Ctx::Any},    {"backward", "forward", Ctx::Any},
+      {"forwards", "backwards", Ctx::Any},  {"backwards", "forwards", Ctx::Any},
+      {"clockwise", "counterclockwise", Ctx::Any}, {"counterclockwise", "clockwise", Ctx::Any},
+      {"into", "out of", Ctx::Object},      {"near", "far from", Ctx::Object},
+      {"toward", "away from", Ctx::Object}, {"towards", "away from", Ctx::Object},
+      {"away from", "toward", Ctx::Object},
+  };
+  return v;
+}
+
+Words split_words(const std::string& s) {
+  Words w;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(' ', i);
+    if (j == std::string::npos) j = s.size();
+    if (j > i) w.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return w;
+}
+
+bool object_follows(const Sentence& s, size_t e) {
+  if (e >= s.tokens.size()) return false;
+  Tag g = s.tokens[e].tag;
+  return g == Tag::Det || g == Tag::Poss || g == Tag::Num || g == Tag::Noun || g == Tag::Adj || g == Tag::Propn ||
+         (g == Tag::Pron && lower(s.tokens[e].text) != "there") || g == Tag::Quant;
+}
+
+void spatial_candidates(const Sentence& s, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  static const std::set<std::string> kSideNouns = {"of", "side", "hand", "wing", "arm", "leg", "foot", "eye",
+                                                   "ear", "bank", "turn", "field", "corner", "edge", "margin",
+                                                   "lane", "half", "-hand", "shoulder", "knee", "wrist"};
+  for (size_t i = 0; i < t.size(); ++i) {
+    for (const auto& rule : spatial_rules()) {
+      Words from = split_words(rule.from);
+      if (i + from.size() > t.size()) continue;
+      bool match = true;
+      for (size_t k = 0; k < from.size(); ++k)
+        if (lower(t[i + k].text) != from[k]) match = false;
+      if (!match) continue;
+      size_t e = i + from.size();
+      std::string prev = i > 0 ? lower(t[i - 1].text) : "";
+      Tag prev_tag = i > 0 ? t[i - 1].tag : Tag::Other;
+      switch (rule.ctx) {
+        case Ctx::Side: {
+          if (prev_tag == Tag::Pron || prev_tag == Tag::Propn || prev_tag == Tag::Noun || prev_tag == Tag::Have ||
+              prev_tag == Tag::Neg || prev_tag == Tag::Modal || prev_tag == Tag::Do)
+            continue;
+          std::string next = e < t.size() ? lower(t[e].text) : "";
+          bool side = kSideNouns.count(next) > 0;
+          bool bare = (prev == "the" || prev == "to" || prev == "on") && (e >= t.size() || t[e].tag == Tag::Punct);
+          if (!side && !bare) continue;
+          break;
+        }
+        case Ctx::Object:
+          if (!object_follows(s, e)) continue;
+          break;
+        case Ctx::AfterDet:
+          if (!(prev_tag == Tag::Det || prev_tag == Tag::Poss)) continue;
+          break;
+        case Ctx::Any:
+          // "look forward to", "look back on": idioms, not directions.
+          if ((from[0] == "forward" || from[0] == "backward" || from[0] == "forwards" || from[0] == "backwards") &&
+              e < t.size() && lower(t[e].text) == "to")
+            continue;
+          break;
+      }
+      Sentence r = s;
+      Words to = split_words(rule.to);
+      std::vector<Token> repl;
+      for (size_t k = 0; k < to.size(); ++k)
+        repl.push_back(make_token(k == 0 ? case_like(t[i].text, to[k]) : to[k], k == 0 ? t[i].space_before : " ",
+                                  Tag::Prep));
+      r.tokens.erase(r.tokens.begin() + i, r.tokens.begin() + e);
+      r.tokens.insert(r.tokens.begin() + i, repl.begin(), repl.end());
+      out.push_back(r);
+    }
+  }
+}
+
+// ---- antonym / synonym -------------------------------------------------------------------------
+
+// The inflection of `word` (part of speech `p`) relative to a base, and how to re-apply it.
+struct Inflection {
+  std::string base;
+  int form = -1;  // noun: 0 sing, 1 plural; verb: 0 base, 1 past, 2 participle, 3 third, 4 -ing; adj/adv: 0
+};
+Inflection inflection_of(const std::string& w, Pos p, const Lexicon& lex) {
+  Inflection inf;
+  if (p == Pos::Adj || p == Pos::Adv) {
+    // A comparative or superlative ("larger") is skipped: its antonym would lose the degree.
+    for (const auto& b : lex.base_forms(w, p))
+      if (b != w) return inf;
+    if (lex.has(w, p)) inf = {w, 0};
+    return inf;
+  }
+  for (const auto& b : lex.base_forms(w, p)) {
+    if (b.find(' ') != std::string::npos) continue;
+    if (p == Pos::Noun) {
+      if (w == b) return {b, 0};
+      if (w == lex.noun_plural(b)) return {b, 1};
+    } else {
+      if (w == b) return {b, 0};
+      if (w == lex.verb_past(b)) return {b, 1};
+      if (w == lex.verb_past_participle(b)) return {b, 2};
+      if (w == lex.verb_third_person(b)) return {b, 3};
+      if (w == lex.verb_present_participle(b)) return {b, 4};
+    }
+  }
+  return inf;
+}
+std::string inflect(const std::string& base, Pos p, int form, const Lexicon& lex) {
+  if (p == Pos::Noun) return form == 1 ? lex.noun_plural(base) : base;
+  if (p == Pos::Verb) {
+    switch (form) {
+      case 1: return lex.verb_past(base);
+      case 2: return lex.verb_past_participle(base);
+      case 3: return lex.verb_third_person(base);
+      case 4: return lex.verb_present_participle(base);
+      default: return base;
+    }
+  }
+  return base;
+}
+
+bool tag_pos(Tag g, Pos& p) {
+  switch (g) {
+    case Tag::Noun: p = Pos::Noun; return true;
+    case Tag::Verb: p = Pos::Verb; return true;
+    case Tag::Adj: p = Pos::Adj; return true;
+    case Tag::Adv: p = Pos::Adv; return true;
+    default: return false;
+  }
+}
+
+void lexical_candidates(const Sentence& s, const Lexicon& lex, bool antonym, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  for (size_t i = 0; i < t.size(); ++i) {
+    Pos p;
+    if (!tag_pos(t[i].tag, p)) continue;
+    const std::string& w0 = t[i].text;
+    if (!is_alpha_word(w0) || (i > 0 && starts_upper(w0))) continue;
+    std::string w = lower(w0);
+    if (w.size() < 3 || is_closed_class(w)) continue;
+    static const std::set<std::string> kSkip = {"first", "second", "third", "last", "own", "other", "same",
+                                                "only", "next", "certain", "such", "former", "latter"};
+    if (kSkip.count(w)) continue;
+    // A sentence-initial -ing word is a gerund or a participle phrase the tagger cannot resolve.
+    if (i == 0 && ends_with(w, "ing")) continue;
+    if (p == Pos::Adj && lex.has(w, Pos::Noun) && !kAttributes.count(w) && i + 1 < t.size() &&
+        t[i + 1].tag == Tag::Noun)
+      continue;
+    // Words whose complement depends on the word itself ("began to", "limited to", "fond of") keep
+    // it only under a synonym, and not always then: skip verbs and participles before to/that/of.
+    if (i + 1 < t.size() && (p == Pos::Verb || (p == Pos::Adj && ends_with(w, "ed")))) {
+      std::string next = lower(t[i + 1].text);
+      if (next == "to" || next == "that" || next == "of" || next == "on" || next == "with") continue;
+    }
+    Inflection inf = inflection_of(w, p, lex);
+    if (inf.form < 0) continue;
+    std::vector<std::string> alts =
+        antonym ? lex.antonyms(inf.base, p, p == Pos::Adj, 1) : lex.synonyms(inf.base, p, 1);
+    for (const auto& a : alts) {
+      if (!is_alpha_word(a) || starts_upper(a) || a.find(' ') != std::string::npos) continue;
+      if (antonym && p == Pos::Noun && a.rfind("non", 0) == 0) continue;  // "noninterference"
+      std::string form = inflect(a, p, inf.form, lex);
+      if (form.empty() || lower(form) == w || !is_alpha_word(form)) continue;
+      if (!article_ok(s, i, form)) continue;
+      Sentence r = s;
+      r.tokens[i].text = case_like(w0, form);
+      out.push_back(r);
+    }
+  }
+}
+
+// ---- input guards ------------------------------------------------------------------------------
+
+bool acceptable_input(const std::string& text, const Sentence& s, const PerturbOptions& o) {
+  if (text.empty() || text.find('\n') != std::string::npos) return false;
+  size_t non_ascii = 0;
+  for (char c : text)
+    if (static_cast<unsigned char>(c) >= 0x80) ++non_ascii;
+  if (static_cast<double>(non_ascii) > o.max_non_ascii_ratio * static_cast<double>(text.size())) return false;
+  static const char* const kMarkup[] = {"<", ">", "{", "}", "://", "&amp;", "&lt;", "&gt;", "|", "\\", "[[", "]]"};
+  for (const char* m : kMarkup)
+    if (text.find(m) != std::string::npos) return false;
+  size_t words = 0;
+  for (const auto& t : s.tokens)
+    if (t.tag != Tag::Punct) ++words;
+  if (words == 0 || words > o.max_words) return false;
+  size_t alpha = 0;
+  for (const auto& t : s.tokens)
+    if (is_alpha_word(t.text)) ++alpha;
+  return alpha * 2 >= words;
+}
+
+// ---- check_edit helpers ------------------------------------------------------------------------
+
+Words diff_words(const std::string& text) {
+  Sentence s = tokenize(text);
+  Words w;
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    std::string x = lower(s.tokens[i].text);
+    bool before_nt = i + 1 < s.tokens.size() && lower(s.tokens[i + 1].text) == "n't";
+    if (x == "cannot") {
+      w.push_back("can");
+      w.push_back("not");
+      continue;
+    }
+    if (before_nt && x == "ca") x = "can";
+    if (before_nt && x == "wo") x = "will";
+    if (before_nt && x == "sha") x = "shall";
+    w.push_back(x);
+  }
+  return w;
+}
+
+bool is_neg_token(const std::string& w) { return w == "not" || w == "n't" || w == "never"; }
+bool is_do(const std::string& w) { return w == "do" || w == "does" || w == "did"; }
+
+// `longer` = do + neg + X + base, `shorter` = X + inflected, with the do-form's tense on `inflected`.
+bool do_support_pair(const Words& longer, const Words& shorter, const Lexicon& lex) {
+  if (longer.size() < 3 || longer.size() != shorter.size() + 2) return false;
+  if (!is_do(longer[0]) || (longer[1] != "not" && longer[1] != "n't")) return false;
+  for (size_t k = 2; k + 1 < longer.size(); ++k)
+    if (longer[k] != shorter[k - 2]) return false;
+  const std::string& base = longer.back();
+  const std::string& inflected = shorter.back();
+  const std::string& d = longer[0];
+  std::string expected = d == "did" ? lex.verb_past(base) : d == "does" ? lex.verb_third_person(base) : base;
+  if (base == "have") expected = d == "did" ? "had" : d == "does" ? "has" : "have";
+  return !expected.empty() && expected == inflected;
+}
+
+bool agreement_pair(const std::string& a, const std::string& b, const Lexicon& lex) {
+  static const std::set<std::pair<std::string, std::string>> kAux = {
+      {"is", "are"}, {"are", "is"}, {"was", "were"}, {"were", "was"},
+      {"has", "have"}, {"have", "has"}, {"does", "do"}, {"do", "does"}};
+  if (kAux.count({a, b})) return true;
+  for (const auto& ba : lex.base_forms(a, Pos::Verb))
+    for (const auto& bb : lex.base_forms(b, Pos::Verb))
+      if (ba == bb) return (a == lex.verb_third_person(ba) && b == ba) || (b == lex.verb_third_person(ba) && a == ba);
+  return false;
+}
+
+// Is b-mid the a-mid with a prefix and a suffix span exchanged (X M Y -> Y M X)?
+bool is_swap(const Words& a, const Words& b, const Lexicon& lex) {
+  const size_t n = a.size();
+  if (n != b.size() || n < 2) return false;
+  for (size_t lx = 1; lx < n; ++lx)
+    for (size_t ly = 1; lx + ly <= n; ++ly) {
+      if (!std::equal(a.begin(), a.begin() + lx, b.end() - lx)) continue;
+      if (!std::equal(a.end() - ly, a.end(), b.begin())) continue;
+      size_t diffs = 0, at = 0;
+      for (size_t k = 0; k + lx + ly < n; ++k)
+        if (a[lx + k] != b[ly + k]) {
+          ++diffs;
+          at = k;
+        }
+      if (diffs == 0) return true;
+      if (diffs == 1 && agreement_pair(a[lx + at], b[ly + at], lex)) return true;
+    }
+  return false;
+}
+
+std::string join(const Words& w) {
+  std::string s;
+  for (size_t i = 0; i < w.size(); ++i) s += (i ? " " : "") + w[i];
+  return s;
+}
+
+bool lexical_relation(const std::string& from, const std::string& to, bool antonym, const Lexicon& lex) {
+  for (Pos p : lex.parts_of_speech(from)) {
+    std::vector<std::string> to_bases = lex.base_forms(to, p);
+    if (to_bases.empty()) continue;
+    for (const auto& b : lex.base_forms(from, p)) {
+      auto rel = antonym ? lex.antonyms(b, p, true) : lex.synonyms(b, p, SIZE_MAX);
+      for (const auto& r : rel)
+        for (const auto& tb : to_bases)
+          if (lower(r) == tb) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* kind_name(Kind k) {
+  for (const auto& info : kKinds)
+    if (info.kind == k) return info.name;
+  SIEVE_ASSERT_MSG(false, "unknown near-miss kind " << static_cast<int>(k));
+  return "";
+}
+
+Kind kind_from_name(const std::string& name) {
+  std::string valid;
+  for (const auto& info : kKinds) {
+    if (name == info.name) return info.kind;
+    valid += (valid.empty() ? "" : ", ") + std::string(info.name);
+  }
+  SIEVE_THROW("unknown near-miss kind '" << name << "'; valid kinds: " << valid);
+}
+
+Perturber::Perturber(const Lexicon& lex, PerturbOptions opts) : lex_(lex), opts_(opts) {}
+
+std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const {
+  if (sentence.size() > 20 * opts_.max_words + 200) return std::nullopt;
+  Sentence s = tokenize(sentence);
+  tag_sentence(s, lex_);
+  if (!acceptable_input(sentence, s, opts_)) return std::nullopt;
+  std::vector<Sentence> cands;
+  switch (k) {
+    case Kind::Negation:
+      if (!is_question(s)) negation_candidates(s, lex_, cands);
+      break;
+    case Kind::RoleSwap:
+      if (!is_question(s)) role_swap_candidates(s, lex_, cands);
+      break;
+    case Kind::BindingSwap: binding_swap_candidates(s, lex_, cands); break;
+    case Kind::SpatialFlip: spatial_candidates(s, cands); break;
+    case Kind::Antonym: lexical_candidates(s, lex_, true, cands); break;
+    case Kind::Synonym: lexical_candidates(s, lex_, false, cands); break;
+  }
+  const std::string source = lower(sentence);
+  while (!cands.empty()) {
+    size_t pick = std::uniform_int_distribution<size_t>(0, cands.size() - 1)(rng);
+    Sentence r = std::move(cands[pick]);
+    cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(pick));
+    fix_initial_case(s, r);
+    std::string text = detokenize(r);
+    if (lower(text) != source) return text;
+  }
+  return std::nullopt;
+}
+
+DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind k, const Lexicon& lex) {
+  const Words A = diff_words(a_text), B = diff_words(b_text);
+  size_t p = 0;
+  while (p < A.size() && p < B.size() && A[p] == B[p]) ++p;
+  size_t q = 0;
+  while (q < A.size() - p && q < B.size() - p && A[A.size() - 1 - q] == B[B.size() - 1 - q]) ++q;
+  const Words a(A.begin() + p, A.end() - q), b(B.begin() + p, B.end() - q);
+  DiffCheck d;
+  if (a.empty() && b.empty()) {
+    d.shape = "identical";
+    return d;
+  }
+  if (a.empty()) d.shape = "insert";
+  else if (b.empty()) d.shape = "delete";
+  else if (a.size() == 1 && b.size() == 1) d.shape = "replace1";
+  else if (is_swap(a, b, lex)) d.shape = "swap";
+  else if (do_support_pair(b, a, lex)) d.shape = "insert";
+  else if (do_support_pair(a, b, lex)) d.shape = "delete";
+  else if (a.size() <= 3 && b.size() <= 3) d.shape = "replace";
+  else d.shape = "other";
+
+  switch (k) {
+    case Kind::Negation: {
+      if (d.shape == "insert" || d.shape == "delete") {
+        const Words& span = a.empty() ? b : b.empty() ? a : Words{};
+        if (span.empty()) {
+          d.intended = true;  // do-support with a re-inflected verb, verified by do_support_pair
+        } else if (span.size() == 1) {
+          d.intended = is_neg_token(span[0]);
+        } else if (span.size() == 2 && is_do(span[0]) && (span[1] == "not" || span[1] == "n't")) {
+          // do-support where the verb's form does not change ("set" -> "did not set"; "do not
+          // always need" -> "always need"): the verb after the span (past any adverbs) must be
+          // the form the do-form asks for.
+          const Words& longer = a.empty() ? B : A;
+          size_t v = p + span.size();
+          while (v < longer.size() && !lex.has(longer[v], Pos::Verb) && (lex.has(longer[v], Pos::Adv) || is_closed_class(longer[v])) &&
+                 !is_neg_token(longer[v]))
+            ++v;
+          if (v < longer.size()) {
+            const std::string& base = longer[v];
+            std::string expected = span[0] == "did" ? lex.verb_past(base) : span[0] == "does" ? "" : base;
+            d.intended = lex.has(base, Pos::Verb) && expected == base;
+          }
+        }
+      } else if (d.shape == "replace1") {
+        for (const auto& f : quantifier_flips())
+          if ((a[0] == f.first && b[0] == f.second) || (a[0] == f.second && b[0] == f.first)) d.intended = true;
+        if ((a[0] == "nothing" && b[0] == "something") || (a[0] == "nobody" && b[0] == "somebody")) d.intended = true;
+      }
+      break;
+    }
+    case Kind::RoleSwap:
+    case Kind::BindingSwap: d.intended = d.shape == "swap"; break;
+    case Kind::SpatialFlip:
+      if (d.shape == "replace1" || d.shape == "replace") {
+        std::string from = join(a), to = join(b);
+        for (const auto& r : spatial_rules())
+          if ((from == r.from && to == r.to) || (from == r.to && to == r.from)) d.intended = true;
+      }
+      break;
+    case Kind::Antonym:
+    case Kind::Synonym:
+      if (d.shape == "replace1") d.intended = lexical_relation(a[0], b[0], k == Kind::Antonym, lex);
+      break;
+  }
+  return d;
+}
+
+}  // namespace sieve::nearmiss

@@ -1,0 +1,74 @@
+// Rule-based near-miss generator (issue 6): a near-miss keeps almost every word of its source
+// sentence but no longer means the same. Each perturbation either returns a fluent sentence with
+// exactly one intended edit or nothing; it never returns garbage. Synonym substitution is the one
+// meaning-preserving ("positive") edit.
+//
+// Works on top of the sentence layer (sentence.h) and the WordNet lexicon (lexicon.h).
+#pragma once
+
+#include <optional>
+#include <random>
+#include <string>
+
+#include "nearmiss/lexicon.h"
+
+namespace sieve::nearmiss {
+
+enum class Kind { Negation, RoleSwap, BindingSwap, SpatialFlip, Antonym, Synonym /*positive*/ };
+
+/// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym".
+const char* kind_name(Kind k);
+
+/// Inverse of kind_name; throws sieve::Error listing the valid names.
+Kind kind_from_name(const std::string& name);
+
+/// Limits on the input sentences apply() accepts.
+struct PerturbOptions {
+  size_t max_words = 60;            ///< longer sentences give nullopt
+  double max_non_ascii_ratio = 0.1; ///< share of non-ASCII bytes above which a line is skipped
+};
+
+class Perturber {
+ public:
+  explicit Perturber(const Lexicon& lex, PerturbOptions opts = {});
+
+  /// One perturbation of kind `k` of `sentence`, or nullopt when no safe edit exists (the shape is
+  /// not recognised, nothing to edit, a question, markup, too long, mostly non-ASCII, ...). When
+  /// several edits are possible, `rng` chooses one. The result always differs from the input.
+  ///  - negation: "bit" -> "did not bite", "is" -> "is not", "can" -> "cannot", removal of not/n't
+  ///    (with do-support undone: "doesn't like" -> "likes"), quantifier flips (some/all/every <->
+  ///    no before a noun, something <-> nothing, always <-> never);
+  ///  - role_swap: subject and object NPs of the main verb (with subject-verb agreement), or the
+  ///    two sides of "X is <comparative> than Y";
+  ///  - binding_swap: the adjectives of two NPs;
+  ///  - spatial_flip: left/right, above/below, over/under, in front of/behind, ...;
+  ///  - antonym / synonym: one content word replaced by a WordNet antonym / synonym of the same
+  ///    part of speech and inflection.
+  std::optional<std::string> apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const;
+
+ private:
+  const Lexicon& lex_;
+  PerturbOptions opts_;
+};
+
+/// How `b` differs from `a` at the token level (tokens compared case-insensitively; "cannot" and
+/// "can't" count as "can" + a negation):
+///  - "identical";
+///  - "swap": two spans exchanged (a subject-verb agreement change of the verb between them, e.g.
+///    "chase" -> "chases" or "is" -> "are", is tolerated);
+///  - "insert" / "delete": one span inserted / removed; the do-support form "bit" <-> "did not
+///    bite" counts as an insertion / deletion of "did not";
+///  - "replace1": one word replaced by one word;
+///  - "replace": one span of at most 4 tokens replaced by another such span;
+///  - "other".
+/// `intended` says whether that is the edit `k` should make: negation: insertion / deletion of
+/// not, n't, never (or do + negation), or a quantifier flip; role_swap / binding_swap: swap;
+/// spatial_flip: replace(1) between a spatial pair; antonym / synonym: replace1 by a WordNet
+/// antonym / synonym of the word (any sense, any part of speech).
+struct DiffCheck {
+  std::string shape;
+  bool intended = false;
+};
+DiffCheck check_edit(const std::string& a, const std::string& b, Kind k, const Lexicon& lex);
+
+}  // namespace sieve::nearmiss
