@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sieve::cli::register_verify(app);
   sieve::cli::register_explain(app);
   sieve::cli::register_train(app);
+  sieve::cli::register_nearmiss(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

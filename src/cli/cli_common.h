@@ -55,5 +55,6 @@ void register_search(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_explain(CLI::App& app);
 void register_train(CLI::App& app);
+void register_nearmiss(CLI::App& app);
 
 }  // namespace sieve::cli

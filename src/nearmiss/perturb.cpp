@@ -665,6 +665,8 @@ void lexical_candidates(const Sentence& s, const Lexicon& lex, bool antonym, std
         antonym ? lex.antonyms(inf.base, p, p == Pos::Adj, 1) : lex.synonyms(inf.base, p, 1);
     for (const auto& a : alts) {
       if (!is_alpha_word(a) || starts_upper(a) || a.find(' ') != std::string::npos) continue;
+      // Abbreviations and symbols ("s" for second, "h" for hour) inflect into nonsense ("ses").
+      if (a.size() < 3) continue;
       if (antonym && p == Pos::Noun && a.rfind("non", 0) == 0) continue;  // "noninterference"
       std::string form = inflect(a, p, inf.form, lex);
       if (form.empty() || lower(form) == w || !is_alpha_word(form)) continue;

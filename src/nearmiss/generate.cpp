@@ -1,0 +1,95 @@
+#include "nearmiss/generate.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+
+namespace sieve::nearmiss {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string csv_field(const std::string& f) {
+  if (f.find_first_of(",\"\r\n") == std::string::npos) return f;
+  std::string out = "\"";
+  for (char c : f) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string tsv_field(std::string f) {
+  for (char& c : f)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return f;
+}
+
+}  // namespace
+
+std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const std::vector<Kind>& kinds,
+                               uint64_t seed, const Lexicon& lex, GenerateReport* report) {
+  Perturber perturber(lex);
+  std::vector<NearMiss> out;
+  GenerateReport r;
+  for (Kind k : kinds) r.yielded[kind_name(k)] = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    ++r.inputs;
+    bool any = false;
+    for (Kind k : kinds) {
+      // A stream per (seed, sentence, kind): output does not depend on the other kinds.
+      std::seed_seq seq{seed, static_cast<uint64_t>(i), static_cast<uint64_t>(k)};
+      std::mt19937_64 rng(seq);
+      auto p = perturber.apply(sentences[i], k, rng);
+      if (!p) continue;
+      any = true;
+      ++r.yielded[kind_name(k)];
+      out.push_back({sentences[i], *p, k});
+    }
+    if (!any) ++r.skipped;
+  }
+  if (report) *report = r;
+  return out;
+}
+
+void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout) {
+  std::ostringstream o;
+  const bool jsonl = ends_with(path, ".jsonl"), tsv = ends_with(path, ".tsv");
+  const std::vector<std::string> header = layout == Layout::Pairs
+                                              ? std::vector<std::string>{"sentence1", "sentence2", "category"}
+                                              : std::vector<std::string>{"anchor", "positive", "negative", "category"};
+  if (!jsonl)
+    for (size_t i = 0; i < header.size(); ++i) o << (i ? (tsv ? "\t" : ",") : "") << header[i];
+  if (!jsonl) o << "\n";
+  for (const NearMiss& r : rows) {
+    std::vector<std::string> f = layout == Layout::Pairs
+                                     ? std::vector<std::string>{r.source, r.perturbed, kind_name(r.kind)}
+                                     : std::vector<std::string>{r.source, r.source, r.perturbed, kind_name(r.kind)};
+    if (jsonl) {
+      nlohmann::json j;
+      for (size_t i = 0; i < header.size(); ++i) j[header[i]] = f[i];
+      o << j.dump() << "\n";
+      continue;
+    }
+    for (size_t i = 0; i < f.size(); ++i) o << (i ? (tsv ? "\t" : ",") : "") << (tsv ? tsv_field(f[i]) : csv_field(f[i]));
+    o << "\n";
+  }
+  write_file_atomic(path, o.str());
+}
+
+const char* paper_category(Kind k) {
+  switch (k) {
+    case Kind::Negation:
+      return "cannot_negation";
+    case Kind::BindingSwap:
+      return "binding_negation";
+    case Kind::SpatialFlip:
+      return "spatial";
+    default:
+      return "";
+  }
+}
+
+}  // namespace sieve::nearmiss

@@ -1,0 +1,48 @@
+// Near-miss datasets: running the perturbations over many sentences, deterministically, and
+// writing the pairs / identity triplets in the paper's formats (CSV as the paper, TSV, JSONL).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nearmiss/lexicon.h"
+#include "nearmiss/perturb.h"
+
+namespace sieve::nearmiss {
+
+/// One generated pair: the source sentence, its perturbation and the perturbation's kind.
+struct NearMiss {
+  std::string source, perturbed;
+  Kind kind = Kind::Negation;
+};
+
+/// What a run did: inputs read, inputs that yielded no pair of any kind (unusable lines: empty,
+/// markup, too long, mostly non-English; or no applicable edit), and per kind the pairs made.
+struct GenerateReport {
+  size_t inputs = 0;
+  size_t skipped = 0;
+  std::map<std::string, size_t> yielded;  ///< kind name -> pairs
+};
+
+/// Applies every kind in `kinds` to every sentence (at most one pair per sentence and kind). The
+/// choice among possible edits depends only on (seed, sentence index, kind), so a run is
+/// reproducible and adding a kind does not change the others' output. Pairs come in input order,
+/// kinds in the order given.
+std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const std::vector<Kind>& kinds,
+                               uint64_t seed, const Lexicon& lex, GenerateReport* report = nullptr);
+
+/// Output layouts: pairs `sentence1,sentence2,category`; identity triplets
+/// `anchor,positive,negative,category` (anchor = positive = source, negative = perturbed).
+enum class Layout { Pairs, Triplets };
+
+/// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the
+/// name ends in .tsv (tabs and newlines inside a field become spaces), JSON lines for .jsonl.
+void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout);
+
+/// The paper's category for a kind: negation -> "cannot_negation", binding_swap -> "binding_negation",
+/// spatial_flip -> "spatial"; role_swap, antonym and synonym have none in the paper ("").
+const char* paper_category(Kind k);
+
+}  // namespace sieve::nearmiss

@@ -1,0 +1,106 @@
+// Near-miss datasets: generation over many sentences (counts, determinism, independence of the
+// kinds), the writers (CSV quoting, TSV, JSONL, triplets), and the CLI.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/file_util.h"
+#include "nearmiss/generate.h"
+#include "support/test_util.h"
+#include "unit/nearmiss/wordnet_test.h"
+
+namespace sieve::nearmiss {
+namespace {
+
+class GenerateTest : public test::WordNetTest {};
+
+TEST_F(GenerateTest, PairsCountsAndSkips) {
+  std::vector<std::string> in = {"the dog bit the man", "<div>", "", "The cat is on the table"};
+  GenerateReport r;
+  auto rows = generate(in, {Kind::Negation, Kind::RoleSwap}, 7, lx(), &r);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].perturbed, "the dog did not bite the man");
+  EXPECT_EQ(rows[0].kind, Kind::Negation);
+  EXPECT_EQ(rows[1].perturbed, "the man bit the dog");
+  EXPECT_EQ(rows[1].kind, Kind::RoleSwap);
+  EXPECT_EQ(rows[2].source, "The cat is on the table");
+  EXPECT_EQ(rows[2].perturbed, "The cat is not on the table");
+  EXPECT_EQ(r.inputs, 4u);
+  EXPECT_EQ(r.skipped, 2u);
+  EXPECT_EQ(r.yielded.at("negation"), 2u);
+  EXPECT_EQ(r.yielded.at("role_swap"), 1u);
+}
+
+TEST_F(GenerateTest, DeterministicAndIndependentOfOtherKinds) {
+  std::vector<std::string> in = lx().example_sentences(300);
+  auto all = generate(in, {Kind::Negation, Kind::Antonym, Kind::Synonym}, 11, lx());
+  auto again = generate(in, {Kind::Negation, Kind::Antonym, Kind::Synonym}, 11, lx());
+  auto only = generate(in, {Kind::Antonym}, 11, lx());
+  ASSERT_EQ(all.size(), again.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].perturbed, again[i].perturbed);
+  std::vector<std::string> antonyms;
+  for (const auto& r : all)
+    if (r.kind == Kind::Antonym) antonyms.push_back(r.perturbed);
+  ASSERT_EQ(antonyms.size(), only.size());
+  ASSERT_GT(only.size(), 20u);
+  for (size_t i = 0; i < only.size(); ++i) EXPECT_EQ(only[i].perturbed, antonyms[i]);
+  // Every row is the edit its kind intends.
+  for (const auto& r : all) EXPECT_TRUE(check_edit(r.source, r.perturbed, r.kind, lx()).intended) << r.perturbed;
+}
+
+std::vector<NearMiss> sample_rows() {
+  return {{"a, \"quoted\" text", "a, \"quoted\" text not", Kind::Negation}, {"left\tof", "right of", Kind::SpatialFlip}};
+}
+
+TEST(WriteNearmisses, CsvTsvJsonlAndTriplets) {
+  std::string dir = test::make_temp_dir("nearmiss_write");
+  write_nearmisses(dir + "/p.csv", sample_rows(), Layout::Pairs);
+  EXPECT_EQ(read_file(dir + "/p.csv"),
+            "sentence1,sentence2,category\n\"a, \"\"quoted\"\" text\",\"a, \"\"quoted\"\" text not\",negation\n"
+            "left\tof,right of,spatial_flip\n");
+  write_nearmisses(dir + "/p.tsv", sample_rows(), Layout::Pairs);
+  EXPECT_EQ(read_file(dir + "/p.tsv"),
+            "sentence1\tsentence2\tcategory\na, \"quoted\" text\ta, \"quoted\" text not\tnegation\nleft of\tright of\tspatial_flip\n");
+  write_nearmisses(dir + "/t.jsonl", sample_rows(), Layout::Triplets);
+  std::istringstream lines(read_file(dir + "/t.jsonl"));
+  std::string line;
+  std::getline(lines, line);
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["anchor"], "a, \"quoted\" text");
+  EXPECT_EQ(j["positive"], "a, \"quoted\" text");
+  EXPECT_EQ(j["negative"], "a, \"quoted\" text not");
+  EXPECT_EQ(j["category"], "negation");
+}
+
+TEST(NearmissPaperCategories, Mapping) {
+  EXPECT_STREQ(paper_category(Kind::Negation), "cannot_negation");
+  EXPECT_STREQ(paper_category(Kind::BindingSwap), "binding_negation");
+  EXPECT_STREQ(paper_category(Kind::SpatialFlip), "spatial");
+  EXPECT_STREQ(paper_category(Kind::RoleSwap), "");
+}
+
+TEST_F(GenerateTest, Cli) {
+  std::string dir = test::make_temp_dir("nearmiss_cli");
+  {
+    std::ofstream f(dir + "/in.txt");
+    f << "the dog bit the man\n\nThe box is above the shelf\n";
+  }
+  auto r = test::run_command(test::cli_path() + " nearmiss generate --in " + dir + "/in.txt --kinds negation,spatial_flip --out " +
+                             dir + "/out.tsv 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["inputs"], 3);
+  EXPECT_EQ(j["per_kind"]["spatial_flip"], 1);
+  EXPECT_EQ(j["per_kind"]["negation"], 2);
+  std::string out = read_file(dir + "/out.tsv");
+  EXPECT_NE(out.find("The box is above the shelf\tThe box is below the shelf\tspatial_flip\n"), std::string::npos) << out;
+  auto bad = test::run_command(test::cli_path() + " nearmiss generate --in " + dir + "/in.txt --kinds nonsense --out " + dir +
+                               "/x.csv 2>&1");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("nonsense"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace sieve::nearmiss
