@@ -429,6 +429,54 @@ void role_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sen
   }
 }
 
+// "the king of the castle" -> "the castle of the king": the two arguments of an "X of Y" relation.
+// Both NPs need a determiner and the same number (so no agreement changes), and neither head may
+// be a partitive, measure, container or part word ("a cup of tea", "the top of the hill"), whose
+// swap is nonsense rather than a near-miss.
+void of_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  static const std::set<std::string> kNotRelational = {
+      "piece", "pieces", "cup", "cups", "glass", "glasses", "bottle", "bottles", "box", "boxes", "bag", "bags",
+      "bowl", "bowls", "plate", "plates", "slice", "slices", "loaf", "bunch", "lot", "lots", "kind", "kinds",
+      "sort", "sorts", "type", "types", "number", "numbers", "amount", "quantity", "group", "groups", "pair",
+      "pairs", "couple", "set", "sets", "series", "variety", "part", "parts", "rest", "most", "half", "bit",
+      "bits", "side", "sides", "top", "bottom", "front", "back", "middle", "end", "edge", "center", "centre",
+      "herd", "flock", "pack", "crowd", "team", "member", "members", "name", "use", "lack", "way", "form",
+      "state", "result", "cause", "course", "case", "sake", "one", "ones", "view", "picture", "photo", "image",
+      "photograph", "drawing", "painting", "close", "sign", "full", "plenty", "row", "line", "stack", "pile",
+      "dozen", "hundred", "thousand", "million", "percent", "majority", "minority", "act", "process", "day",
+      "year", "time", "period", "age", "city", "town", "state", "kingdom", "island", "river", "lake", "sea"};
+  const auto& t = s.tokens;
+  for (size_t i = 1; i + 2 < t.size(); ++i) {
+    if (lower(t[i].text) != "of" || t[i + 1].tag != Tag::Det) continue;
+    size_t b1 = i;
+    for (size_t b = 0; b < i; ++b)
+      if (t[b].tag == Tag::Det && np_end(s, b) == i) {
+        b1 = b;
+        break;
+      }
+    if (b1 == i) continue;
+    const size_t b2 = i + 1, e2 = np_end(s, b2);
+    if (e2 <= b2 + 1) continue;
+    // Y must end there: a punctuation mark, preposition or conjunction, or the verb when "X of Y"
+    // is the subject (its number does not change, so neither does the verb).
+    // A verb only counts when it cannot be a noun the NP failed to take in ("the meadow lark").
+    bool verb_next = e2 < t.size() && (t[e2].tag == Tag::Be || t[e2].tag == Tag::Have || t[e2].tag == Tag::Do ||
+                                       t[e2].tag == Tag::Modal);
+    if (e2 < t.size() && t[e2].tag == Tag::Verb) {
+      const auto pos = lex.parts_of_speech(lower(t[e2].text));
+      verb_next = std::find(pos.begin(), pos.end(), Pos::Noun) == pos.end();
+    }
+    if (!verb_next && !np_boundary_after(s, e2)) continue;
+    const Range x{b1, i}, y{b2, e2};
+    if (!swappable_np(s, x) || !swappable_np(s, y)) continue;
+    if (t[i - 1].tag != Tag::Noun || t[e2 - 1].tag != Tag::Noun) continue;
+    if (kNotRelational.count(lower(t[i - 1].text)) || kNotRelational.count(lower(t[e2 - 1].text))) continue;
+    if (np_third_singular(s, x, lex) != np_third_singular(s, y, lex)) continue;
+    if (span_text(s, x) == span_text(s, y)) continue;
+    out.push_back(swap_spans(s, x, y));
+  }
+}
+
 // ---- binding swap ------------------------------------------------------------------------------
 
 void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
@@ -819,7 +867,10 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
       if (!is_question(s)) negation_candidates(s, lex_, cands);
       break;
     case Kind::RoleSwap:
-      if (!is_question(s)) role_swap_candidates(s, lex_, cands);
+      if (!is_question(s)) {
+        role_swap_candidates(s, lex_, cands);
+        of_swap_candidates(s, lex_, cands);
+      }
       break;
     case Kind::BindingSwap: binding_swap_candidates(s, lex_, cands); break;
     case Kind::SpatialFlip: spatial_candidates(s, cands); break;

@@ -133,7 +133,13 @@ TEST_F(PerturbTest, RoleSwap) {
   EXPECT_FALSE(apply("the baby cried the whole trip", Kind::RoleSwap).has_value());  // not an object
   EXPECT_FALSE(apply("Birds fly south in winter", Kind::RoleSwap).has_value());
   EXPECT_FALSE(apply("laws enforcing noise abatement", Kind::RoleSwap).has_value());  // no finite verb
-  EXPECT_FALSE(apply("physicists study the nature of matter", Kind::RoleSwap).has_value());  // "X of Y"
+  EXPECT_FALSE(apply("physicists study the nature of matter", Kind::RoleSwap).has_value());  // no determiner on Y
+  // "X of Y" relations: both sides determined, same number, not partitives or measures.
+  EXPECT_PERTURB("She met the king of the castle", Kind::RoleSwap, "She met the castle of the king");
+  EXPECT_PERTURB("He admired the teacher of the student.", Kind::RoleSwap, "He admired the student of the teacher.");
+  EXPECT_PERTURB("The roof of the house was red", Kind::RoleSwap, "The house of the roof was red");
+  EXPECT_FALSE(apply("She drank a cup of the tea", Kind::RoleSwap).has_value());
+  EXPECT_FALSE(apply("She met the leader of the rebels", Kind::RoleSwap).has_value());  // number differs
 }
 
 TEST_F(PerturbTest, BindingSwap) {
