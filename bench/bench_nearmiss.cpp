@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   std::shuffle(sentences.begin(), sentences.end(), shuffle_rng);
   Perturber perturber(*lex);
   nlohmann::json out = {{"lexicon_load_s", load_s}, {"source", "WordNet 3.0 example sentences (shuffled)"}};
-  for (Kind k : {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym, Kind::Synonym}) {
+  for (Kind k : {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym, Kind::Synonym,
+                 Kind::Passive}) {
     size_t tried = 0, made = 0, intended = 0;
     nlohmann::json examples = nlohmann::json::array(), shapes = nlohmann::json::object();
     auto s0 = std::chrono::steady_clock::now();

@@ -26,7 +26,8 @@ struct KindInfo {
 };
 const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap, "role_swap"},
                            {Kind::BindingSwap, "binding_swap"}, {Kind::SpatialFlip, "spatial_flip"},
-                           {Kind::Antonym, "antonym"},           {Kind::Synonym, "synonym"}};
+                           {Kind::Antonym, "antonym"},           {Kind::Synonym, "synonym"},
+                           {Kind::Passive, "passive"}};
 
 bool starts_upper(const std::string& w) { return !w.empty() && std::isupper(static_cast<unsigned char>(w[0])); }
 
@@ -477,6 +478,60 @@ void of_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sente
   }
 }
 
+// "the dog bit the man" -> "the man was bitten by the dog": a meaning-preserving rewrite of a
+// simple finite transitive clause (one verb word, no auxiliary or negation, NPs that are not
+// pronouns, an object that ends cleanly and is not a time or measure adverbial).
+void passive_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  Clause c;
+  if (!parse_clause(s, c) || !c.head_is_verb || c.verb_group.size() != 1 || c.object.empty()) return;
+  const auto& t = s.tokens;
+  for (Range np : {c.subject, c.object})
+    for (size_t k = np.b; k < np.e; ++k)
+      if (t[k].tag == Tag::Pron || t[k].tag == Tag::Poss) return;
+  if (!np_boundary_after(s, c.object.e)) return;
+  static const std::set<std::string> kNotTransitive = {
+      "become", "seem", "remain", "appear", "look", "feel", "sound", "stay", "turn", "get", "prove", "stand",
+      "grow", "go", "come", "keep", "make", "call", "name", "elect", "consider", "have", "cost", "weigh",
+      "last", "take", "mean", "resemble", "lack", "fit", "suit", "equal", "contain", "hold", "become", "spend"};
+  VerbForm vf = verb_form(t[c.head].text, lex);
+  if (vf.form == Form::None || kNotTransitive.count(vf.base)) return;
+  if (vf.form == Form::Base && vf.past_equals_base) return;  // "they put": present or past?
+  const std::string head = lower(t[c.object.e - 1].text);
+  if (head == "night" || head == "day" || head == "time" || head == "way" || head == "home" || head == "lot") return;
+  // The object must be a clear noun phrase: a determiner, quantifier, number or possessive in
+  // front, or a name ("Mahler"); bare words are too often adverbs or idioms ("poked fun").
+  const Tag first = t[c.object.b].tag, last = t[c.object.e - 1].tag;
+  if (last != Tag::Noun && last != Tag::Propn) return;
+  if (first != Tag::Det && first != Tag::Quant && first != Tag::Num && first != Tag::Poss && first != Tag::Propn) return;
+  const std::string participle = lex.verb_past_participle(vf.base);
+  if (participle.empty() || !is_alpha_word(participle)) return;
+  // Number of the new subject from its head noun: a plural has a base form other than itself.
+  bool singular = true;
+  if (last == Tag::Noun)
+    for (const auto& b : lex.base_forms(head, Pos::Noun))
+      if (b != head) singular = false;
+  const bool past = vf.form == Form::Past;
+  const std::string be = past ? (singular ? "was" : "were") : (singular ? "is" : "are");
+  Sentence r;
+  r.trailing = s.trailing;
+  for (size_t k = c.object.b; k < c.object.e; ++k) {
+    Token tok = t[k];
+    if (k == c.object.b) tok.space_before = t[0].space_before;
+    r.tokens.push_back(tok);
+  }
+  r.tokens.push_back(make_token(be, " ", Tag::Be));
+  r.tokens.push_back(make_token(participle, " ", Tag::Verb));
+  r.tokens.push_back(make_token("by", " ", Tag::Prep));
+  for (size_t k = c.subject.b; k < c.subject.e; ++k) {
+    Token tok = t[k];
+    if (k == c.subject.b) tok.space_before = " ";
+    if (k == 0 && tok.tag != Tag::Propn && tok.text != "I") tok.text = lower(tok.text);
+    r.tokens.push_back(tok);
+  }
+  for (size_t k = c.object.e; k < t.size(); ++k) r.tokens.push_back(t[k]);
+  out.push_back(std::move(r));
+}
+
 // ---- binding swap ------------------------------------------------------------------------------
 
 void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
@@ -876,6 +931,9 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
     case Kind::SpatialFlip: spatial_candidates(s, cands); break;
     case Kind::Antonym: lexical_candidates(s, lex_, true, cands); break;
     case Kind::Synonym: lexical_candidates(s, lex_, false, cands); break;
+    case Kind::Passive:
+      if (!is_question(s)) passive_candidates(s, lex_, cands);
+      break;
   }
   const std::string source = lower(sentence);
   while (!cands.empty()) {
@@ -953,6 +1011,39 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
     case Kind::Synonym:
       if (d.shape == "replace1") d.intended = lexical_relation(a[0], b[0], k == Kind::Antonym, lex);
       break;
+    case Kind::Passive: {
+      // B = A's words, minus one verb, plus be + that verb's participle + "by" (in any order).
+      std::multiset<std::string> wa(A.begin(), A.end()), wb(B.begin(), B.end());
+      for (const char* w : {"by"}) {
+        auto it = wb.find(w);
+        if (it == wb.end()) return d;
+        wb.erase(it);
+      }
+      bool be_found = false;
+      for (const char* w : {"was", "were", "is", "are"})
+        if (auto it = wb.find(w); it != wb.end() && !be_found) {
+          wb.erase(it);
+          be_found = true;
+        }
+      if (!be_found) return d;
+      for (const auto& w : A) {
+        auto ita = wa.find(w);
+        auto itb = wb.find(w);
+        if (ita != wa.end() && itb != wb.end()) {
+          wa.erase(ita);
+          wb.erase(itb);
+        }
+      }
+      if (wa.size() == 1 && wb.size() == 1) {
+        for (const auto& base : lex.base_forms(*wa.begin(), Pos::Verb))
+          if (lex.verb_past_participle(base) == *wb.begin()) d.intended = true;
+      } else if (wa.empty() && wb.empty()) {  // past tense = participle ("chased"): same words
+        for (const auto& w : A)
+          for (const auto& base : lex.base_forms(w, Pos::Verb))
+            if (lex.verb_past_participle(base) == w && lex.verb_past(base) == w) d.intended = true;
+      }
+      break;
+    }
   }
   return d;
 }

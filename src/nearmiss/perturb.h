@@ -14,9 +14,9 @@
 
 namespace sieve::nearmiss {
 
-enum class Kind { Negation, RoleSwap, BindingSwap, SpatialFlip, Antonym, Synonym /*positive*/ };
+enum class Kind { Negation, RoleSwap, BindingSwap, SpatialFlip, Antonym, Synonym /*positive*/, Passive /*positive*/ };
 
-/// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym".
+/// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive".
 const char* kind_name(Kind k);
 
 /// Inverse of kind_name; throws sieve::Error listing the valid names.
@@ -43,7 +43,9 @@ class Perturber {
   ///  - binding_swap: the adjectives of two NPs;
   ///  - spatial_flip: left/right, above/below, over/under, in front of/behind, ...;
   ///  - antonym / synonym: one content word replaced by a WordNet antonym / synonym of the same
-  ///    part of speech and inflection.
+  ///    part of speech and inflection;
+  ///  - passive (a positive): "the dog bit the man" -> "the man was bitten by the dog", for a
+  ///    simple finite transitive clause (one verb word, no auxiliary, no pronoun NPs).
   std::optional<std::string> apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const;
 
  private:
@@ -64,7 +66,8 @@ class Perturber {
 /// `intended` says whether that is the edit `k` should make: negation: insertion / deletion of
 /// not, n't, never (or do + negation), or a quantifier flip; role_swap / binding_swap: swap;
 /// spatial_flip: replace(1) between a spatial pair; antonym / synonym: replace1 by a WordNet
-/// antonym / synonym of the word (any sense, any part of speech).
+/// antonym / synonym of the word (any sense, any part of speech); passive: b has exactly a's words
+/// with the verb replaced by a form of "be", its past participle and "by".
 struct DiffCheck {
   std::string shape;
   bool intended = false;

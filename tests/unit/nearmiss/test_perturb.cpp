@@ -142,6 +142,23 @@ TEST_F(PerturbTest, RoleSwap) {
   EXPECT_FALSE(apply("She met the leader of the rebels", Kind::RoleSwap).has_value());  // number differs
 }
 
+TEST_F(PerturbTest, PassivePositive) {
+  EXPECT_PERTURB("the dog bit the man", Kind::Passive, "the man was bitten by the dog");
+  EXPECT_PERTURB("The dogs chase the cat.", Kind::Passive, "The cat is chased by the dogs.");
+  EXPECT_PERTURB("the cat chases the dogs", Kind::Passive, "the dogs are chased by the cat");
+  EXPECT_PERTURB("John saw Mary", Kind::Passive, "Mary was seen by John");
+  EXPECT_FALSE(apply("he saw her", Kind::Passive).has_value());
+  EXPECT_FALSE(apply("it rains", Kind::Passive).has_value());
+  EXPECT_FALSE(apply("the man was bitten by the dog", Kind::Passive).has_value());
+  EXPECT_FALSE(apply("the dog has bitten the man", Kind::Passive).has_value());  // auxiliary: left alone
+  EXPECT_FALSE(apply("the baby cried the whole night", Kind::Passive).has_value());
+  EXPECT_TRUE(check_edit("the dog bit the man", "the man was bitten by the dog", Kind::Passive, lx()).intended);
+  EXPECT_TRUE(check_edit("the dog chased the cat", "the cat was chased by the dog", Kind::Passive, lx()).intended);
+  EXPECT_FALSE(check_edit("the dog chased the cat", "the cat was the dog", Kind::Passive, lx()).intended);
+  EXPECT_FALSE(check_edit("the dog bit the man", "the man bit the dog", Kind::Passive, lx()).intended);
+  EXPECT_FALSE(check_edit("the dog bit the man", "the man was seen by the dog", Kind::Passive, lx()).intended);
+}
+
 TEST_F(PerturbTest, BindingSwap) {
   EXPECT_PERTURB("a red car and a blue house", Kind::BindingSwap, "a blue car and a red house");
   EXPECT_PERTURB("The big dog chased a small cat.", Kind::BindingSwap, "The small dog chased a big cat.");
