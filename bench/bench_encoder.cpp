@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "sieve/encoder.h"
 #include "sieve/model.h"
 
@@ -21,16 +22,7 @@ const std::string& model_dir() {
   static std::string dir = [] {
     char tmpl[] = "/tmp/sieve_bench_minilm_XXXXXX";
     std::string d = ::mkdtemp(tmpl);
-    sieve::FixtureModelOptions f;
-    f.config.hidden_size = 384;
-    f.config.num_hidden_layers = 6;
-    f.config.num_attention_heads = 12;
-    f.config.intermediate_size = 1536;
-    f.config.vocab_size = 30522;
-    f.config.max_position_embeddings = 512;
-    f.max_seq_length = 128;
-    f.init_std = 0.02f * 8;
-    sieve::write_fixture_model(d, f);
+    sieve::write_fixture_model(d, sieve::bench::minilm_fixture_options(128));
     return d;
   }();
   return dir;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_util.h"
 #include "sieve/encoder.h"
 #include "sieve/model.h"
 #include "sieve/train.h"
@@ -71,16 +72,7 @@ int main(int argc, char** argv) {
   const std::string work = ::mkdtemp(tmpl);
   if (model.empty()) {
     model = work + "/model";
-    FixtureModelOptions f;
-    f.config.hidden_size = 384;
-    f.config.num_hidden_layers = 6;
-    f.config.num_attention_heads = 12;
-    f.config.intermediate_size = 1536;
-    f.config.vocab_size = 30522;
-    f.config.max_position_embeddings = 512;
-    f.max_seq_length = 256;
-    f.init_std = 0.02f * 8;
-    write_fixture_model(model, f);
+    write_fixture_model(model, bench::minilm_fixture_options(256));
   }
   // seq_len tokens = [CLS] + (seq_len - 3) words + the row number + [SEP].
   const size_t rows = 4 * batch * (steps + 2);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "sieve/model.h"
+
 namespace sieve::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -18,6 +20,21 @@ inline double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
   return v[std::min(i == 0 ? 0 : i - 1, v.size() - 1)];
+}
+
+/// A random model of all-MiniLM-L6-v2's shape: 6 layers, hidden 384, 12 heads, FFN 1536, vocab
+/// 30522, weights at a scale that keeps activations O(1).
+inline FixtureModelOptions minilm_fixture_options(size_t max_seq_length) {
+  FixtureModelOptions f;
+  f.config.hidden_size = 384;
+  f.config.num_hidden_layers = 6;
+  f.config.num_attention_heads = 12;
+  f.config.intermediate_size = 1536;
+  f.config.vocab_size = 30522;
+  f.config.max_position_embeddings = 512;
+  f.max_seq_length = max_seq_length;
+  f.init_std = 0.02f * 8;
+  return f;
 }
 
 }  // namespace sieve::bench

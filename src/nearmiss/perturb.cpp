@@ -1,4 +1,4 @@
-// Rule-based near-miss perturbations and the token-level edit check (see perturb.h).
+// Rule-based near-miss perturbations (see perturb.h); the edit check is in edit_check.cpp.
 //
 // Every rule works on the tagged, chunked sentence of sentence.h and builds a list of candidate
 // edits; apply() picks one with the caller's rng. A rule that does not recognise the sentence's
@@ -12,10 +12,54 @@
 #include <utility>
 #include <vector>
 
+#include "nearmiss/perturb_tables.h"
 #include "nearmiss/sentence.h"
 #include "sieve/error.h"
 
 namespace sieve::nearmiss {
+
+const std::vector<std::pair<std::string, std::string>>& quantifier_flips() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"some", "no"}, {"all", "no"}, {"every", "no"}, {"something", "nothing"},
+      {"everything", "nothing"}, {"somebody", "nobody"}, {"someone", "nobody"},
+      {"everybody", "nobody"}, {"everyone", "nobody"}, {"always", "never"}};
+  return v;
+}
+
+const std::vector<SpatialRule>& spatial_rules() {
+  static const std::vector<SpatialRule> v = {
+      {"left", "right", Ctx::Side},         {"right", "left", Ctx::Side},
+      {"above", "below", Ctx::Any},         {"below", "above", Ctx::Any},
+      {"over", "under", Ctx::Object},       {"under", "over", Ctx::Object},
+      {"in front of", "behind", Ctx::Any},  {"behind", "in front of", Ctx::Object},
+      {"ahead of", "behind", Ctx::Any},     {"inside", "outside", Ctx::Any},
+      {"outside", "inside", Ctx::Any},      {"before", "after", Ctx::Any},
+      {"after", "before", Ctx::Any},        {"on top of", "beneath", Ctx::Any},
+      {"beneath", "on top of", Ctx::Object}, {"underneath", "on top of", Ctx::Object},
+      {"upstairs", "downstairs", Ctx::Any}, {"downstairs", "upstairs", Ctx::Any},
+      {"uphill", "downhill", Ctx::Any},     {"downhill", "uphill", Ctx::Any},
+      {"upward", "downward", Ctx::Any},     {"downward", "upward", Ctx::Any},
+      {"upwards", "downwards", Ctx::Any},   {"downwards", "upwards", Ctx::Any},
+      {"upstream", "downstream", Ctx::Any}, {"downstream", "upstream", Ctx::Any},
+      {"north", "south", Ctx::Any},         {"south", "north", Ctx::Any},
+      {"east", "west", Ctx::Any},           {"west", "east", Ctx::Any},
+      {"northern", "southern", Ctx::Any},   {"southern", "northern", Ctx::Any},
+      {"eastern", "western", Ctx::Any},     {"western", "eastern", Ctx::Any},
+      {"top", "bottom", Ctx::AfterDet},     {"bottom", "top", Ctx::AfterDet},
+      {"upper", "lower", Ctx::AfterDet},    {"lower", "upper", Ctx::AfterDet},
+      {"inner", "outer", Ctx::AfterDet},    {"outer", "inner", Ctx::AfterDet},
+      {"interior", "exterior", Ctx::AfterDet}, {"exterior", "interior", Ctx::AfterDet},
+      {"forward", "backward", Ctx::Any},    {"backward", "forward", Ctx::Any},
+      {"forwards", "backwards", Ctx::Any},  {"backwards", "forwards", Ctx::Any},
+      {"clockwise", "counterclockwise", Ctx::Any}, {"counterclockwise", "clockwise", Ctx::Any},
+      {"into", "out of", Ctx::Object},      {"near", "far from", Ctx::Object},
+      {"toward", "away from", Ctx::Object}, {"towards", "away from", Ctx::Object},
+      {"away from", "toward", Ctx::Object},
+  };
+  return v;
+}
+
+
 namespace {
 
 using Words = std::vector<std::string>;
@@ -180,14 +224,6 @@ bool reagree(Sentence& s, const Clause& c, bool old3, bool new3, const Lexicon& 
 }
 
 // ---- negation ----------------------------------------------------------------------------------
-
-const std::vector<std::pair<std::string, std::string>>& quantifier_flips() {
-  static const std::vector<std::pair<std::string, std::string>> v = {
-      {"some", "no"}, {"all", "no"}, {"every", "no"}, {"something", "nothing"},
-      {"everything", "nothing"}, {"somebody", "nobody"}, {"someone", "nobody"},
-      {"everybody", "nobody"}, {"everyone", "nobody"}, {"always", "never"}};
-  return v;
-}
 
 bool is_negation_word(const std::string& lw) {
   return lw == "not" || lw == "n't" || lw == "never" || lw == "cannot" || lw == "no" || lw == "nothing" ||
@@ -573,45 +609,6 @@ void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<
 
 // ---- spatial flip ------------------------------------------------------------------------------
 
-enum class Ctx { Any, Side, Object, AfterDet };
-struct SpatialRule {
-  const char* from;
-  const char* to;
-  Ctx ctx;
-};
-const std::vector<SpatialRule>& spatial_rules() {
-  static const std::vector<SpatialRule> v = {
-      {"left", "right", Ctx::Side},         {"right", "left", Ctx::Side},
-      {"above", "below", Ctx::Any},         {"below", "above", Ctx::Any},
-      {"over", "under", Ctx::Object},       {"under", "over", Ctx::Object},
-      {"in front of", "behind", Ctx::Any},  {"behind", "in front of", Ctx::Object},
-      {"ahead of", "behind", Ctx::Any},     {"inside", "outside", Ctx::Any},
-      {"outside", "inside", Ctx::Any},      {"before", "after", Ctx::Any},
-      {"after", "before", Ctx::Any},        {"on top of", "beneath", Ctx::Any},
-      {"beneath", "on top of", Ctx::Object}, {"underneath", "on top of", Ctx::Object},
-      {"upstairs", "downstairs", Ctx::Any}, {"downstairs", "upstairs", Ctx::Any},
-      {"uphill", "downhill", Ctx::Any},     {"downhill", "uphill", Ctx::Any},
-      {"upward", "downward", Ctx::Any},     {"downward", "upward", Ctx::Any},
-      {"upwards", "downwards", Ctx::Any},   {"downwards", "upwards", Ctx::Any},
-      {"upstream", "downstream", Ctx::Any}, {"downstream", "upstream", Ctx::Any},
-      {"north", "south", Ctx::Any},         {"south", "north", Ctx::Any},
-      {"east", "west", Ctx::Any},           {"west", "east", Ctx::Any},
-      {"northern", "southern", Ctx::Any},   {"southern", "northern", Ctx::Any},
-      {"eastern", "western", Ctx::Any},     {"western", "eastern", Ctx::Any},
-      {"top", "bottom", Ctx::AfterDet},     {"bottom", "top", Ctx::AfterDet},
-      {"upper", "lower", Ctx::AfterDet},    {"lower", "upper", Ctx::AfterDet},
-      {"inner", "outer", Ctx::AfterDet},    {"outer", "inner", Ctx::AfterDet},
-      {"interior", "exterior", Ctx::AfterDet}, {"exterior", "interior", Ctx::AfterDet},
-      {"forward", "backward", Ctx::Any},    {"backward", "forward", Ctx::Any},
-      {"forwards", "backwards", Ctx::Any},  {"backwards", "forwards", Ctx::Any},
-      {"clockwise", "counterclockwise", Ctx::Any}, {"counterclockwise", "clockwise", Ctx::Any},
-      {"into", "out of", Ctx::Object},      {"near", "far from", Ctx::Object},
-      {"toward", "away from", Ctx::Object}, {"towards", "away from", Ctx::Object},
-      {"away from", "toward", Ctx::Object},
-  };
-  return v;
-}
-
 Words split_words(const std::string& s) {
   Words w;
   size_t i = 0;
@@ -802,95 +799,6 @@ bool acceptable_input(const std::string& text, const Sentence& s, const PerturbO
   return alpha * 2 >= words;
 }
 
-// ---- check_edit helpers ------------------------------------------------------------------------
-
-Words diff_words(const std::string& text) {
-  Sentence s = tokenize(text);
-  Words w;
-  for (size_t i = 0; i < s.tokens.size(); ++i) {
-    std::string x = lower(s.tokens[i].text);
-    bool before_nt = i + 1 < s.tokens.size() && lower(s.tokens[i + 1].text) == "n't";
-    if (x == "cannot") {
-      w.push_back("can");
-      w.push_back("not");
-      continue;
-    }
-    if (before_nt && x == "ca") x = "can";
-    if (before_nt && x == "wo") x = "will";
-    if (before_nt && x == "sha") x = "shall";
-    w.push_back(x);
-  }
-  return w;
-}
-
-bool is_neg_token(const std::string& w) { return w == "not" || w == "n't" || w == "never"; }
-bool is_do(const std::string& w) { return w == "do" || w == "does" || w == "did"; }
-
-// `longer` = do + neg + X + base, `shorter` = X + inflected, with the do-form's tense on `inflected`.
-bool do_support_pair(const Words& longer, const Words& shorter, const Lexicon& lex) {
-  if (longer.size() < 3 || longer.size() != shorter.size() + 2) return false;
-  if (!is_do(longer[0]) || (longer[1] != "not" && longer[1] != "n't")) return false;
-  for (size_t k = 2; k + 1 < longer.size(); ++k)
-    if (longer[k] != shorter[k - 2]) return false;
-  const std::string& base = longer.back();
-  const std::string& inflected = shorter.back();
-  const std::string& d = longer[0];
-  std::string expected = d == "did" ? lex.verb_past(base) : d == "does" ? lex.verb_third_person(base) : base;
-  if (base == "have") expected = d == "did" ? "had" : d == "does" ? "has" : "have";
-  return !expected.empty() && expected == inflected;
-}
-
-bool agreement_pair(const std::string& a, const std::string& b, const Lexicon& lex) {
-  static const std::set<std::pair<std::string, std::string>> kAux = {
-      {"is", "are"}, {"are", "is"}, {"was", "were"}, {"were", "was"},
-      {"has", "have"}, {"have", "has"}, {"does", "do"}, {"do", "does"}};
-  if (kAux.count({a, b})) return true;
-  for (const auto& ba : lex.base_forms(a, Pos::Verb))
-    for (const auto& bb : lex.base_forms(b, Pos::Verb))
-      if (ba == bb) return (a == lex.verb_third_person(ba) && b == ba) || (b == lex.verb_third_person(ba) && a == ba);
-  return false;
-}
-
-// Is b-mid the a-mid with a prefix and a suffix span exchanged (X M Y -> Y M X)?
-bool is_swap(const Words& a, const Words& b, const Lexicon& lex) {
-  const size_t n = a.size();
-  if (n != b.size() || n < 2) return false;
-  for (size_t lx = 1; lx < n; ++lx)
-    for (size_t ly = 1; lx + ly <= n; ++ly) {
-      if (!std::equal(a.begin(), a.begin() + lx, b.end() - lx)) continue;
-      if (!std::equal(a.end() - ly, a.end(), b.begin())) continue;
-      size_t diffs = 0, at = 0;
-      for (size_t k = 0; k + lx + ly < n; ++k)
-        if (a[lx + k] != b[ly + k]) {
-          ++diffs;
-          at = k;
-        }
-      if (diffs == 0) return true;
-      if (diffs == 1 && agreement_pair(a[lx + at], b[ly + at], lex)) return true;
-    }
-  return false;
-}
-
-std::string join(const Words& w) {
-  std::string s;
-  for (size_t i = 0; i < w.size(); ++i) s += (i ? " " : "") + w[i];
-  return s;
-}
-
-bool lexical_relation(const std::string& from, const std::string& to, bool antonym, const Lexicon& lex) {
-  for (Pos p : lex.parts_of_speech(from)) {
-    std::vector<std::string> to_bases = lex.base_forms(to, p);
-    if (to_bases.empty()) continue;
-    for (const auto& b : lex.base_forms(from, p)) {
-      auto rel = antonym ? lex.antonyms(b, p, true) : lex.synonyms(b, p, SIZE_MAX);
-      for (const auto& r : rel)
-        for (const auto& tb : to_bases)
-          if (lower(r) == tb) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 const char* kind_name(Kind k) {
@@ -945,107 +853,6 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
     if (lower(text) != source) return text;
   }
   return std::nullopt;
-}
-
-DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind k, const Lexicon& lex) {
-  const Words A = diff_words(a_text), B = diff_words(b_text);
-  size_t p = 0;
-  while (p < A.size() && p < B.size() && A[p] == B[p]) ++p;
-  size_t q = 0;
-  while (q < A.size() - p && q < B.size() - p && A[A.size() - 1 - q] == B[B.size() - 1 - q]) ++q;
-  const Words a(A.begin() + p, A.end() - q), b(B.begin() + p, B.end() - q);
-  DiffCheck d;
-  if (a.empty() && b.empty()) {
-    d.shape = "identical";
-    return d;
-  }
-  if (a.empty()) d.shape = "insert";
-  else if (b.empty()) d.shape = "delete";
-  else if (a.size() == 1 && b.size() == 1) d.shape = "replace1";
-  else if (is_swap(a, b, lex)) d.shape = "swap";
-  else if (do_support_pair(b, a, lex)) d.shape = "insert";
-  else if (do_support_pair(a, b, lex)) d.shape = "delete";
-  else if (a.size() <= 3 && b.size() <= 3) d.shape = "replace";
-  else d.shape = "other";
-
-  switch (k) {
-    case Kind::Negation: {
-      if (d.shape == "insert" || d.shape == "delete") {
-        const Words& span = a.empty() ? b : b.empty() ? a : Words{};
-        if (span.empty()) {
-          d.intended = true;  // do-support with a re-inflected verb, verified by do_support_pair
-        } else if (span.size() == 1) {
-          d.intended = is_neg_token(span[0]);
-        } else if (span.size() == 2 && is_do(span[0]) && (span[1] == "not" || span[1] == "n't")) {
-          // do-support where the verb's form does not change ("set" -> "did not set"; "do not
-          // always need" -> "always need"): the verb after the span (past any adverbs) must be
-          // the form the do-form asks for.
-          const Words& longer = a.empty() ? B : A;
-          size_t v = p + span.size();
-          while (v < longer.size() && !lex.has(longer[v], Pos::Verb) && (lex.has(longer[v], Pos::Adv) || is_closed_class(longer[v])) &&
-                 !is_neg_token(longer[v]))
-            ++v;
-          if (v < longer.size()) {
-            const std::string& base = longer[v];
-            std::string expected = span[0] == "did" ? lex.verb_past(base) : span[0] == "does" ? "" : base;
-            d.intended = lex.has(base, Pos::Verb) && expected == base;
-          }
-        }
-      } else if (d.shape == "replace1") {
-        for (const auto& f : quantifier_flips())
-          if ((a[0] == f.first && b[0] == f.second) || (a[0] == f.second && b[0] == f.first)) d.intended = true;
-        if ((a[0] == "nothing" && b[0] == "something") || (a[0] == "nobody" && b[0] == "somebody")) d.intended = true;
-      }
-      break;
-    }
-    case Kind::RoleSwap:
-    case Kind::BindingSwap: d.intended = d.shape == "swap"; break;
-    case Kind::SpatialFlip:
-      if (d.shape == "replace1" || d.shape == "replace") {
-        std::string from = join(a), to = join(b);
-        for (const auto& r : spatial_rules())
-          if ((from == r.from && to == r.to) || (from == r.to && to == r.from)) d.intended = true;
-      }
-      break;
-    case Kind::Antonym:
-    case Kind::Synonym:
-      if (d.shape == "replace1") d.intended = lexical_relation(a[0], b[0], k == Kind::Antonym, lex);
-      break;
-    case Kind::Passive: {
-      // B = A's words, minus one verb, plus be + that verb's participle + "by" (in any order).
-      std::multiset<std::string> wa(A.begin(), A.end()), wb(B.begin(), B.end());
-      for (const char* w : {"by"}) {
-        auto it = wb.find(w);
-        if (it == wb.end()) return d;
-        wb.erase(it);
-      }
-      bool be_found = false;
-      for (const char* w : {"was", "were", "is", "are"})
-        if (auto it = wb.find(w); it != wb.end() && !be_found) {
-          wb.erase(it);
-          be_found = true;
-        }
-      if (!be_found) return d;
-      for (const auto& w : A) {
-        auto ita = wa.find(w);
-        auto itb = wb.find(w);
-        if (ita != wa.end() && itb != wb.end()) {
-          wa.erase(ita);
-          wb.erase(itb);
-        }
-      }
-      if (wa.size() == 1 && wb.size() == 1) {
-        for (const auto& base : lex.base_forms(*wa.begin(), Pos::Verb))
-          if (lex.verb_past_participle(base) == *wb.begin()) d.intended = true;
-      } else if (wa.empty() && wb.empty()) {  // past tense = participle ("chased"): same words
-        for (const auto& w : A)
-          for (const auto& base : lex.base_forms(w, Pos::Verb))
-            if (lex.verb_past_participle(base) == w && lex.verb_past(base) == w) d.intended = true;
-      }
-      break;
-    }
-  }
-  return d;
 }
 
 }  // namespace sieve::nearmiss

@@ -236,10 +236,7 @@ TrainReport train_encoder(const EncoderTrainOptions& o) {
     steps.add(state.step, rows.size(), loss.item<double>(), nlohmann::json::object(),
               {{"lr", opt.param_groups()[0].options().get_lr()}, {"epoch", sampler.epoch()}});
     if (evaluator && o.eval_every > 0 && state.step % o.eval_every == 0) evaluate(state.step);
-    if (c.save_every > 0 && state.step % c.save_every == 0) {
-      state.sampler = sampler.state();
-      run.checkpoint(state, opt, save_model);
-    }
+    run.checkpoint_if_due(c.save_every, state, [&] { return sampler.state(); }, opt, save_model);
   }
   progress.finish();
   report.seconds = budget.elapsed();

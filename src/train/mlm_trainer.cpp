@@ -228,10 +228,7 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
     const double l = dp.sum(loss.item<double>());
     steps.add(state.step, rows.size() * static_cast<size_t>(dp.world_size()), l, nlohmann::json::object(),
               {{"lr", opt.param_groups()[0].options().get_lr()}, {"epoch", sampler.epoch()}});
-    if (c.save_every > 0 && state.step % c.save_every == 0) {
-      state.sampler = sampler.state();
-      run.checkpoint(state, opt, write_model);
-    }
+    run.checkpoint_if_due(c.save_every, state, [&] { return sampler.state(); }, opt, write_model);
   }
   progress.finish();
   report.seconds = budget.elapsed();

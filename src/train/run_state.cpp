@@ -94,6 +94,14 @@ void RunDir::checkpoint(const LoopState& state, torch::optim::Optimizer& opt,
   }
 }
 
+void RunDir::checkpoint_if_due(size_t save_every, LoopState& state, const std::function<std::string()>& sampler,
+                               torch::optim::Optimizer& opt,
+                               const std::function<void(const std::string& dir)>& write_model) {
+  if (save_every == 0 || state.step % save_every != 0) return;
+  state.sampler = sampler();
+  checkpoint(state, opt, write_model);
+}
+
 LoopState RunDir::restore(torch::optim::Optimizer& opt) const {
   SIEVE_ASSERT(!resume_from_.empty());
   auto j = nlohmann::json::parse(read_file(path_join(resume_from_, "trainer_state.json")), nullptr, false);

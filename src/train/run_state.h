@@ -44,6 +44,10 @@ class RunDir {
   /// directory it is given), then removes older checkpoints.
   void checkpoint(const LoopState& state, torch::optim::Optimizer& opt,
                   const std::function<void(const std::string& dir)>& write_model);
+  /// checkpoint() when `save_every` (> 0) divides the state's step; `sampler` gives the sampler's
+  /// state (asked only then).
+  void checkpoint_if_due(size_t save_every, LoopState& state, const std::function<std::string()>& sampler,
+                         torch::optim::Optimizer& opt, const std::function<void(const std::string& dir)>& write_model);
   /// Restores optimizer, RNG and counters from resume_from().
   LoopState restore(torch::optim::Optimizer& opt) const;
 

@@ -252,10 +252,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     }
     steps.add(state.step, rows.size(), dp.sum(loss.item<double>()), {{"accuracy", accuracy}},
               {{"lr_verifier", vparams.empty() ? 0.0 : opt.param_groups()[0].options().get_lr()}});
-    if (c.save_every > 0 && state.step % c.save_every == 0) {
-      state.sampler = sampler.state();
-      run.checkpoint(state, opt, write_model);
-    }
+    run.checkpoint_if_due(c.save_every, state, [&] { return sampler.state(); }, opt, write_model);
   }
   progress.finish();
   report.seconds = budget.elapsed();

@@ -1,0 +1,24 @@
+// Word tables shared by the perturbations (perturb.cpp) and the edit check (edit_check.cpp).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sieve::nearmiss {
+
+/// Negation flips of quantifiers and adverbs: some/all/every <-> no, something <-> nothing, ...
+const std::vector<std::pair<std::string, std::string>>& quantifier_flips();
+
+/// Where a spatial word may flip: anywhere, in a side context ("left of"), before an object, or
+/// after a determiner ("the top").
+enum class Ctx { Any, Side, Object, AfterDet };
+struct SpatialRule {
+  const char* from;
+  const char* to;
+  Ctx ctx;
+};
+/// The spatial pairs (each direction listed).
+const std::vector<SpatialRule>& spatial_rules();
+
+}  // namespace sieve::nearmiss
