@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   sieve::cli::register_explain(app);
   sieve::cli::register_train(app);
   sieve::cli::register_nearmiss(app);
+  sieve::cli::register_eval(app);
+  sieve::cli::register_experiment(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

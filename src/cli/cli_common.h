@@ -56,5 +56,7 @@ void register_verify(CLI::App& app);
 void register_explain(CLI::App& app);
 void register_train(CLI::App& app);
 void register_nearmiss(CLI::App& app);
+void register_eval(CLI::App& app);
+void register_experiment(CLI::App& app);
 
 }  // namespace sieve::cli

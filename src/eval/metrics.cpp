@@ -36,11 +36,11 @@ std::vector<int> top_k_gains(const std::vector<std::string>& ranked, const std::
   return gains;
 }
 
-// Calls `fn` for each qrels query with a relevant doc, with its ranked ids (empty when the run
-// lacks the query) cut to `limit`; returns how many queries it visited.
-size_t for_each_judged_query(
-    const Run& run, const Qrels& qrels, size_t limit,
-    const std::function<void(const std::vector<std::string>&, const std::map<std::string, int>&)>& fn) {
+// Calls `fn` for each qrels query with a relevant doc, in query-id order, with its ranked ids (empty
+// when the run lacks the query) cut to `limit`; returns how many queries it visited.
+size_t for_each_judged_query(const Run& run, const Qrels& qrels, size_t limit,
+                             const std::function<void(const std::string&, const std::vector<std::string>&,
+                                                      const std::map<std::string, int>&)>& fn) {
   size_t queries = 0;
   std::vector<std::string> ids;
   for (const auto& [qid, rels] : qrels) {
@@ -51,7 +51,7 @@ size_t for_each_judged_query(
       const size_t n = std::min(limit, it->second.size());
       for (size_t i = 0; i < n; ++i) ids.push_back(it->second[i].doc_id);
     }
-    fn(ids, rels);
+    fn(qid, ids, rels);
     ++queries;
   }
   return queries;
@@ -112,15 +112,22 @@ double average_precision_at_k(const std::vector<std::string>& ranked_doc_ids,
   return sum / static_cast<double>(relevant);
 }
 
+double hit_at_k(const std::vector<std::string>& ranked_doc_ids, const std::map<std::string, int>& rels,
+                size_t k) {
+  const std::vector<int> gains = top_k_gains(ranked_doc_ids, rels, k);
+  return std::any_of(gains.begin(), gains.end(), [](int g) { return g > 0; }) ? 1.0 : 0.0;
+}
+
 Metrics evaluate(const Run& run, const Qrels& qrels, size_t per_query_limit) {
   Metrics m;
-  m.queries = for_each_judged_query(run, qrels, per_query_limit, [&](const auto& ids, const auto& rels) {
+  auto add = [&](const auto&, const auto& ids, const auto& rels) {
     m.ndcg10 += ndcg_at_k(ids, rels, 10);
     m.recall100 += recall_at_k(ids, rels, 100);
     m.mrr10 += reciprocal_rank_at_k(ids, rels, 10);
     m.map100 += average_precision_at_k(ids, rels, 100);
     m.p10 += precision_at_k(ids, rels, 10);
-  });
+  };
+  m.queries = for_each_judged_query(run, qrels, per_query_limit, add);
   if (m.queries > 0) {
     const double n = static_cast<double>(m.queries);
     for (double* v : {&m.ndcg10, &m.recall100, &m.mrr10, &m.map100, &m.p10}) *v /= n;
@@ -138,7 +145,7 @@ std::map<std::string, double> evaluate_cutoffs(const Run& run, const Qrels& qrel
     const std::string at = "@" + std::to_string(k);
     for (const char* name : {"ndcg", "recall", "mrr", "map", "p"}) out[name + at] = 0.0;
   }
-  const size_t queries = for_each_judged_query(run, qrels, SIZE_MAX, [&](const auto& ids, const auto& rels) {
+  auto add = [&](const auto&, const auto& ids, const auto& rels) {
     for (size_t k : cutoffs) {
       const std::string at = "@" + std::to_string(k);
       out["ndcg" + at] += ndcg_at_k(ids, rels, k);
@@ -147,10 +154,81 @@ std::map<std::string, double> evaluate_cutoffs(const Run& run, const Qrels& qrel
       out["map" + at] += average_precision_at_k(ids, rels, k);
       out["p" + at] += precision_at_k(ids, rels, k);
     }
-  });
+  };
+  const size_t queries = for_each_judged_query(run, qrels, SIZE_MAX, add);
   if (queries > 0)
     for (auto& kv : out) kv.second /= static_cast<double>(queries);
   return out;
+}
+
+RunEvaluation evaluate_run(const Run& run, const Qrels& qrels, const std::vector<size_t>& ks) {
+  SIEVE_THROW_IF_NOT(!ks.empty(), "evaluate_run needs at least one cutoff k");
+  // A repeated k would otherwise be summed twice into the same key.
+  const std::set<size_t> cutoffs(ks.begin(), ks.end());
+  RunEvaluation ev;
+  for (size_t k : cutoffs) {
+    SIEVE_THROW_IF_NOT(k > 0, "metric cutoff k must be at least 1");
+    const std::string at = "@" + std::to_string(k);
+    for (const char* name : {"ndcg", "mrr", "acc", "recall", "p"}) ev.mean[name + at] = 0.0;
+  }
+  ev.mean["map"] = 0.0;
+  auto add = [&](const std::string& qid, const std::vector<std::string>& ids,
+                 const std::map<std::string, int>& rels) {
+    QueryMeasures q{qid, {}};
+    for (size_t k : cutoffs) {
+      const std::string at = "@" + std::to_string(k);
+      q.values["ndcg" + at] = ndcg_at_k(ids, rels, k);
+      q.values["mrr" + at] = reciprocal_rank_at_k(ids, rels, k);
+      q.values["acc" + at] = hit_at_k(ids, rels, k);
+      q.values["recall" + at] = recall_at_k(ids, rels, k);
+      q.values["p" + at] = precision_at_k(ids, rels, k);
+    }
+    // trec_eval's `map` has no cutoff: every retrieved rank counts.
+    q.values["map"] = average_precision_at_k(ids, rels, SIZE_MAX);
+    for (const auto& [key, value] : q.values) ev.mean[key] += value;
+    ev.per_query.push_back(std::move(q));
+  };
+  ev.queries = for_each_judged_query(run, qrels, SIZE_MAX, add);
+  if (ev.queries > 0)
+    for (auto& kv : ev.mean) kv.second /= static_cast<double>(ev.queries);
+  return ev;
+}
+
+Run trec_eval_order(const Run& run) {
+  // trec_eval (usnistgov/trec_eval, form_res_rels.c) ignores the rank column: te_form_res_rels
+  // qsorts each topic's results with comp_sim_docno, which puts the higher sim first and, on equal
+  // sims, returns strcmp(docno2, docno1), i.e. the byte-wise greater docno first. std::string's
+  // compare is byte-wise (char_traits<char> compares as unsigned char, as strcmp does).
+  Run out;
+  for (const auto& [qid, entries] : run) {
+    // A NaN compares unordered with everything, which would break the sort's ordering contract.
+    for (const RunEntry& e : entries)
+      SIEVE_THROW_IF_NOT(!std::isnan(e.score),
+                         "run: query '" << qid << "', doc '" << e.doc_id << "': NaN score");
+    std::vector<RunEntry> sorted = entries;
+    // Stable, so that a repeated doc id keeps its copies in input order (only the first counts).
+    std::stable_sort(sorted.begin(), sorted.end(), [](const RunEntry& a, const RunEntry& b) {
+      if (a.score != b.score) return a.score > b.score;
+      return a.doc_id > b.doc_id;
+    });
+    out.emplace(qid, std::move(sorted));
+  }
+  return out;
+}
+
+void write_trec_qrels(std::ostream& out, const Qrels& qrels) {
+  // A token with whitespace would shift the columns when the file is read back.
+  auto check_token = [](const std::string& s, const char* what) {
+    SIEVE_THROW_IF_NOT(!s.empty() && s.find_first_of(" \t\n\r\v\f") == std::string::npos,
+                       "TREC qrels " << what << " '" << s << "' must be non-empty without whitespace");
+  };
+  for (const auto& [qid, rels] : qrels) {
+    check_token(qid, "query id");
+    for (const auto& [doc_id, grade] : rels) {
+      check_token(doc_id, "doc id");
+      out << qid << " 0 " << doc_id << ' ' << grade << '\n';
+    }
+  }
 }
 
 }  // namespace sieve::eval

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ double reciprocal_rank_at_k(const std::vector<std::string>& ranked_doc_ids,
 double average_precision_at_k(const std::vector<std::string>& ranked_doc_ids,
                               const std::map<std::string, int>& rels, size_t k);
 
+/// Acc@k (hit rate): 1 when a relevant doc is within the top k, else 0.
+double hit_at_k(const std::vector<std::string>& ranked_doc_ids, const std::map<std::string, int>& rels,
+                size_t k);
+
 /// The headline means reported for a run.
 struct Metrics {
   double ndcg10 = 0.0;
@@ -52,5 +57,34 @@ Metrics evaluate(const Run& run, const Qrels& qrels, size_t per_query_limit = SI
 /// Same averaging for each k in `ks`: keys "ndcg@k", "recall@k", "mrr@k", "map@k", "p@k".
 std::map<std::string, double> evaluate_cutoffs(const Run& run, const Qrels& qrels,
                                                const std::vector<size_t>& ks);
+
+/// One query's measures (same keys as RunEvaluation::mean).
+struct QueryMeasures {
+  std::string query_id;
+  std::map<std::string, double> values;
+};
+
+/// A run's evaluation: the means and every judged query's values.
+struct RunEvaluation {
+  /// "ndcg@k", "mrr@k", "acc@k", "recall@k", "p@k" for each k, and "map"
+  std::map<std::string, double> mean;
+  std::vector<QueryMeasures> per_query;  ///< judged queries (>= 1 relevant doc), in query-id order
+  size_t queries = 0;                    ///< judged queries averaged (== per_query.size())
+};
+
+/// Evaluates `run` as `trec_eval -c` does over the qrels' judged queries (a query with a relevant
+/// doc that the run lacks scores 0; run queries without qrels are ignored). "map" is AP over the
+/// whole list (trec_eval `map`). Ranks are the entries' order: call trec_eval_order() first to get
+/// trec_eval's tie handling. Throws sieve::Error when a k is 0 or ks is empty.
+RunEvaluation evaluate_run(const Run& run, const Qrels& qrels, const std::vector<size_t>& ks);
+
+/// Each query's entries re-sorted as trec_eval ranks them: score descending, ties by doc id
+/// descending (byte-wise), whatever the order or rank column they came in. Throws sieve::Error on a
+/// NaN score.
+Run trec_eval_order(const Run& run);
+
+/// Writes qrels as TREC lines `qid 0 docid grade`, in qrels order; throws sieve::Error on an empty
+/// id or one with whitespace.
+void write_trec_qrels(std::ostream& out, const Qrels& qrels);
 
 }  // namespace sieve::eval

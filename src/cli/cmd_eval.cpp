@@ -1,0 +1,238 @@
+// `sieve eval retrieval|nearmiss|space|aggregate`: evaluation on BEIR folders and pair files
+// (docs/evaluation.md). Results go to stdout as JSON; files only where asked.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <memory>
+
+#include "cli/cli_common.h"
+#include "core/file_util.h"
+#include "eval/aggregate.h"
+#include "eval/beir.h"
+#include "eval/metrics.h"
+#include "eval/pairs.h"
+#include "experiment/experiment_data.h"
+#include "experiment/nearmiss_eval.h"
+#include "experiment/retrieval_eval.h"
+#include "experiment/space_eval.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve::cli {
+namespace {
+
+void print_json(const nlohmann::json& j) {
+  const std::string s = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::fwrite(s.data(), 1, s.size(), stdout);
+}
+
+std::vector<size_t> parse_ks(const std::string& list) {
+  std::vector<size_t> ks;
+  for (uint64_t v : experiment::parse_uint_list(list, "cutoffs")) {
+    SIEVE_THROW_IF_NOT(v > 0, "cutoffs must be at least 1");
+    ks.push_back(static_cast<size_t>(v));
+  }
+  return ks;
+}
+
+void register_retrieval(CLI::App* group) {
+  struct Opts {
+    std::string beir, split = "test", index, queries, qrels, model, mode = "dense", fusion = "rrf", verifier,
+                                  run_out, qrels_out, index_dir, ks = "1,3,5,10,100";
+    experiment::RetrievalEvalOptions r;
+    DeviceFlags dev;
+    bool per_query = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = group->add_subcommand(
+      "retrieval", "nDCG, MRR, Acc (hit rate), recall, MAP of dense / BM25 / hybrid search, optionally reranked");
+  cmd->add_option("--beir", o->beir, "BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)");
+  cmd->add_option("--split", o->split, "Qrels split of --beir")->capture_default_str();
+  cmd->add_option("--index", o->index, "Index to search (default with --beir: one built with --model)");
+  cmd->add_option("-q,--queries", o->queries, "Queries (BEIR queries.jsonl, TSV id/text); overrides --beir's");
+  cmd->add_option("--qrels", o->qrels, "Judgements (BEIR qrels TSV or TREC qrels); overrides --beir's");
+  cmd->add_option("-m,--model", o->model, "Encoder (to build the index for --beir; default: the index's)");
+  cmd->add_option("--index-dir", o->index_dir,
+                  "Where an index built for --beir is kept and reused (default: a temporary folder, removed)");
+  cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid")
+      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}))
+      ->capture_default_str();
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted")
+      ->check(CLI::IsMember({"rrf", "weighted"}))
+      ->capture_default_str();
+  cmd->add_option("--verifier", o->verifier, "Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2)");
+  cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--depth", o->r.depth, "Results kept per query in the run")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--k", o->ks, "Cutoffs, comma-separated")->capture_default_str();
+  cmd->add_option("--max-queries", o->r.max_queries, "Evaluate only the first N judged queries (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--run-out", o->run_out, "Write the evaluated TREC run here");
+  cmd->add_option("--qrels-out", o->qrels_out, "Write the judgements used as TREC qrels here (for trec_eval)");
+  cmd->add_flag("--per-query", o->per_query, "Also print every query's measures");
+  o->dev.add(cmd);
+  on_run(cmd, [o] {
+    std::string queries = o->queries, qrels = o->qrels, corpus;
+    if (!o->beir.empty()) {
+      const experiment::BeirFolder f = experiment::beir_folder(o->beir, o->split);
+      if (queries.empty()) queries = f.queries;
+      if (qrels.empty()) qrels = f.qrels;
+      corpus = f.corpus;
+    }
+    SIEVE_THROW_IF_NOT(!queries.empty() && !qrels.empty(), "give --beir DIR, or --queries and --qrels");
+    SIEVE_THROW_IF_NOT(!o->index.empty() || (!corpus.empty() && !o->model.empty()),
+                       "give --index INDEX, or --beir DIR with --model MODEL to build one");
+    o->r.search.mode = experiment::search_mode_from_name(o->mode);
+    o->r.search.fusion = o->fusion == "weighted" ? Fusion::Weighted : Fusion::Rrf;
+    o->r.verifier = o->verifier;
+    o->r.ks = parse_ks(o->ks);
+    const auto q = eval::read_queries(queries);
+    const auto j = eval::read_qrels(qrels);
+
+    std::string index_dir = o->index, temp;
+    if (index_dir.empty()) {
+      std::string cache = o->index_dir;
+      if (cache.empty()) {
+        char tmpl[] = "/tmp/sieve-eval-XXXXXX";
+        SIEVE_THROW_IF_NOT(::mkdtemp(tmpl) != nullptr, "cannot create a temporary folder in /tmp");
+        cache = temp = tmpl;
+      }
+      index_dir = experiment::cached_index(o->model, corpus, cache, {}, o->dev.options());
+    }
+    struct Cleanup {
+      std::string dir;
+      ~Cleanup() {
+        if (!dir.empty()) std::filesystem::remove_all(dir);
+      }
+    } cleanup{temp};
+    IndexOpenOptions oo;
+    oo.model_dir = o->model;
+    oo.encoder = o->dev.options();
+    oo.load_encoder = o->r.search.mode != SearchMode::Bm25 || !o->verifier.empty();
+    auto index = Index::open(index_dir, oo);
+    const experiment::RetrievalEvalResult r = experiment::evaluate_retrieval(*index, q, j, o->r);
+    if (!o->run_out.empty()) {
+      std::ostringstream s;
+      for (const auto& [qid, entries] : r.run) eval::write_trec_run(s, qid, entries, "sieve-" + r.system);
+      write_file_atomic(o->run_out, s.str());
+    }
+    if (!o->qrels_out.empty()) {
+      std::ostringstream s;
+      eval::write_trec_qrels(s, r.qrels);
+      write_file_atomic(o->qrels_out, s.str());
+    }
+    print_json(experiment::retrieval_json(r, o->per_query));
+  });
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+void register_nearmiss_eval(CLI::App* group) {
+  struct Opts {
+    std::string pairs, model, positives, ignore, markdown;
+    std::vector<std::string> verifiers;
+    experiment::NearMissEvalOptions n;
+    DeviceFlags dev;
+  };
+  auto o = std::make_shared<Opts>();
+  o->positives = "synonym,passive,paraphrase,positive,entailment";
+  o->ignore = "neutral";
+  auto* cmd = group->add_subcommand(
+      "nearmiss", "Near-miss rejection: per-category mean ± std, ROC-AUC, accuracy at a threshold, identity margin");
+  cmd->add_option("--pairs", o->pairs, "Pairs (TSV/CSV with a header: sentence1, sentence2, category and/or label)")
+      ->required();
+  cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
+  cmd->add_option("--verifier", o->verifiers,
+                  "Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable");
+  cmd->add_option("--positive-categories", o->positives, "Categories/labels that mark positive pairs")
+      ->capture_default_str();
+  cmd->add_option("--ignore-categories", o->ignore, "Categories/labels left out")->capture_default_str();
+  cmd->add_option("--gamma", o->n.gamma, "Identity margin: s(q, q+) >= s(q, q-) + gamma")->capture_default_str();
+  cmd->add_option("--max-pairs", o->n.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
+  cmd->add_option("--batch-size", o->n.batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--markdown", o->markdown, "Also write the table as Markdown to this file");
+  o->dev.add(cmd);
+  on_run(cmd, [o] {
+    o->n.positive_categories = split_list(o->positives);
+    o->n.ignore_categories = split_list(o->ignore);
+    o->n.encoder = o->dev.options();
+    const auto pairs = eval::read_pairs(o->pairs);
+    const std::string identity = model_identity(o->model);
+    std::vector<std::unique_ptr<Verifier>> owned;
+    std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}};
+    for (const auto& v : o->verifiers) {
+      owned.push_back(Verifier::load(v, identity));
+      scorers.push_back({v, owned.back().get()});
+    }
+    const auto e = experiment::evaluate_nearmisses(o->model, pairs, scorers, o->n);
+    if (!o->markdown.empty()) experiment::write_text(o->markdown, experiment::nearmiss_markdown(e));
+    print_json(experiment::nearmiss_json(e));
+  });
+}
+
+void register_space(CLI::App* group) {
+  struct Opts {
+    std::string a, b, pairs, out;
+    experiment::SpaceEvalOptions s;
+    DeviceFlags dev;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = group->add_subcommand("space", "Pooled-space analysis of Model A vs Model B on categorised pairs");
+  cmd->add_option("--model-a", o->a, "Model A directory")->required();
+  cmd->add_option("--model-b", o->b, "Model B directory")->required();
+  cmd->add_option("--pairs", o->pairs, "Pairs (sentence1, sentence2, category)")->required();
+  cmd->add_option("-o,--out", o->out, "Also write space.json, space.md and histogram SVGs here");
+  cmd->add_option("--bins", o->s.bins, "Histogram bins on [0, 1]")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-pairs", o->s.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
+  o->dev.add(cmd);
+  on_run(cmd, [o] {
+    o->s.encoder = o->dev.options();
+    const auto s = experiment::evaluate_space(o->a, o->b, eval::read_pairs(o->pairs), o->s);
+    if (!o->out.empty()) experiment::write_space_report(s, o->out);
+    print_json(experiment::space_json(s));
+  });
+}
+
+void register_aggregate(CLI::App* group) {
+  struct Opts {
+    std::string dir, file = "results.json", out;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = group->add_subcommand(
+      "aggregate", "Aggregate DIR/seed_<n>/FILE over seeds: every number becomes mean, std, min, max, count, values");
+  cmd->add_option("dir", o->dir, "Folder holding seed_<n> sub-folders")->required();
+  cmd->add_option("--file", o->file, "Result file name inside each seed folder")->capture_default_str();
+  cmd->add_option("-o,--out", o->out, "Write the aggregate here as well as to stdout");
+  on_run(cmd, [o] {
+    const nlohmann::json agg = eval::aggregate_seed_dirs(o->dir, o->file);
+    if (!o->out.empty()) experiment::write_json(o->out, agg);
+    print_json(agg);
+  });
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  auto* group = app.add_subcommand("eval", "Evaluate retrieval, near-miss rejection and pooled spaces");
+  group->require_subcommand(1);
+  register_retrieval(group);
+  register_nearmiss_eval(group);
+  register_space(group);
+  register_aggregate(group);
+}
+
+}  // namespace sieve::cli

@@ -1,0 +1,122 @@
+#include "experiment/experiment_data.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "nearmiss/generate.h"
+#include "nearmiss/lexicon.h"
+#include "sieve/error.h"
+
+namespace sieve::experiment {
+
+const std::vector<std::string> kStructuralKinds = {"negation", "role_swap", "binding_swap", "spatial_flip"};
+
+namespace {
+
+// FNV-1a: a split that depends on the sentence only, not on its position or the seed.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<nearmiss::Kind> kinds_of(const std::vector<std::string>& names) {
+  std::vector<nearmiss::Kind> out;
+  for (const auto& n : names) out.push_back(nearmiss::kind_from_name(n));
+  return out;
+}
+
+void cap(std::vector<nearmiss::NearMiss>& rows, size_t max_rows) {
+  if (max_rows > 0 && rows.size() > max_rows) rows.resize(max_rows);
+}
+
+}  // namespace
+
+GeneratedNearMisses generate_nearmiss_data(const std::string& out_dir, uint64_t seed, size_t max_train,
+                                           size_t max_test, double test_share) {
+  GeneratedNearMisses g;
+  g.train_pairs = path_join(out_dir, "nearmiss_train.csv");
+  g.test_pairs = path_join(out_dir, "nearmiss_test.csv");
+  if (is_file(g.train_pairs) && is_file(g.test_pairs)) return g;
+  SIEVE_THROW_IF_NOT(nearmiss::Lexicon::available(nearmiss::Lexicon::kDefaultDir),
+                     std::string("WordNet is not installed at ") + nearmiss::Lexicon::kDefaultDir +
+                         " (apt-get install wordnet-base), and no near-miss file was given");
+  auto lex = nearmiss::Lexicon::load(nearmiss::Lexicon::kDefaultDir);
+  std::vector<std::string> train_s, test_s;
+  const uint64_t cut = static_cast<uint64_t>((1.0 - test_share) * 18446744073709551615.0);
+  for (auto& s : lex->example_sentences()) (fnv1a(s) >= cut ? test_s : train_s).push_back(std::move(s));
+
+  std::vector<nearmiss::NearMiss> train = nearmiss::generate(train_s, kinds_of(kStructuralKinds), seed, *lex);
+  std::vector<std::string> test_kinds = kStructuralKinds;
+  test_kinds.push_back("synonym");
+  test_kinds.push_back("passive");
+  std::vector<nearmiss::NearMiss> test = nearmiss::generate(test_s, kinds_of(test_kinds), seed, *lex);
+  cap(train, max_train);
+  cap(test, max_test);
+  std::filesystem::create_directories(out_dir);
+  nearmiss::write_nearmisses(g.train_pairs, train, nearmiss::Layout::Pairs);
+  nearmiss::write_nearmisses(g.test_pairs, test, nearmiss::Layout::Pairs);
+  g.train_rows = train.size();
+  g.test_rows = test.size();
+  log_info("near-misses from WordNet examples: " + std::to_string(train.size()) + " training pairs (" +
+           std::to_string(train_s.size()) + " sentences), " + std::to_string(test.size()) + " test pairs (" +
+           std::to_string(test_s.size()) + " held-apart sentences)");
+  return g;
+}
+
+void write_training_jsonl(const std::string& path, const std::vector<train::TrainExample>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"anchor", r.anchor}, {"positive", r.positive}};
+    if (!r.negatives.empty()) j["negative"] = r.negatives;
+    if (!r.category.empty()) j["category"] = r.category;
+    out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += '\n';
+  }
+  write_text(path, out);
+}
+
+std::vector<train::TrainExample> identity_triplets(const std::string& pairs_path, size_t max_rows) {
+  std::vector<train::TrainExample> rows = train::read_training_file(pairs_path, /*identity=*/true);
+  if (max_rows > 0 && rows.size() > max_rows) rows.resize(max_rows);
+  return rows;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  write_file_atomic(path, text);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  write_text(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+std::vector<uint64_t> parse_uint_list(const std::string& list, const std::string& what) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    SIEVE_THROW_IF_NOT(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos,
+                       what + " must be a comma-separated list of integers, got '" + list + "'");
+    out.push_back(std::stoull(item));
+  }
+  SIEVE_THROW_IF_NOT(!out.empty(), "no " + what + " given");
+  return out;
+}
+
+}  // namespace sieve::experiment

@@ -1,0 +1,36 @@
+// `sieve experiment tradeoff`: the paper's first table. For one backbone and each seed, trains
+// Model A (the training triplets/pairs) and Model B (the same plus identity triplets of
+// structural near-misses), evaluates both zero-shot on BEIR folders, compares their pooled spaces
+// on held-apart near-misses, and aggregates over seeds into JSON, Markdown and SVG plots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sieve::experiment {
+
+struct TradeoffOptions {
+  std::string backbone;                 ///< model directory to fine-tune
+  std::vector<std::string> train;       ///< Model A data: triplet/pair files or BEIR folders (train qrels)
+  std::string structural;               ///< near-miss pairs for Model B; "" = generated from WordNet
+  std::string nearmiss_test;            ///< pairs for the pooled-space analysis; "" = generated (held apart)
+  std::vector<std::string> beir;        ///< evaluation folders (qrels/<split>.tsv)
+  std::string split = "test";
+  std::vector<uint64_t> seeds = {42, 43, 44};
+  std::string out_dir;
+  size_t steps = 500, batch_size = 64, max_length = 128;
+  double lr = 1e-4, weight_decay = 0.001, scale = 10.0;  ///< the authors' MiniLM-L6 values
+  size_t max_train_rows = 0;            ///< > 0: cap on Model A rows (Model B adds its near-misses)
+  size_t max_structural = 0;            ///< > 0: cap on the near-miss rows Model B adds
+  size_t max_queries = 0;               ///< > 0: per evaluation folder
+  size_t max_test_pairs = 0;            ///< > 0: cap on the pooled-space pairs
+  int threads = 0;
+};
+
+/// Runs (or resumes: finished seeds and trained models are reused) the experiment and writes
+/// OUT/results.json, OUT/table.md and OUT/plots/*.svg. Returns the Markdown table.
+std::string run_tradeoff(const TradeoffOptions& opt);
+
+}  // namespace sieve::experiment
