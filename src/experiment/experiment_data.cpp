@@ -1,6 +1,8 @@
 #include "experiment/experiment_data.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "core/file_util.h"
@@ -31,8 +33,25 @@ std::vector<nearmiss::Kind> kinds_of(const std::vector<std::string>& names) {
   return out;
 }
 
+// Keeps at most `max_rows` rows (0 = all), taken round-robin over the categories so that a cap does
+// not keep only the kinds that come first; the kept rows stay in input order.
+template <class T, class Key>
+void stratified_cap(std::vector<T>& rows, size_t max_rows, Key key) {
+  if (max_rows == 0 || rows.size() <= max_rows) return;
+  std::map<std::string, std::vector<size_t>> by_cat;
+  for (size_t i = 0; i < rows.size(); ++i) by_cat[key(rows[i])].push_back(i);
+  std::vector<size_t> keep;
+  for (size_t round = 0; keep.size() < max_rows; ++round)
+    for (const auto& [cat, idx] : by_cat)
+      if (round < idx.size() && keep.size() < max_rows) keep.push_back(idx[round]);
+  std::sort(keep.begin(), keep.end());
+  std::vector<T> out;
+  for (size_t i : keep) out.push_back(std::move(rows[i]));
+  rows = std::move(out);
+}
+
 void cap(std::vector<nearmiss::NearMiss>& rows, size_t max_rows) {
-  if (max_rows > 0 && rows.size() > max_rows) rows.resize(max_rows);
+  stratified_cap(rows, max_rows, [](const nearmiss::NearMiss& r) { return std::string(nearmiss::kind_name(r.kind)); });
 }
 
 }  // namespace
@@ -83,7 +102,7 @@ void write_training_jsonl(const std::string& path, const std::vector<train::Trai
 
 std::vector<train::TrainExample> identity_triplets(const std::string& pairs_path, size_t max_rows) {
   std::vector<train::TrainExample> rows = train::read_training_file(pairs_path, /*identity=*/true);
-  if (max_rows > 0 && rows.size() > max_rows) rows.resize(max_rows);
+  stratified_cap(rows, max_rows, [](const train::TrainExample& r) { return r.category; });
   return rows;
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "sieve/error.h"
@@ -66,7 +67,9 @@ BeirFolder beir_folder(const std::string& dir, const std::string& split) {
 
 std::string cached_index(const std::string& model_dir, const std::string& corpus, const std::string& cache_dir,
                          const IndexBuildOptions& build, const EncoderOptions& enc) {
-  const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + model_identity(model_dir).substr(0, 16) +
+  // The identity names config, tokenizer and weights; its checksum keeps the folder name short.
+  const std::string id = model_identity(model_dir);
+  const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + crc32_hex(crc32(id.data(), id.size())) +
                                                    (build.store_tokens ? "" : "-keys"));
   if (is_dir(out)) return out;  // builds are renamed into place only when complete
   log_info("indexing " + corpus + " with " + model_dir + " into " + out);

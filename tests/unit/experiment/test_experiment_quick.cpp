@@ -1,0 +1,112 @@
+// Slow: both experiments end to end with --profile quick on ../shared/data (a few minutes on two
+// cores), through the CLI as a user runs them. Aggregates are checked against the per-seed files.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "support/test_util.h"
+
+namespace sieve::test {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+class QuickProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scifact_ = shared_data("retrieval/scifact");
+    wikiqa_ = shared_data("retrieval/wikiqa");
+    vocab_ = shared_data("vocab/bert-base-uncased-vocab.txt");
+    if (scifact_.empty() || wikiqa_.empty() || vocab_.empty()) GTEST_SKIP() << "../shared/data is absent";
+    if (!exists("/usr/share/wordnet/data.noun")) GTEST_SKIP() << "WordNet is not installed";
+    dir_ = make_temp_dir("quick");
+    model_ = dir_ + "/model";
+    const auto r = run_command(cli_path() + " make-fixture --out " + model_ +
+                               " --hidden 64 --layers 2 --heads 2 --ffn 128 --init-std 0.02 --vocab " + vocab_ +
+                               " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  std::string scifact_, wikiqa_, vocab_, dir_, model_;
+};
+
+TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
+  const std::string out = dir_ + "/tradeoff";
+  const std::string cmd = cli_path() + " experiment tradeoff --profile quick --backbone " + model_ + " --train " +
+                          scifact_ + " --beir " + scifact_ + " --beir " + wikiqa_ + " --out " + out + " 2>" + dir_ +
+                          "/tradeoff.log";
+  auto r = run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/tradeoff.log");
+  EXPECT_NE(r.out.find("| Model A"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Δ (B − A)"), std::string::npos);
+  for (const char* f : {"/table.md", "/results.json", "/plots/tradeoff_ndcg10.svg", "/plots/tradeoff_acc1.svg",
+                        "/seed_42/space/hist_overall.svg", "/seed_43/model_b/last/model.safetensors"})
+    EXPECT_TRUE(exists(out + f)) << f;
+
+  // The aggregate of each cell is the mean and population std of the two seeds' values.
+  const auto agg = nlohmann::json::parse(slurp(out + "/results.json"));
+  for (const char* model : {"model_a", "model_b"})
+    for (const char* set : {"scifact", "wikiqa"}) {
+      std::vector<double> v;
+      for (const char* seed : {"42", "43"}) {
+        const auto s = nlohmann::json::parse(slurp(out + "/seed_" + seed + "/results.json"));
+        v.push_back(s[model][set]["ndcg@10"].get<double>());
+        EXPECT_GE(v.back(), 0.0);
+        EXPECT_LE(v.back(), 1.0);
+      }
+      const auto& c = agg["seeds"][model][set]["ndcg@10"];
+      EXPECT_NEAR(c["mean"].get<double>(), (v[0] + v[1]) / 2, 1e-12);
+      EXPECT_NEAR(c["std"].get<double>(), std::abs(v[0] - v[1]) / 2, 1e-12);
+    }
+  // Model B trained on more rows than Model A (its near-misses added as identity triplets).
+  const auto s42 = nlohmann::json::parse(slurp(out + "/seed_42/results.json"));
+  EXPECT_GT(s42["space"]["overall"]["n"].get<int>(), 0);
+
+  // Re-running resumes: nothing is retrained and the seed results stay as they were.
+  const std::string before = slurp(out + "/seed_42/results.json");
+  r = run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/tradeoff.log");
+  EXPECT_EQ(slurp(out + "/seed_42/results.json"), before);
+  EXPECT_NE(slurp(dir_ + "/tradeoff.log").find("already done"), std::string::npos);
+}
+
+TEST_F(QuickProfile, VerifiersTrainsEveryKindAndRegimeAndTabulates) {
+  const std::string out = dir_ + "/verifiers";
+  const auto r = run_command(cli_path() + " experiment verifiers --profile quick --encoder " + model_ + " --beir " +
+                             scifact_ + " --out " + out + " 2>" + dir_ + "/verifiers.log");
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/verifiers.log");
+  for (const char* kind : {"F0", "F1", "F2", "F3", "F4"})
+    for (const char* mode : {"Frozen", "End-to-end"})
+      EXPECT_NE(r.out.find(std::string("| ") + kind + "       | " + mode), std::string::npos) << kind << " " << mode;
+  const auto s = nlohmann::json::parse(slurp(out + "/seed_42/results.json"));
+  // Frozen F0-F2 have nothing to train; F3's size is the paper's (332,545), whatever the encoder.
+  EXPECT_EQ(s["frozen"]["F1"]["num_parameters"].get<int>(), 0);
+  EXPECT_EQ(s["frozen"]["F1"]["training_time_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(s["frozen"]["F3"]["num_parameters"].get<int>(), 332545);
+  EXPECT_GT(s["end_to_end"]["F1"]["training_time_seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(exists(out + "/seed_42/end_to_end/F4/encoder/model.safetensors"));
+  // Reranking keeps the candidate set, so recall@100 over the top 20 cannot change; scores can.
+  const auto& f1 = s["frozen"]["F1"]["retrieval"]["scifact"];
+  EXPECT_NEAR(f1["recall@100"].get<double>(), f1["encoder"]["recall@100"].get<double>(), 1e-12);
+  const auto& nm = s["frozen"]["F4"]["nearmiss"]["scorers"];
+  EXPECT_GE(nm["verifier"]["auc"].get<double>(), 0.0);
+  EXPECT_LE(nm["verifier"]["auc"].get<double>(), 1.0);
+  EXPECT_TRUE(exists(out + "/plots/verifiers_ndcg10.svg"));
+  EXPECT_TRUE(exists(out + "/plots/verifiers_nearmiss_auc.svg"));
+}
+
+}  // namespace
+}  // namespace sieve::test
