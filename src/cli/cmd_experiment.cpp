@@ -52,6 +52,7 @@ void register_tradeoff(CLI::App* group) {
   cmd->add_option("--max-queries", o->t.max_queries, "Queries evaluated per BEIR folder (quick: 100; full: all)");
   cmd->add_option("--max-test-pairs", o->t.max_test_pairs, "Cap on the pooled-space pairs (quick: 1000; full: all)");
   cmd->add_option("--threads", o->t.threads, "Compute threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--device", o->t.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
   on_run(cmd, [o, cmd] {
     auto& t = o->t;
     const bool quick = o->profile == "quick";
@@ -105,6 +106,7 @@ void register_verifiers(CLI::App* group) {
   cmd->add_option("--lr-verifier", o->v.lr_verifier, "Verifier learning rate")->capture_default_str();
   cmd->add_option("--lr-encoder", o->v.lr_encoder, "Encoder learning rate (end to end)")->capture_default_str();
   cmd->add_option("--threads", o->v.threads, "Compute threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--device", o->v.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
   on_run(cmd, [o, cmd] {
     auto& v = o->v;
     const bool quick = o->profile == "quick";

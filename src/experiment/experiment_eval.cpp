@@ -24,11 +24,9 @@ std::vector<EvalSet> load_eval_sets(const std::vector<std::string>& dirs, const 
 
 nlohmann::json evaluate_on_sets(const std::string& model, const std::vector<EvalSet>& sets,
                                 const std::string& index_cache, const RetrievalEvalOptions& ro,
-                                bool keep_index, int threads) {
+                                bool keep_index, const EncoderOptions& enc) {
   nlohmann::json out;
   std::map<std::string, double> sums;
-  EncoderOptions enc;
-  enc.threads = threads;
   IndexBuildOptions build;
   build.store_tokens = !ro.verifier.empty();
   for (const auto& s : sets) {

@@ -29,7 +29,7 @@ extern const std::vector<std::string> kTableMeasures;  // ndcg@10, mrr@10, acc@1
 /// With a verifier, each set also gets "encoder" (stage 1 alone) next to the reranked values.
 nlohmann::json evaluate_on_sets(const std::string& model, const std::vector<EvalSet>& sets,
                                 const std::string& index_cache, const RetrievalEvalOptions& ro,
-                                bool keep_index, int threads);
+                                bool keep_index, const EncoderOptions& enc);
 
 /// {"mean": m, "std": s} leaves of aggregate_runs() -> MeanStd (NaN when absent; n = count).
 eval::MeanStd cell(const nlohmann::json& agg, const std::vector<std::string>& path);

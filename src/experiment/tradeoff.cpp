@@ -31,6 +31,7 @@ nlohmann::json train_once(const TradeoffOptions& opt, const std::string& data, c
   t.common.batch_size = opt.batch_size;
   t.common.seed = seed;
   t.common.threads = opt.threads;
+  t.common.device = opt.device;
   t.common.log_every = std::max<size_t>(1, opt.steps / 20);
   t.model_dir = opt.backbone;
   t.train_path = data;
@@ -161,11 +162,14 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
              " (+" + std::to_string(extra.size()) + " identity triplets of near-misses)");
   }
 
+  EncoderOptions enc;
+  enc.threads = opt.threads;
+  enc.device = opt.device;
   RetrievalEvalOptions ro;
   ro.max_queries = opt.max_queries;
   ro.ks = {1, 10, 100};
   const std::string backbone_file = path_join(out, "backbone/results.json");
-  if (!is_file(backbone_file)) write_json(backbone_file, evaluate_on_sets(opt.backbone, sets, cache, ro, false, opt.threads));
+  if (!is_file(backbone_file)) write_json(backbone_file, evaluate_on_sets(opt.backbone, sets, cache, ro, false, enc));
   const nlohmann::json backbone = read_json(backbone_file);
 
   std::vector<eval::SentencePair> test = eval::read_pairs(test_pairs);
@@ -180,11 +184,11 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
     j["train"]["model_a"] = train_once(opt, a_data, path_join(sd, "model_a"), seed);
     j["train"]["model_b"] = train_once(opt, b_data, path_join(sd, "model_b"), seed);
     const std::string a = path_join(sd, "model_a/last"), b = path_join(sd, "model_b/last");
-    j["model_a"] = evaluate_on_sets(a, sets, cache, ro, false, opt.threads);
-    j["model_b"] = evaluate_on_sets(b, sets, cache, ro, false, opt.threads);
+    j["model_a"] = evaluate_on_sets(a, sets, cache, ro, false, enc);
+    j["model_b"] = evaluate_on_sets(b, sets, cache, ro, false, enc);
     SpaceEvalOptions so;
     so.max_pairs = opt.max_test_pairs;
-    so.encoder.threads = opt.threads;
+    so.encoder = enc;
     const SpaceEval space = evaluate_space(a, b, test, so);
     write_space_report(space, path_join(sd, "space"));
     j["space"] = space_json(space);

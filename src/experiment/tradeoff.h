@@ -27,6 +27,7 @@ struct TradeoffOptions {
   size_t max_queries = 0;               ///< > 0: per evaluation folder
   size_t max_test_pairs = 0;            ///< > 0: cap on the pooled-space pairs
   int threads = 0;
+  std::string device = "cpu";           ///< training and encoding: cpu, cuda or cuda:N
 };
 
 /// Runs (or resumes: finished seeds and trained models are reused) the experiment and writes

@@ -56,6 +56,7 @@ nlohmann::json train_cell(const Shared& sh, VerifierKind kind, const std::string
     v.common.batch_size = learned(kind) ? opt.batch_map : opt.batch_light;
     v.common.seed = seed;
     v.common.threads = opt.threads;
+    v.common.device = opt.device;
     v.common.log_every = std::max<size_t>(1, v.common.steps / 20);
     v.model_dir = opt.encoder;
     v.train_path = sh.train;
@@ -92,6 +93,9 @@ nlohmann::json evaluate_cell(const Shared& sh, VerifierKind kind, const std::str
   c["num_parameters"] = verifier->parameter_count();
   c["training_time_seconds"] = trained["report"].value("seconds", 0.0);
   c["steps"] = trained["report"].value("steps", 0);
+  EncoderOptions enc;
+  enc.threads = opt.threads;
+  enc.device = opt.device;
   RetrievalEvalOptions ro;
   ro.verifier = verifier_ref;
   ro.candidates = opt.candidates;
@@ -99,9 +103,9 @@ nlohmann::json evaluate_cell(const Shared& sh, VerifierKind kind, const std::str
   ro.max_queries = opt.max_queries;
   ro.ks = {1, 10, 100};
   // The base encoder's index serves every frozen cell; an end-to-end encoder's is built and dropped.
-  c["retrieval"] = evaluate_on_sets(encoder, sh.sets, sh.cache, ro, encoder == opt.encoder, opt.threads);
+  c["retrieval"] = evaluate_on_sets(encoder, sh.sets, sh.cache, ro, encoder == opt.encoder, enc);
   NearMissEvalOptions no;
-  no.encoder.threads = opt.threads;
+  no.encoder = enc;
   no.max_pairs = opt.max_test_pairs;
   const NearMissEval ne = evaluate_nearmisses(encoder, sh.test, {{"encoder", nullptr}, {"verifier", verifier.get()}}, no);
   c["nearmiss"] = nearmiss_json(ne);

@@ -32,6 +32,7 @@ struct VerifierExperimentOptions {
   size_t max_queries = 0;
   size_t max_train_rows = 0, max_test_pairs = 0;
   int threads = 0;
+  std::string device = "cpu";           ///< training and encoding: cpu, cuda or cuda:N
 };
 
 /// Runs (or resumes) the experiment; writes OUT/results.json, OUT/table.md, OUT/plots/*.svg.
