@@ -90,22 +90,23 @@ void register_retrieval(CLI::App* group) {
     const auto q = eval::read_queries(queries);
     const auto j = eval::read_qrels(qrels);
 
-    std::string index_dir = o->index, temp;
-    if (index_dir.empty()) {
-      std::string cache = o->index_dir;
-      if (cache.empty()) {
-        char tmpl[] = "/tmp/sieve-eval-XXXXXX";
-        SIEVE_THROW_IF_NOT(::mkdtemp(tmpl) != nullptr, "cannot create a temporary folder in /tmp");
-        cache = temp = tmpl;
-      }
-      index_dir = experiment::cached_index(o->model, corpus, cache, {}, o->dev.options());
-    }
+    // A temporary index folder goes away however the command ends (a failed build included).
     struct Cleanup {
       std::string dir;
       ~Cleanup() {
         if (!dir.empty()) std::filesystem::remove_all(dir);
       }
-    } cleanup{temp};
+    } cleanup;
+    std::string index_dir = o->index;
+    if (index_dir.empty()) {
+      std::string cache = o->index_dir;
+      if (cache.empty()) {
+        char tmpl[] = "/tmp/sieve-eval-XXXXXX";
+        SIEVE_THROW_IF_NOT(::mkdtemp(tmpl) != nullptr, "cannot create a temporary folder in /tmp");
+        cache = cleanup.dir = tmpl;
+      }
+      index_dir = experiment::cached_index(o->model, corpus, cache, {}, o->dev.options());
+    }
     IndexOpenOptions oo;
     oo.model_dir = o->model;
     oo.encoder = o->dev.options();
@@ -126,6 +127,7 @@ void register_retrieval(CLI::App* group) {
   });
 }
 
+// "a,B" -> {"a", "b"}: categories are compared in lower case (the evaluation lowercases the pairs').
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::string cur;
@@ -134,7 +136,7 @@ std::vector<std::string> split_list(const std::string& s) {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
     } else {
-      cur += c;
+      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
   }
   if (!cur.empty()) out.push_back(cur);
@@ -196,7 +198,7 @@ void register_space(CLI::App* group) {
   cmd->add_option("--model-b", o->b, "Model B directory")->required();
   cmd->add_option("--pairs", o->pairs, "Pairs (sentence1, sentence2, category)")->required();
   cmd->add_option("-o,--out", o->out, "Also write space.json, space.md and histogram SVGs here");
-  cmd->add_option("--bins", o->s.bins, "Histogram bins on [0, 1]")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--bins", o->s.bins, "Histogram bins on [-1, 1]")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-pairs", o->s.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
   o->dev.add(cmd);
   on_run(cmd, [o] {

@@ -7,6 +7,7 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
+#include "eval/aggregate.h"
 #include "nearmiss/generate.h"
 #include "nearmiss/lexicon.h"
 #include "sieve/error.h"
@@ -104,6 +105,29 @@ std::vector<train::TrainExample> identity_triplets(const std::string& pairs_path
   std::vector<train::TrainExample> rows = train::read_training_file(pairs_path, /*identity=*/true);
   stratified_cap(rows, max_rows, [](const train::TrainExample& r) { return r.category; });
   return rows;
+}
+
+void check_options(const std::string& out_dir, const nlohmann::json& options) {
+  const std::string path = path_join(out_dir, "options.json");
+  if (!is_file(path)) {
+    write_json(path, options);
+    return;
+  }
+  const nlohmann::json before = read_json(path);
+  if (before == options) return;
+  std::string diff;
+  for (const auto& [k, v] : options.items())
+    if (!before.contains(k) || before[k] != v) diff += (diff.empty() ? "" : ", ") + k;
+  throw Error(out_dir + " holds results made with other options (" + (diff.empty() ? "removed keys" : diff) +
+              " differ; see " + path + "): give another --out, or remove the folder to start over");
+}
+
+nlohmann::json aggregate_seed_results(const std::string& out_dir, const std::vector<uint64_t>& seeds) {
+  std::vector<nlohmann::json> runs;
+  for (uint64_t s : seeds) runs.push_back(read_json(path_join(out_dir, "seed_" + std::to_string(s) + "/results.json")));
+  nlohmann::json agg = eval::aggregate_runs(runs);
+  agg["seeds"] = seeds;
+  return agg;
 }
 
 nlohmann::json read_json(const std::string& path) {

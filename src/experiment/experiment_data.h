@@ -38,6 +38,14 @@ void write_training_jsonl(const std::string& path, const std::vector<train::Trai
 /// how the paper turns structural negatives into Model B's training rows.
 std::vector<train::TrainExample> identity_triplets(const std::string& pairs_path, size_t max_rows = 0);
 
+/// Guards resuming: the first run writes `options` (everything that changes a result, seeds
+/// excepted) to OUT/options.json; a later run into the same folder with other options is refused
+/// with sieve::Error, so outputs made under other settings are never mixed in.
+void check_options(const std::string& out_dir, const nlohmann::json& options);
+
+/// Aggregates OUT/seed_<s>/results.json over exactly `seeds` (eval::aggregate_runs), with "seeds".
+nlohmann::json aggregate_seed_results(const std::string& out_dir, const std::vector<uint64_t>& seeds);
+
 /// Reads a JSON file; sieve::Error naming it when it is not valid JSON.
 nlohmann::json read_json(const std::string& path);
 /// Writes pretty JSON atomically (creating the folder).

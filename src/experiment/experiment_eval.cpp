@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "core/log.h"
 #include "sieve/error.h"
@@ -12,9 +13,12 @@ const std::vector<std::string> kTableMeasures = {"ndcg@10", "mrr@10", "acc@1", "
 
 std::vector<EvalSet> load_eval_sets(const std::vector<std::string>& dirs, const std::string& split) {
   std::vector<EvalSet> sets;
+  std::set<std::string> names;
   for (const auto& d : dirs) {
     EvalSet s;
     s.folder = beir_folder(d, split);
+    SIEVE_THROW_IF_NOT(names.insert(s.folder.name).second,
+                       "two evaluation folders are named '" + s.folder.name + "'; results are keyed by folder name");
     s.queries = eval::read_queries(s.folder.queries);
     s.qrels = eval::read_qrels(s.folder.qrels);
     sets.push_back(std::move(s));

@@ -1,6 +1,7 @@
 #include "experiment/retrieval_eval.h"
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <set>
 
@@ -67,8 +68,13 @@ BeirFolder beir_folder(const std::string& dir, const std::string& split) {
 
 std::string cached_index(const std::string& model_dir, const std::string& corpus, const std::string& cache_dir,
                          const IndexBuildOptions& build, const EncoderOptions& enc) {
-  // The identity names config, tokenizer and weights; its checksum keeps the folder name short.
-  const std::string id = model_identity(model_dir);
+  // The model identity names config, tokenizer and weights; the corpus is named by its path, size
+  // and modification time. A checksum of both keeps the folder name short.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(corpus, ec);
+  const auto mtime = std::filesystem::last_write_time(corpus, ec).time_since_epoch().count();
+  const std::string id = model_identity(model_dir) + "|" + std::filesystem::absolute(corpus).string() + "|" +
+                         std::to_string(size) + "|" + std::to_string(mtime);
   const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + crc32_hex(crc32(id.data(), id.size())) +
                                                    (build.store_tokens ? "" : "-keys"));
   if (is_dir(out)) return out;  // builds are renamed into place only when complete

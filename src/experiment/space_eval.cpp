@@ -1,5 +1,6 @@
 #include "experiment/space_eval.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <unordered_map>
@@ -56,8 +57,8 @@ SpaceCategory summarise(const std::string& name, const std::vector<double>& a, c
   c.b = eval::mean_std(b);
   c.delta = eval::mean_std(d);
   c.b_win_rate = c.n ? double(c.b_wins) / c.n : 0.0;
-  c.hist_a = eval::histogram(a, 0.0, 1.0, opt.bins);
-  c.hist_b = eval::histogram(b, 0.0, 1.0, opt.bins);
+  c.hist_a = eval::histogram(a, -1.0, 1.0, opt.bins);
+  c.hist_b = eval::histogram(b, -1.0, 1.0, opt.bins);
   return c;
 }
 
@@ -85,15 +86,23 @@ SpaceEval evaluate_space(const std::string& model_a, const std::string& model_b,
   const std::vector<double> ca = pair_cosines(model_a, pairs, opt.encoder, opt.batch_size);
   const std::vector<double> cb = pair_cosines(model_b, pairs, opt.encoder, opt.batch_size);
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_cat;
+  std::vector<double> na, nb;  // near-misses only
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& p = pairs[i];
-    auto& slot = by_cat[!p.category.empty() ? p.category : !p.label.empty() ? p.label : "all"];
+    std::string cat = !p.category.empty() ? p.category : !p.label.empty() ? p.label : "all";
+    for (char& ch : cat) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    auto& slot = by_cat[cat];
     slot.first.push_back(ca[i]);
     slot.second.push_back(cb[i]);
+    if (std::find(opt.positive_categories.begin(), opt.positive_categories.end(), cat) ==
+        opt.positive_categories.end()) {
+      na.push_back(ca[i]);
+      nb.push_back(cb[i]);
+    }
   }
   SpaceEval s;
   for (const auto& [cat, v] : by_cat) s.categories.push_back(summarise(cat, v.first, v.second, opt));
-  s.overall = summarise("overall", ca, cb, opt);
+  s.overall = summarise("overall", na, nb, opt);
   return s;
 }
 
@@ -121,7 +130,8 @@ void write_space_report(const SpaceEval& s, const std::string& out_dir) {
   write_file_atomic(path_join(out_dir, "space.json"), space_json(s).dump(2) + "\n");
   write_file_atomic(path_join(out_dir, "space.md"),
                     "# Pooled-space analysis: Model A vs Model B\n\nCosine of each pair (lower separates the "
-                    "near-miss better); B wins when cos_B < cos_A - 0.01.\n\n" +
+                    "near-miss better); B wins when cos_B < cos_A - 0.01. \"overall\" is the near-miss "
+                    "categories together (paraphrase-like categories are listed but left out of it).\n\n" +
                         space_markdown(s));
   auto plot = [&](const SpaceCategory& c) {
     write_file_atomic(path_join(out_dir, "hist_" + file_safe(c.category) + ".svg"),

@@ -6,7 +6,6 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
-#include "eval/aggregate.h"
 #include "eval/pairs.h"
 #include "eval/report.h"
 #include "experiment/experiment_data.h"
@@ -133,6 +132,12 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
   SIEVE_THROW_IF_NOT(!opt.train.empty(), "the experiment needs training data for Model A (--train)");
   SIEVE_THROW_IF_NOT(!opt.beir.empty(), "the experiment needs at least one BEIR folder to evaluate on (--beir)");
   const std::string out = opt.out_dir;
+  check_options(out, {{"backbone", opt.backbone}, {"train", opt.train}, {"structural", opt.structural},
+                      {"nearmiss_test", opt.nearmiss_test}, {"beir", opt.beir}, {"split", opt.split},
+                      {"steps", opt.steps}, {"batch_size", opt.batch_size}, {"max_length", opt.max_length},
+                      {"lr", opt.lr}, {"weight_decay", opt.weight_decay}, {"scale", opt.scale},
+                      {"max_train_rows", opt.max_train_rows}, {"max_structural", opt.max_structural},
+                      {"max_queries", opt.max_queries}, {"max_test_pairs", opt.max_test_pairs}});
   const std::string data_dir = path_join(out, "data"), cache = path_join(out, "indexes");
   const std::vector<EvalSet> sets = load_eval_sets(opt.beir, opt.split);  // fail early on a bad folder
   std::vector<std::string> set_names;
@@ -196,7 +201,7 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
     write_json(results, j);
   }
 
-  nlohmann::json agg = eval::aggregate_seed_dirs(out, "results.json");
+  nlohmann::json agg = aggregate_seed_results(out, opt.seeds);
   nlohmann::json summary = {{"experiment", "tradeoff"},     {"backbone_model", opt.backbone},
                             {"train", opt.train},           {"structural", structural},
                             {"nearmiss_test", test_pairs},  {"datasets", set_names},

@@ -6,7 +6,6 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
-#include "eval/aggregate.h"
 #include "eval/pairs.h"
 #include "eval/report.h"
 #include "experiment/experiment_data.h"
@@ -201,6 +200,15 @@ std::string run_verifier_experiment(const VerifierExperimentOptions& opt) {
   SIEVE_THROW_IF_NOT(!opt.beir.empty(), "the experiment needs at least one BEIR folder to evaluate on (--beir)");
   for (const auto& k : opt.kinds) verifier_kind_from_name(k);  // fail early on a bad name
   for (const auto& r : opt.regimes) regime_of(r);
+  // Kinds and regimes may grow between runs (cells are kept per kind); everything else must match.
+  check_options(opt.out_dir,
+                {{"encoder", opt.encoder}, {"train", opt.train}, {"nearmiss_test", opt.nearmiss_test},
+                 {"beir", opt.beir}, {"split", opt.split}, {"steps_light", opt.steps_light},
+                 {"steps_f3", opt.steps_f3}, {"steps_f4", opt.steps_f4}, {"batch_light", opt.batch_light},
+                 {"batch_map", opt.batch_map}, {"lr_verifier", opt.lr_verifier}, {"lr_encoder", opt.lr_encoder},
+                 {"max_length", opt.max_length}, {"max_tokens", opt.max_tokens}, {"candidates", opt.candidates},
+                 {"max_queries", opt.max_queries}, {"max_train_rows", opt.max_train_rows},
+                 {"max_test_pairs", opt.max_test_pairs}});
   Shared sh{opt, load_eval_sets(opt.beir, opt.split), opt.train, path_join(opt.out_dir, "indexes"), {}};
   std::string test = opt.nearmiss_test;
   if (sh.train.empty() || test.empty()) {
@@ -235,13 +243,16 @@ std::string run_verifier_experiment(const VerifierExperimentOptions& opt) {
   }
   std::filesystem::remove_all(sh.cache);
 
-  nlohmann::json agg = eval::aggregate_seed_dirs(opt.out_dir, "results.json");
+  nlohmann::json agg = aggregate_seed_results(opt.out_dir, opt.seeds);
   std::set<std::string> cats;
   for (const auto& regime : opt.regimes)
     for (const auto& kind : opt.kinds) {
-      const auto& c = agg[regime_key(regime)][kind]["nearmiss"]["scorers"]["encoder"];
-      if (c.contains("categories"))
-        for (const auto& [cat, v] : c["categories"].items()) cats.insert(cat);
+      const nlohmann::json& a = agg;
+      const std::vector<std::string> path = {regime_key(regime), kind, "nearmiss", "scorers", "encoder", "categories"};
+      const nlohmann::json* c = &a;
+      for (const auto& p : path) c = c && c->is_object() && c->contains(p) ? &(*c)[p] : nullptr;
+      if (c)
+        for (const auto& [cat, v] : c->items()) cats.insert(cat);
     }
   std::vector<std::string> set_names;
   for (const auto& s : sh.sets) set_names.push_back(s.folder.name);
