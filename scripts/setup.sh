@@ -10,7 +10,7 @@ PACKAGES=(
   libutf8proc-dev libsentencepiece-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  wordnet-base
+  wordnet-base dict-gcide dict-foldoc
 )
 # Optional extras (the PyTorch comparison benchmark): `scripts/setup.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then

@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   sieve::cli::register_nearmiss(app);
   sieve::cli::register_eval(app);
   sieve::cli::register_experiment(app);
+  sieve::cli::register_corpus(app);
+  sieve::cli::register_vocab(app);
+  sieve::cli::register_model(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace sieve {
 
 /// How token states become one vector per text.
@@ -49,6 +51,31 @@ struct ModelInfo {
 /// Reads config.json and the sentence-transformers files (modules.json, 1_Pooling/config.json,
 /// sentence_bert_config.json) of `dir`; throws sieve::Error naming the missing or bad file.
 ModelInfo read_model_info(const std::string& dir);
+
+/// The embedded default model, sieve-mini: $SIEVE_MODEL_DIR when set, else models/sieve-mini found
+/// next to the executable (../models, ../share/sieve/models) or in the source tree sieve was built
+/// from. Empty when none holds a config.json.
+std::string default_model_dir();
+/// `given` when non-empty, else default_model_dir(); sieve::Error listing where it looked when
+/// there is no default model.
+std::string resolve_model_dir(const std::string& given);
+/// The default model's verifier (models/sieve-mini/verifier.safetensors), or empty.
+std::string default_verifier_file();
+
+/// How export_model writes a model for shipping.
+struct ModelExportOptions {
+  bool fp16 = true;           ///< floating-point weights stored as float16 (loaded back as float32)
+  bool drop_mlm_head = true;  ///< leave out BertForMaskedLM's `cls.*` tensors (unused by an encoder)
+};
+/// Copies the model folder `from` to the new folder `to` (written in `to`.partial, then renamed)
+/// with converted weights and a manifest.json (write_manifest).
+void export_model(const std::string& from, const std::string& to, const ModelExportOptions& opt = {});
+/// Writes DIR/manifest.json: {"format": "sieve-manifest", "version": 1, "files": {relative path:
+/// {"bytes", "crc32"}}} for every file under DIR; returns it.
+nlohmann::json write_manifest(const std::string& dir);
+/// Problems found checking DIR against its manifest ("path: missing", "...: checksum differs",
+/// "...: not in the manifest"); empty when all match. sieve::Error when there is no valid manifest.
+std::vector<std::string> check_manifest(const std::string& dir);
 
 /// Options of the random BERT fixture generator (tests, benchmarks, the first-run demo).
 struct FixtureModelOptions {

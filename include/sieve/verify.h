@@ -94,6 +94,9 @@ class Verifier {
   virtual void save(const std::string& path) const = 0;
   /// Like save(), with the gate threshold set to `threshold` (sieve verify calibrate).
   virtual void save_with_threshold(const std::string& path, double threshold) const = 0;
+  /// Like save(), recorded for another encoder identity: the same encoder stored differently
+  /// (`sieve model export --verifier`, float16 weights). Weights and threshold are unchanged.
+  virtual void save_for_encoder(const std::string& path, const std::string& encoder_identity) const = 0;
 
   /// A verifier from a config; learned kinds get the PyTorch default initialisation from `seed`.
   static std::unique_ptr<Verifier> create(const VerifierConfig& config, uint64_t seed = 42);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sieve/error.h"
+#include "sieve/model.h"
 
 namespace sieve::cli {
 
@@ -19,6 +20,12 @@ EncoderOptions DeviceFlags::options() const {
   eo.device = device;
   eo.threads = threads;
   return eo;
+}
+
+std::string default_verifier(const std::string& model_flag, const std::string& fallback) {
+  if (!model_flag.empty()) return fallback;
+  const std::string f = default_verifier_file();
+  return f.empty() ? fallback : f;
 }
 
 void TextSource::add_options(CLI::App* cmd) {

@@ -31,6 +31,10 @@ struct TextSource {
   std::vector<std::string> read() const;
 };
 
+/// The verifier a command uses when none is named: with no --model either (so the embedded
+/// sieve-mini encodes), sieve-mini's own verifier when it ships one; otherwise `fallback`.
+std::string default_verifier(const std::string& model_flag, const std::string& fallback);
+
 /// Appends a float with 7 significant digits (enough to round-trip to ~1e-7) to a JSON string.
 void append_float(std::string& out, float v);
 /// Appends a JSON array of floats.
@@ -58,5 +62,8 @@ void register_train(CLI::App& app);
 void register_nearmiss(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_experiment(CLI::App& app);
+void register_corpus(CLI::App& app);
+void register_vocab(CLI::App& app);
+void register_model(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/cli_common.h"
+#include "sieve/model.h"
 #include "sieve/encoder.h"
 
 namespace sieve::cli {
@@ -15,7 +16,7 @@ struct EncoderFlags {
   size_t max_length = 0;
 
   void add(CLI::App* cmd) {
-    cmd->add_option("-m,--model", model, "Model directory (Hugging Face layout)")->required();
+    cmd->add_option("-m,--model", model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--pooling", pooling, "Override the model's pooling: cls, mean or last")
         ->check(CLI::IsMember({"cls", "mean", "last"}));
     dev.add(cmd);
@@ -29,7 +30,7 @@ struct EncoderFlags {
     EncoderOptions eo = dev.options();
     eo.max_length = max_length;
     if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
-    return Encoder::load(model, eo);
+    return Encoder::load(resolve_model_dir(model), eo);
   }
   /// Loads the encoder and encodes `texts` with these flags.
   Embeddings encode(const std::vector<std::string>& texts, bool token_states) const {

@@ -16,6 +16,7 @@
 #include "experiment/retrieval_eval.h"
 #include "experiment/space_eval.h"
 #include "sieve/error.h"
+#include "sieve/model.h"
 #include "sieve/index.h"
 
 namespace sieve::cli {
@@ -81,8 +82,8 @@ void register_retrieval(CLI::App* group) {
       corpus = f.corpus;
     }
     SIEVE_THROW_IF_NOT(!queries.empty() && !qrels.empty(), "give --beir DIR, or --queries and --qrels");
-    SIEVE_THROW_IF_NOT(!o->index.empty() || (!corpus.empty() && !o->model.empty()),
-                       "give --index INDEX, or --beir DIR with --model MODEL to build one");
+    SIEVE_THROW_IF_NOT(!o->index.empty() || !corpus.empty(), "give --index INDEX, or --beir DIR to build one");
+    if (o->index.empty()) o->model = resolve_model_dir(o->model);
     o->r.search.mode = experiment::search_mode_from_name(o->mode);
     o->r.search.fusion = o->fusion == "weighted" ? Fusion::Weighted : Fusion::Rrf;
     o->r.verifier = o->verifier;
@@ -157,7 +158,7 @@ void register_nearmiss_eval(CLI::App* group) {
       "nearmiss", "Near-miss rejection: per-category mean ± std, ROC-AUC, accuracy at a threshold, identity margin");
   cmd->add_option("--pairs", o->pairs, "Pairs (TSV/CSV with a header: sentence1, sentence2, category and/or label)")
       ->required();
-  cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
+  cmd->add_option("-m,--model", o->model, "Encoder model directory (default: the embedded sieve-mini)");
   cmd->add_option("--verifier", o->verifiers,
                   "Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable");
   cmd->add_option("--positive-categories", o->positives, "Categories/labels that mark positive pairs")
@@ -173,6 +174,7 @@ void register_nearmiss_eval(CLI::App* group) {
     o->n.ignore_categories = split_list(o->ignore);
     o->n.encoder = o->dev.options();
     const auto pairs = eval::read_pairs(o->pairs);
+    o->model = resolve_model_dir(o->model);
     const std::string identity = model_identity(o->model);
     std::vector<std::unique_ptr<Verifier>> owned;
     std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}};

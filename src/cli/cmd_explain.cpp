@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "sieve/model.h"
 #include "core/file_util.h"
 #include "sieve/index.h"
 #include "sieve/verify.h"
@@ -13,22 +14,25 @@ namespace sieve::cli {
 
 void register_explain(CLI::App& app) {
   struct Opts {
-    std::string model, verifier = "F1", query, candidate, svg = "explain.svg";
+    std::string model, verifier, query, candidate, svg = "explain.svg";
     double threshold = std::nan("");
     DeviceFlags dev;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "explain", "Show why a candidate was accepted or rejected: the token-token cosine map (JSON + SVG heatmap)");
-  cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
-  cmd->add_option("--verifier", o->verifier, "Verifier file, or cosine, F0, F1, F2")->capture_default_str();
+  cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+  cmd->add_option("--verifier", o->verifier,
+                  "Verifier file, or cosine, F0, F1, F2 (default: sieve-mini's verifier when no --model is given, else F1)");
   cmd->add_option("query", o->query, "The query text")->required();
   cmd->add_option("candidate", o->candidate, "The candidate text")->required();
   cmd->add_option("--svg", o->svg, "Where to write the heatmap ('' = nowhere)")->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "Decision threshold (default: the verifier file's)");
   o->dev.add(cmd);
   on_run(cmd, [o] {
+    if (o->verifier.empty()) o->verifier = default_verifier(o->model, "F1");
     const bool by_cosine = o->verifier == "cosine";  // the pooled stage-1 cosine as the verifier
+    o->model = resolve_model_dir(o->model);
     auto verifier = Verifier::load(by_cosine ? "F1" : o->verifier, model_identity(o->model));
     auto enc = Encoder::load(o->model, o->dev.options());
     EncodeCall call;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "sieve/model.h"
 #include "sieve/index.h"
 
 namespace sieve::cli {
@@ -89,12 +90,12 @@ void register_index(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "build", "Encode a corpus into a new index: vectors (FAISS), BM25 (Xapian), token store, corpus store");
-    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout)")->required();
+    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("-o,--out", o->out, "Index directory to create")->required();
     o->f.add(cmd, true);
     on_run(cmd, [o] {
       o->f.resolve();
-      print_report(build_index(o->model, o->f.corpus, o->out, o->f.opt, o->f.encoder_options()));
+      print_report(build_index(resolve_model_dir(o->model), o->f.corpus, o->out, o->f.opt, o->f.encoder_options()));
     });
   }
   {

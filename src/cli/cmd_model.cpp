@@ -1,8 +1,14 @@
-// `sieve make-fixture`: writes a random BERT in complete Hugging Face + sentence-transformers layout.
+// `sieve make-fixture` (a random BERT in complete Hugging Face + sentence-transformers layout) and
+// `sieve model export / check` (shipping a model folder: float16 weights and a checksummed manifest).
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "core/file_util.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
 #include "sieve/model.h"
+#include "sieve/verify.h"
 
 namespace sieve::cli {
 
@@ -49,6 +55,60 @@ void register_make_fixture(CLI::App& app) {
                  static_cast<long long>(o->f.config.num_hidden_layers),
                  static_cast<long long>(o->f.config.hidden_size), o->out.c_str());
   });
+}
+
+void register_model(CLI::App& app) {
+  auto* group = app.add_subcommand("model", "Prepare model folders for shipping: float16 export, manifest checks");
+  group->require_subcommand(1);
+  {
+    struct Opts {
+      std::string in, out, verifier;
+      ModelExportOptions e;
+      bool fp32 = false, keep_head = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "export", "Copy a model folder with float16 weights, without the MLM head, and write its manifest.json");
+    cmd->add_option("--in", o->in, "Model folder to export")->required();
+    cmd->add_option("-o,--out", o->out, "New folder to write")->required();
+    cmd->add_flag("--fp32", o->fp32, "Keep float32 weights");
+    cmd->add_flag("--keep-mlm-head", o->keep_head, "Keep the cls.* (MLM head) tensors");
+    cmd->add_option("--verifier", o->verifier,
+                    "A verifier file of the --in encoder: stored as OUT/verifier.safetensors for the exported one");
+    on_run(cmd, [o] {
+      o->e.fp16 = !o->fp32;
+      o->e.drop_mlm_head = !o->keep_head;
+      // The verifier must belong to the source encoder; it is re-recorded for the exported copy.
+      std::unique_ptr<Verifier> v;
+      if (!o->verifier.empty()) v = Verifier::load(o->verifier, model_identity(o->in));
+      export_model(o->in, o->out, o->e);
+      if (v) {
+        v->save_for_encoder(path_join(o->out, "verifier.safetensors"), model_identity(o->out));
+        write_manifest(o->out);
+      }
+      std::printf("%s\n", nlohmann::json{{"written", o->out}, {"fp16", o->e.fp16}}.dump().c_str());
+    });
+  }
+  {
+    struct Opts {
+      std::string dir;
+      bool write = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand("check", "Check a folder against its manifest.json (exit 1 on any difference)");
+    cmd->add_option("dir", o->dir, "Model folder")->required();
+    cmd->add_flag("--write", o->write, "Write (or rewrite) the manifest instead of checking it");
+    on_run(cmd, [o] {
+      if (o->write) {
+        std::printf("%s\n", write_manifest(o->dir).dump(2).c_str());
+        return;
+      }
+      const auto problems = check_manifest(o->dir);
+      for (const auto& p : problems) std::fprintf(stderr, "sieve: %s\n", p.c_str());
+      SIEVE_THROW_IF_NOT(problems.empty(), o->dir << " does not match its manifest (" << problems.size() << " problems)");
+      std::printf("{\"ok\":true}\n");
+    });
+  }
 }
 
 }  // namespace sieve::cli

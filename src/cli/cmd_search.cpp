@@ -8,6 +8,7 @@
 #include "eval/beir.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/model.h"
 #include "sieve/pipeline.h"
 
 namespace sieve::cli {
@@ -136,7 +137,9 @@ void register_search(CLI::App& app) {
       ->type_name("RUN_NAME");
   cmd->add_flag("--text", o->text, "JSON lines output only: include each hit's title and text");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
-  cmd->add_option("--verifier", o->verifier, "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2)");
+  cmd->add_option("--verifier", o->verifier,
+                  "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2; with --gate or "
+                  "--rerank alone: sieve-mini's verifier)");
   cmd->add_option("--candidates", o->pipe.candidates, "Stage 2: stage-1 hits the verifier reads (K)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -154,6 +157,10 @@ void register_search(CLI::App& app) {
     oo.encoder = o->dev.options();
     oo.load_encoder = o->p.mode != SearchMode::Bm25;
     auto index = Index::open(o->index, oo);
+    if (o->verifier.empty() && (o->pipe.gate || o->rerank)) {
+      o->verifier = default_verifier_file();
+      SIEVE_THROW_IF_NOT(!o->verifier.empty(), "--gate and --rerank need --verifier (no default verifier is installed)");
+    }
     if (!o->verifier.empty()) {
       run_verified(*index, *o, queries);
       return;

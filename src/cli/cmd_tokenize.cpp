@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "sieve/model.h"
 #include "sieve/tokenizer.h"
 
 namespace sieve::cli {
@@ -17,13 +18,13 @@ void register_tokenize(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "tokenize", "Tokenize texts with a model's tokenizer (JSON lines: ids, tokens, offsets)");
-  cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout)")->required();
+  cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
   cmd->add_option("--max-length", o->max_length,
                   "Truncate to N tokens incl. specials (default: the model's)");
   cmd->add_flag("--no-special", o->no_special, "Do not add [CLS]/[SEP]");
   o->src.add_options(cmd);
   on_run(cmd, [o] {
-    auto tok = Tokenizer::from_model_dir(o->model);
+    auto tok = Tokenizer::from_model_dir(resolve_model_dir(o->model));
     EncodeOptions eo;
     eo.max_length = o->max_length;
     eo.add_special_tokens = !o->no_special;

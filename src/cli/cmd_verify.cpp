@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "eval/pairs.h"
 #include "sieve/error.h"
+#include "sieve/model.h"
 #include "core/file_util.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
@@ -66,17 +67,17 @@ void register_verify(CLI::App& app) {
   group->require_subcommand(1);
   {
     struct Opts {
-      std::string model, verifier = "F1", pairs;
+      std::string model, verifier, pairs;
       DeviceFlags dev;
       size_t batch_size = 32;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "score", "Score sentence pairs: one JSON line per pair, in input order, with a \"score\" field");
-    cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
+    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier,
-                    "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2")
-        ->capture_default_str();
+                    "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: sieve-mini's "
+                    "verifier when no --model is given, else F1)");
     cmd->add_option("--pairs", o->pairs,
                     "TSV/CSV with a header: sentence1, sentence2[, category][, label]")
         ->required();
@@ -84,6 +85,8 @@ void register_verify(CLI::App& app) {
     o->dev.add(cmd);
     on_run(cmd, [o] {
       auto pairs = eval::read_pairs(o->pairs);
+      if (o->verifier.empty()) o->verifier = default_verifier(o->model, "F1");
+      o->model = resolve_model_dir(o->model);
       auto verifier = load_for_model(o->verifier, o->model);
       std::vector<float> scores = score_pairs(pairs, o->model, verifier.get(), o->dev, o->batch_size);
       std::string out;
@@ -111,7 +114,7 @@ void register_verify(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "create", "Write a verifier file with fresh (random) weights for a model; training is `sieve train verifier`");
     cmd->add_option("--kind", o->kind, "F0, F1, F2, F3 or F4")->capture_default_str();
-    cmd->add_option("-m,--model", o->model, "The encoder it verifies for (width and identity)")->required();
+    cmd->add_option("-m,--model", o->model, "The encoder it verifies for (width and identity; default: sieve-mini)");
     cmd->add_option("-o,--out", o->out, "Verifier file to write (.safetensors)")->required();
     cmd->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
     cmd->add_option("--max-tokens", o->c.max_tokens, "Tokens per side (map size)")->capture_default_str();
@@ -126,6 +129,7 @@ void register_verify(CLI::App& app) {
     cmd->add_flag("--penalty", o->c.penalty.enabled, "Score with the conditional penalty (base F1)");
     on_run(cmd, [o] {
       o->c.kind = verifier_kind_from_name(o->kind);
+      o->model = resolve_model_dir(o->model);
       ModelInfo info = read_model_info(o->model);
       o->c.encoder_dim = static_cast<size_t>(info.config.hidden_size);
       o->c.encoder_identity = model_identity(o->model);
@@ -136,7 +140,7 @@ void register_verify(CLI::App& app) {
   }
   {
     struct Opts {
-      std::string model, verifier, pairs, out;
+      std::string model, verifier, pairs, out, positives = "synonym,passive,paraphrase,positive,entailment";
       double precision = 0.95;
       DeviceFlags dev;
       size_t batch_size = 32;
@@ -144,10 +148,14 @@ void register_verify(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
-    cmd->add_option("-m,--model", o->model, "Encoder model directory")->required();
+    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier, "Verifier file, or F0, F1, F2 (then --out is required)")->required();
-    cmd->add_option("--pairs", o->pairs, "Labelled pairs: sentence1, sentence2, label (1/0, same/different, ...)")
+    cmd->add_option("--pairs", o->pairs,
+                    "Labelled pairs: sentence1, sentence2, label (1/0, same/different, ...); without a label, "
+                    "the category decides (see --positive-categories; other categories are near-misses)")
         ->required();
+    cmd->add_option("--positive-categories", o->positives, "Categories of positive pairs, for pairs without a label")
+        ->capture_default_str();
     cmd->add_option("--target-precision", o->precision, "Precision the gate must reach on these pairs")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1.0));
@@ -158,10 +166,16 @@ void register_verify(CLI::App& app) {
       SIEVE_THROW_IF_NOT(o->verifier != "cosine", "the pooled cosine is not a verifier file; calibrate F0-F4");
       auto pairs = eval::read_pairs(o->pairs);
       std::vector<bool> positive;
+      const std::string pos_list = "," + o->positives + ",";
       for (size_t i = 0; i < pairs.size(); ++i) {
-        SIEVE_THROW_IF_NOT(!pairs[i].label.empty(), o->pairs << ": pair " << i + 1 << " has no label");
-        positive.push_back(parse_identity_label(pairs[i].label));
+        if (!pairs[i].label.empty()) {
+          positive.push_back(parse_identity_label(pairs[i].label));
+          continue;
+        }
+        SIEVE_THROW_IF_NOT(!pairs[i].category.empty(), o->pairs << ": pair " << i + 1 << " has no label or category");
+        positive.push_back(pos_list.find("," + pairs[i].category + ",") != std::string::npos);
       }
+      o->model = resolve_model_dir(o->model);
       auto v = load_for_model(o->verifier, o->model);
       std::vector<float> scores = score_pairs(pairs, o->model, v.get(), o->dev, o->batch_size);
       Calibration c = calibrate_threshold(scores, positive, o->precision);

@@ -68,4 +68,12 @@ std::string path_join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  const std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
 }  // namespace sieve

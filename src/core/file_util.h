@@ -17,6 +17,9 @@ bool is_file(const std::string& path);
 /// True when `path` names an existing directory.
 bool is_dir(const std::string& path);
 
+/// The folder of the running executable (from /proc/self/exe; "." when unknown).
+std::string executable_dir();
+
 /// Joins two path components with exactly one '/'.
 std::string path_join(const std::string& a, const std::string& b);
 

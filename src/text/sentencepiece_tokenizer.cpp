@@ -31,13 +31,6 @@ struct SpmModule {
   TrainFn train = nullptr;
 };
 
-std::string executable_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 // Search order: $SIEVE_SPM_MODULE, next to the executable, ../lib/sieve (installed), the build tree.
 const SpmModule& spm_module() {

@@ -14,13 +14,14 @@
 #include "core/file_util.h"
 #include "sieve/error.h"
 #include "sieve/tokenizer.h"
+#include "text/bert_basic.h"
 #include "text/utf8.h"
 
 namespace sieve {
 
-namespace {
+namespace bert {
 
-enum CharClass : uint8_t { kKeep = 0, kDrop = 1, kSpace = 2, kPunct = 3 };
+namespace {
 
 // Class of an ASCII character in BERT's rules: NUL and other controls are dropped (\t \n \r
 // count as whitespace), and the four ASCII symbol ranges count as punctuation even where Unicode
@@ -39,6 +40,8 @@ struct AsciiTable {
   }
 };
 const AsciiTable kAscii;
+
+}  // namespace
 
 // BERT's _is_chinese_char: the CJK Unified Ideograph blocks (not Japanese kana or Hangul).
 bool is_cjk(char32_t cp) {
@@ -59,11 +62,62 @@ CharClass classify(char32_t cp) {
   return kKeep;
 }
 
-// One character of a word after normalization and the input code point it came from.
-struct NormChar {
-  char32_t cp;
-  uint32_t src;
-};
+void normalize_word(const std::vector<NormChar>& raw, bool lower, bool strip, std::u32string& decomp,
+                    std::vector<NormChar>& norm) {
+  norm.clear();
+  if (!lower && !strip) {
+    norm = raw;
+    return;
+  }
+  char32_t low[2];
+  for (const NormChar& rc : raw) {
+    int m = 1;
+    low[0] = rc.cp;
+    if (lower) m = to_lower_full(rc.cp, low);
+    for (int j = 0; j < m; ++j) {
+      char32_t c = low[j];
+      if (!strip || c < 0xC0) {  // nothing below U+00C0 decomposes or is a mark
+        norm.push_back({c, rc.src});
+        continue;
+      }
+      decomp.clear();
+      append_nfd(c, decomp);
+      for (char32_t d : decomp) norm.push_back({d, rc.src});
+    }
+  }
+  if (!strip) return;
+  // Canonical ordering (the rest of NFD) before dropping Mn marks: it only matters for the
+  // rare marks that are not Mn, but it keeps the result identical to unicodedata.normalize.
+  for (size_t i = 1; i < norm.size(); ++i) {
+    if (norm[i].cp < 0x300) continue;
+    int cc = combining_class(norm[i].cp);
+    if (cc == 0) continue;
+    NormChar c = norm[i];
+    size_t j = i;
+    while (j > 0 && combining_class(norm[j - 1].cp) > cc) {
+      norm[j] = norm[j - 1];
+      --j;
+    }
+    norm[j] = c;
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < norm.size(); ++i)
+    if (!is_nonspacing_mark(norm[i].cp)) norm[w++] = norm[i];
+  norm.resize(w);
+}
+
+}  // namespace bert
+
+namespace {
+
+using bert::CharClass;
+using bert::classify;
+using bert::is_cjk;
+using bert::kDrop;
+using bert::kKeep;
+using bert::kPunct;
+using bert::kSpace;
+using bert::NormChar;
 
 class WordPieceTokenizer final : public Tokenizer {
  public:
@@ -207,48 +261,7 @@ class WordPieceTokenizer final : public Tokenizer {
     if (n > start) wordpiece(s, start, n, out);
   }
 
-  void normalize(Scratch& s) const {
-    s.norm.clear();
-    if (!lower_ && !strip_) {
-      s.norm = s.raw;
-      return;
-    }
-    char32_t low[2];
-    for (const NormChar& rc : s.raw) {
-      int m = 1;
-      low[0] = rc.cp;
-      if (lower_) m = to_lower_full(rc.cp, low);
-      for (int j = 0; j < m; ++j) {
-        char32_t c = low[j];
-        if (!strip_ || c < 0xC0) {  // nothing below U+00C0 decomposes or is a mark
-          s.norm.push_back({c, rc.src});
-          continue;
-        }
-        s.decomp.clear();
-        append_nfd(c, s.decomp);
-        for (char32_t d : s.decomp) s.norm.push_back({d, rc.src});
-      }
-    }
-    if (!strip_) return;
-    // Canonical ordering (the rest of NFD) before dropping Mn marks: it only matters for the
-    // rare marks that are not Mn, but it keeps the result identical to unicodedata.normalize.
-    for (size_t i = 1; i < s.norm.size(); ++i) {
-      if (s.norm[i].cp < 0x300) continue;
-      int cc = combining_class(s.norm[i].cp);
-      if (cc == 0) continue;
-      NormChar c = s.norm[i];
-      size_t j = i;
-      while (j > 0 && combining_class(s.norm[j - 1].cp) > cc) {
-        s.norm[j] = s.norm[j - 1];
-        --j;
-      }
-      s.norm[j] = c;
-    }
-    size_t w = 0;
-    for (size_t i = 0; i < s.norm.size(); ++i)
-      if (!is_nonspacing_mark(s.norm[i].cp)) s.norm[w++] = s.norm[i];
-    s.norm.resize(w);
-  }
+  void normalize(Scratch& s) const { bert::normalize_word(s.raw, lower_, strip_, s.decomp, s.norm); }
 
   // Byte span in the input of normalized characters [a, b).
   std::pair<size_t, size_t> span(const Scratch& s, size_t a, size_t b) const {

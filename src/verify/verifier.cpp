@@ -104,6 +104,12 @@ class VerifierImpl final : public Verifier {
     m_.write(path, c);
   }
 
+  void save_for_encoder(const std::string& path, const std::string& encoder_identity) const override {
+    VerifierConfig c = m_.config();
+    c.encoder_identity = encoder_identity;
+    m_.write(path, c);
+  }
+
   void load_weights(const SafetensorsFile& f) { m_.load_weights(f); }
 
  private:

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The recipe of sieve-mini, the embedded default model (models/sieve-mini), from nothing but Debian
+# packages: corpus -> vocabulary -> MLM pretraining -> contrastive fine-tuning (Model A, and
+# Model B with structural near-misses for the trade-off) -> F4 verifier end to end on generated
+# near-misses -> gate calibrated on held-apart near-misses -> float16 export with a manifest.
+# Every step's wall time goes to WORK/times.tsv. Sizes can be changed through the environment
+# (defaults below are the shipped model's); WORK is kept so an interrupted recipe skips finished steps.
+#   scripts/train-sieve-mini.sh [WORK=work/sieve-mini] [OUT=models/sieve-mini]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK="${1:-work/sieve-mini}"
+OUT="${2:-models/sieve-mini}"
+VOCAB_SIZE="${VOCAB_SIZE:-16000}"
+HIDDEN="${HIDDEN:-256}" LAYERS="${LAYERS:-4}" HEADS="${HEADS:-4}" FFN="${FFN:-1024}"
+MLM_STEPS="${MLM_STEPS:-3000}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}"
+ENC_STEPS="${ENC_STEPS:-1500}" ENC_BATCH="${ENC_BATCH:-64}"
+VER_STEPS="${VER_STEPS:-400}" VER_BATCH="${VER_BATCH:-32}"
+SEED="${SEED:-42}"
+
+scripts/setup.sh
+scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
+S="${SIEVE_BUILD_DIR:-build}/sieve"
+mkdir -p "$WORK"
+TIMES="$WORK/times.tsv"
+[[ -f "$TIMES" ]] || printf 'step\tseconds\n' > "$TIMES"
+
+# step NAME DONE_FILE COMMAND...: runs COMMAND unless DONE_FILE exists, and records its wall time.
+step() {
+  local name="$1" done_file="$2"
+  shift 2
+  if [[ -e "$done_file" ]]; then
+    echo "recipe: $name: done before ($done_file)" >&2
+    return
+  fi
+  echo "recipe: $name" >&2
+  local t0=$SECONDS
+  "$@"
+  printf '%s\t%s\n' "$name" "$((SECONDS - t0))" >> "$TIMES"
+}
+
+# 1. Corpus: WordNet glosses and examples, GCIDE and FOLDOC definitions -> sentences, examples, pairs.
+step corpus "$WORK/corpus/report.json" "$S" corpus build --out "$WORK/corpus"
+# 2. WordPiece vocabulary trained on the corpus.
+step vocab "$WORK/vocab.txt" "$S" vocab train --text "$WORK/corpus/sentences.txt" --size "$VOCAB_SIZE" \
+  --out "$WORK/vocab.txt"
+# 3. MLM pretraining of a new BERT.
+step mlm "$WORK/mlm/last/config.json" "$S" train mlm --vocab "$WORK/vocab.txt" --text "$WORK/corpus/sentences.txt" \
+  --hidden "$HIDDEN" --layers "$LAYERS" --heads "$HEADS" --ffn "$FFN" --max-positions "$MLM_SEQ" \
+  --seq-len "$MLM_SEQ" --steps "$MLM_STEPS" --batch-size "$MLM_BATCH" --lr 5e-4 --seed "$SEED" \
+  --pooling mean --log-every 50 --out "$WORK/mlm"
+# 4. Near-misses of the corpus's example sentences; every tenth sentence is held apart (gate
+#    calibration and evaluation), the rest trains Model B and the verifier.
+split_examples() {
+  awk 'NR % 10 == 0' "$WORK/corpus/examples.txt" > "$WORK/examples_heldout.txt"
+  awk 'NR % 10 != 0' "$WORK/corpus/examples.txt" > "$WORK/examples_train.txt"
+  "$S" nearmiss generate --in "$WORK/examples_train.txt" --kinds negation,role_swap,binding_swap,spatial_flip \
+    --layout triplets --seed "$SEED" --out "$WORK/nearmiss_train.jsonl"
+  "$S" nearmiss generate --in "$WORK/examples_heldout.txt" \
+    --kinds negation,role_swap,binding_swap,spatial_flip,synonym,passive --seed "$SEED" \
+    --out "$WORK/nearmiss_heldout.csv"
+  cat "$WORK/corpus/pairs.jsonl" "$WORK/nearmiss_train.jsonl" > "$WORK/model_b_train.jsonl"
+}
+step nearmiss "$WORK/model_b_train.jsonl" split_examples
+# 5. Model A: contrastive fine-tuning on the mined pairs; Model B: the same plus identity triplets.
+step model_a "$WORK/model_a/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
+  --train "$WORK/corpus/pairs.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
+  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_a"
+step model_b "$WORK/model_b/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
+  --train "$WORK/model_b_train.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
+  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_b"
+# 6. F4 verifier end to end from Model A on Model B's data (pairs + near-miss identity triplets).
+step verifier "$WORK/verifier/verifier.safetensors" "$S" train verifier --model "$WORK/model_a/last" \
+  --train "$WORK/model_b_train.jsonl" --kind F4 --regime end-to-end --steps "$VER_STEPS" \
+  --batch-size "$VER_BATCH" --lr 1e-4 --lr-encoder 1.5e-5 --weight-decay-encoder 0.005 --max-length 64 \
+  --seed "$SEED" --log-every 20 --out "$WORK/verifier"
+# 7. Ship: the end-to-end encoder (Model A after the verifier's phase) in float16, the verifier
+#    with its gate calibrated on the held-apart near-misses, and the manifest.
+ship() {
+  rm -rf "$WORK/export"
+  "$S" model export --in "$WORK/verifier/encoder" --verifier "$WORK/verifier/verifier.safetensors" \
+    --out "$WORK/export"
+  "$S" verify calibrate --model "$WORK/export" --verifier "$WORK/export/verifier.safetensors" \
+    --pairs "$WORK/nearmiss_heldout.csv" --target-precision 0.9 > "$WORK/calibration.json"
+  cp "$TIMES" "$WORK/export/recipe-times.tsv"
+  [[ -f models/sieve-mini/README.md ]] && cp models/sieve-mini/README.md "$WORK/export/README.md"
+  "$S" model check --write "$WORK/export" > /dev/null
+  rm -rf "$OUT.old"
+  [[ -d "$OUT" ]] && mv "$OUT" "$OUT.old"
+  mkdir -p "$(dirname "$OUT")"
+  mv "$WORK/export" "$OUT"
+  rm -rf "$OUT.old"
+}
+step ship "$OUT/manifest.json.$(date +%s).never" ship
+echo "recipe: done; $OUT holds sieve-mini ($(du -sh "$OUT" | cut -f1)); step times in $TIMES" >&2
