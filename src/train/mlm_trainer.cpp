@@ -210,13 +210,17 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
     }
     Masked m = mask_tokens(ids, mask, special, sp.mask, cfg.vocab_size, o.mask_prob, at::detail::getDefaultCPUGenerator());
     at::Tensor states = enc.model()->forward(m.input.to(enc.device()), mask.to(enc.device()));
-    at::Tensor logits = head->forward(states, enc.model()->embeddings->word_embeddings->weight);
+    // Only the chosen positions go through the MLM head: the others carry no loss, and the product
+    // with the whole vocabulary is the costliest part of a step (6-7x less work at 15% masking).
+    const at::Tensor all_labels = m.labels.view({-1}).to(enc.device());
+    const at::Tensor picked = (all_labels != -100).nonzero().view({-1});
+    const at::Tensor labels = all_labels.index_select(0, picked);
+    at::Tensor logits = head->forward(states.reshape({-1, states.size(-1)}).index_select(0, picked),
+                                      enc.model()->embeddings->word_embeddings->weight);
     // Mean over the chosen positions of the global batch (a batch may, rarely, have none: loss 0,
     // no update); each rank sums its share and divides by the global count.
-    at::Tensor labels = m.labels.view({-1}).to(enc.device());
-    const double chosen = dp.sum((labels != -100).sum().item<double>());
-    at::Tensor loss = at::cross_entropy_loss(logits.view({-1, cfg.vocab_size}), labels, {}, at::Reduction::Sum, -100) /
-                      std::max(1.0, chosen);
+    const double chosen = dp.sum(static_cast<double>(picked.numel()));
+    at::Tensor loss = at::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum, -100) / std::max(1.0, chosen);
     opt.zero_grad();
     loss.backward();
     dp.sum_gradients(all_params);
