@@ -1,30 +1,43 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up, build, index a small example corpus and search it
-# (dense, BM25, hybrid, then verified by MaxSim), explain a near-miss pair's token map, and print
-# the pooled cosines of near-miss pairs. Until the default
-# model is trained (issue 8) the encoder is a random BERT that sieve generates itself, so the dense
-# scores show the pipeline, not meaning; BM25 is real.
+# The main job on a fresh machine: set up, build, index WordNet's example sentences (installed with
+# wordnet-base) with the embedded default model sieve-mini, and run queries that show stage 1's
+# candidates next to the gate's decisions: the sentence itself and a paraphrase are accepted, while
+# its structural near-misses (roles swapped, negated), which stage 1 ranks just as high, are rejected.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
 BUILD_DIR="${SIEVE_BUILD_DIR:-build}"
-MODEL="$BUILD_DIR/demo-model"
-[[ -f "$MODEL/config.json" ]] || "$BUILD_DIR/sieve" make-fixture --out "$MODEL" --layers 2 --hidden 64 --heads 4
-INDEX="$BUILD_DIR/demo-index"
-"$BUILD_DIR/sieve" index build --model "$MODEL" --corpus examples/corpus.tsv --out "$INDEX" --force >/dev/null
-for mode in dense bm25 hybrid; do
-  echo "== sieve search --mode $mode \"who bit the dog\""
-  "$BUILD_DIR/sieve" search --index "$INDEX" --mode "$mode" -k 3 --output tsv "who bit the dog"
+S="$BUILD_DIR/sieve"
+MODEL="models/sieve-mini"
+DEMO="$BUILD_DIR/demo"
+mkdir -p "$DEMO"
+# The demo corpus: the first 5,000 of WordNet's example sentences, one document per line.
+if [[ ! -f "$DEMO/examples.txt" ]]; then
+  "$S" corpus build --sources wordnet --out "$DEMO/wordnet" >/dev/null
+  head -n 5000 "$DEMO/wordnet/examples.txt" > "$DEMO/examples.txt"
+fi
+if [[ ! -f "$DEMO/index/manifest.json" ]]; then
+  echo "== indexing $(wc -l < "$DEMO/examples.txt") WordNet example sentences with sieve-mini" >&2
+  "$S" index build --corpus "$DEMO/examples.txt" --out "$DEMO/index" --force >/dev/null
+fi
+queries=(
+  "the quarterback fumbled the snap"
+  "the snap fumbled the quarterback"
+  "the doctor made his rounds"
+  "the physician made his rounds"
+  "the doctor did not make his rounds"
+  "the outcome justified the search"
+  "the search justified the outcome"
+)
+for q in "${queries[@]}"; do
+  echo
+  echo "== \"$q\": hybrid stage 1, top 3, with sieve-mini's F4 gate (threshold in the verifier file)"
+  "$S" search --index "$DEMO/index" --mode hybrid --verifier "$MODEL/verifier.safetensors" --candidates 20 -k 3 \
+    --output tsv --text "$q" | cut -f2,4-
 done
-echo "== stage 2: MaxSim (F1) over the hybrid top 10, reranked"
-"$BUILD_DIR/sieve" search --index "$INDEX" --mode hybrid --verifier F1 --candidates 10 --rerank -k 3 --output tsv \
-  "who bit the dog"
-echo "== sieve explain (the map as JSON; heatmap in $BUILD_DIR/explain.svg)"
-"$BUILD_DIR/sieve" explain --model "$MODEL" --verifier F1 --svg "$BUILD_DIR/explain.svg" \
-  "the dog bit the man" "the man bit the dog" | cut -c1-200
-"$BUILD_DIR/sieve" similarity --model "$MODEL" \
-  "the dog bit the man" \
-  "the man bit the dog" \
-  "a dog bit a man" \
-  "the cat sat on the table"
+echo
+echo "== the pooled cosine cannot tell them apart; the verifier's map can (sieve explain, heatmap in $DEMO/explain.svg)"
+"$S" similarity "the dog bit the man" "the man bit the dog" "a dog bit a man"
+"$S" explain --svg "$DEMO/explain.svg" "the dog bit the man" "the man bit the dog" | head -c 300
+echo

@@ -17,8 +17,10 @@ ENC_STEPS="${ENC_STEPS:-1500}" ENC_BATCH="${ENC_BATCH:-64}"
 VER_STEPS="${VER_STEPS:-400}" VER_BATCH="${VER_BATCH:-32}"
 SEED="${SEED:-42}"
 
-scripts/setup.sh
-scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
+if [[ -z "${SKIP_BUILD:-}" ]]; then  # SKIP_BUILD=1: use the sieve already in SIEVE_BUILD_DIR
+  scripts/setup.sh
+  scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
+fi
 S="${SIEVE_BUILD_DIR:-build}/sieve"
 mkdir -p "$WORK"
 TIMES="$WORK/times.tsv"
@@ -43,8 +45,11 @@ step corpus "$WORK/corpus/report.json" "$S" corpus build --out "$WORK/corpus"
 # 2. WordPiece vocabulary trained on the corpus.
 step vocab "$WORK/vocab.txt" "$S" vocab train --text "$WORK/corpus/sentences.txt" --size "$VOCAB_SIZE" \
   --out "$WORK/vocab.txt"
-# 3. MLM pretraining of a new BERT.
-step mlm "$WORK/mlm/last/config.json" "$S" train mlm --vocab "$WORK/vocab.txt" --text "$WORK/corpus/sentences.txt" \
+# 3. MLM pretraining of a new BERT. Dictionary entries are short documents (about 30 tokens), so
+#    sequences are packed across entries (blank lines dropped), as RoBERTa packs full sentences:
+#    otherwise most of every 128-token sequence would be padding.
+step mlm_text "$WORK/mlm_text.txt" sh -c "grep -v '^\$' '$WORK/corpus/sentences.txt' > '$WORK/mlm_text.txt'"
+step mlm "$WORK/mlm/last/config.json" "$S" train mlm --vocab "$WORK/vocab.txt" --text "$WORK/mlm_text.txt" \
   --hidden "$HIDDEN" --layers "$LAYERS" --heads "$HEADS" --ffn "$FFN" --max-positions "$MLM_SEQ" \
   --seq-len "$MLM_SEQ" --steps "$MLM_STEPS" --batch-size "$MLM_BATCH" --lr 5e-4 --seed "$SEED" \
   --pooling mean --log-every 50 --out "$WORK/mlm"

@@ -66,7 +66,7 @@ void run_verified(const Index& index, const SearchOpts& o, const std::vector<eva
   pp.k = o.p.k;
   pp.rerank = o.rerank;
   if (o.output == "tsv" && o.trec.empty())
-    std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted\n");
+    std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted%s\n", o.text ? "\ttext" : "");
   for (const auto& q : queries) {
     auto hits = cosine ? search_verified_cosine(index, q.text, pp) : search_verified(index, *verifier, q.text, pp);
     std::string out;
@@ -82,7 +82,14 @@ void run_verified(const Index& index, const SearchOpts& o, const std::vector<eva
         append_float(out, static_cast<float>(hits[r].hit.score));
         out += "\t" + std::to_string(hits[r].stage1_rank) + "\t";
         append_float(out, hits[r].verifier_score);
-        out += hits[r].accepted ? "\ttrue\n" : "\tfalse\n";
+        out += hits[r].accepted ? "\ttrue" : "\tfalse";
+        if (o.text) {  // tabs and newlines inside the text would break the columns
+          std::string t = index.document(hits[r].hit.doc).text;
+          for (char& c : t)
+            if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+          out += "\t" + t;
+        }
+        out += "\n";
       }
     } else {
       out = "{\"query_id\":" + json_quote(q.id) + ",\"query\":" + json_quote(q.text) + ",\"hits\":[";
@@ -135,7 +142,7 @@ void register_search(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trec", o->trec, "Write a TREC run to stdout, tagged RUN_NAME (qid Q0 docid rank score RUN_NAME)")
       ->type_name("RUN_NAME");
-  cmd->add_flag("--text", o->text, "JSON lines output only: include each hit's title and text");
+  cmd->add_flag("--text", o->text, "Include each hit's text (JSON lines: title and text; TSV with --verifier: a text column)");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
   cmd->add_option("--verifier", o->verifier,
                   "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2; with --gate or "

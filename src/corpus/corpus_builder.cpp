@@ -116,12 +116,44 @@ std::set<std::string> content_words(const std::string& text, const std::set<std:
 
 std::string anchor_of(const Entry& e) { return e.pos.empty() ? e.headword : e.headword + " (" + e.pos + ")"; }
 
+// Equal but for case, spacing and punctuation: "in an admirable manner" / "In an admirable manner."
+bool same_text(const std::string& a, const std::string& b) {
+  auto norm = [](const std::string& s) {
+    std::string out;
+    for (char c : s)
+      if (is_alpha(c) || (c >= '0' && c <= '9'))
+        out.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
+    return out;
+  };
+  return norm(a) == norm(b);
+}
+
+// "crawl" / "crawling", "ruin" / "ruins": WordNet lists such forms as synonyms, but they teach
+// inflection, not meaning.
+bool inflected_pair(const std::string& a, const std::string& b) {
+  std::string base = lower(a.size() <= b.size() ? a : b), form = lower(a.size() <= b.size() ? b : a);
+  for (const char* suffix : {"s", "es", "ing", "ed", "d"})
+    if (form == base + suffix) return true;
+  std::string stem = base.back() == 'e' ? base.substr(0, base.size() - 1) : base;  // "bake" / "baking"
+  return form == stem + "ing" || form == stem + "ed";
+}
+
+// A quotation cut out of a longer one can keep one of its quote marks: 'the spot is cursed."'.
+std::string balance_quotes(std::string s) {
+  if (std::count(s.begin(), s.end(), '"') % 2 == 0) return s;
+  if (!s.empty() && s.back() == '"')
+    s.pop_back();
+  else if (!s.empty() && s.front() == '"')
+    s.erase(0, 1);
+  return s;
+}
+
 class PairSink {
  public:
   explicit PairSink(std::vector<Pair>& out) : out_(out) {}
   void add(std::string anchor, std::string positive, const char* category, const std::string& source,
            bool unordered = false) {
-    if (anchor.empty() || positive.empty() || lower(anchor) == lower(positive)) return;
+    if (anchor.empty() || positive.empty() || same_text(anchor, positive)) return;
     std::string key = std::string(category) + '\t';
     if (unordered) {
       std::string a = lower(anchor), b = lower(positive);
@@ -212,7 +244,8 @@ const std::vector<std::string>& pair_categories() {
 std::vector<std::string> entry_sentences(const Entry& e, size_t* dropped) {
   std::vector<std::string> out;
   for (const auto& p : e.paragraphs)
-    for (auto& s : split_sentences(p)) {
+    for (auto& sentence : split_sentences(p)) {
+      std::string s = balance_quotes(std::move(sentence));
       if (count_words(s) < 3 || looks_like_markup(s) || is_cross_reference_sentence(s)) {
         if (dropped != nullptr) ++*dropped;
         continue;
@@ -224,7 +257,8 @@ std::vector<std::string> entry_sentences(const Entry& e, size_t* dropped) {
 
 std::vector<std::string> entry_examples(const Entry& e, const nearmiss::Lexicon* lex) {
   std::vector<std::string> out;
-  auto push = [&](const std::string& s) {
+  auto push = [&](const std::string& text) {
+    std::string s = balance_quotes(text);
     if (count_words(s) >= 3 && !looks_like_markup(s)) out.push_back(s);
   };
   for (const auto& sense : e.senses)
@@ -271,7 +305,8 @@ std::vector<Pair> mine_pairs(const std::vector<Entry>& entries, const nearmiss::
       if (single_word(s)) words.push_back(s);
     if (words.size() < 2) continue;
     // The headword (or, in a synset named by a phrase, its first single word) with each other.
-    for (size_t k = 1; k < words.size(); ++k) sink.add(words[0], words[k], kSynonym, src, true);
+    for (size_t k = 1; k < words.size(); ++k)
+      if (!inflected_pair(words[0], words[k])) sink.add(words[0], words[k], kSynonym, src, true);
   }
   // Category order, then entry order (each category was mined in entry order).
   std::stable_sort(out.begin(), out.end(), [](const Pair& a, const Pair& b) {
@@ -365,7 +400,12 @@ CorpusReport build_corpus(const CorpusOptions& options) {
     }
     return "";
   };
-  std::vector<Source> wanted = options.sources.empty() ? all : options.sources;
+  // Always in the canonical order, so that the outputs do not depend on how --sources is spelled.
+  std::vector<Source> wanted;
+  for (Source s : all)
+    if (options.sources.empty() ||
+        std::find(options.sources.begin(), options.sources.end(), s) != options.sources.end())
+      wanted.push_back(s);
   for (Source s : wanted) {
     std::string why = missing_reason(s);
     SIEVE_THROW_IF_NOT(why.empty() || options.sources.empty(),

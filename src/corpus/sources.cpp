@@ -982,7 +982,9 @@ void trim_article_tail(std::vector<std::string_view>& lines, std::vector<std::st
 Entry clean_gcide_article(const std::string& raw_text) {
   Entry entry;
   entry.source = Source::Gcide;
-  entry.from_wordnet = raw_text.find("[WordNet 1.5") != std::string::npos;
+  // Only WordNet 1.5 tags: a copy of WordNet. "[1913 Webster + WordNet 1.5]" articles are mixed.
+  entry.from_wordnet =
+      raw_text.find("WordNet 1.5") != std::string::npos && raw_text.find("Webster") == std::string::npos;
   auto lines = split_lines(raw_text);
   std::vector<std::string> storage;
   storage.reserve(2);  // trim_article_tail keeps views into it: no reallocation

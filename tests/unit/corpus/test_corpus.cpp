@@ -210,6 +210,15 @@ TEST(Cleaning, WordsAndSentences) {
   EXPECT_EQ(count_words("a -- b, c ."), 3u);
   EXPECT_EQ(as_sentence("the army retreated from the field"), "The army retreated from the field.");
   EXPECT_EQ(as_sentence("is it? "), "Is it?");
+  // A quotation cut from a longer one keeps no stray quote mark; markup and short lines go.
+  Entry e;
+  e.paragraphs = {"But something ails it now: the spot is cursed.\"", "He said \"go\" twice.", "Too short.",
+                  "x = {y} + z and more"};
+  size_t dropped = 0;
+  EXPECT_EQ(
+      entry_sentences(e, &dropped),
+      (std::vector<std::string>{"But something ails it now: the spot is cursed.", "He said \"go\" twice."}));
+  EXPECT_EQ(dropped, 2u);
 }
 
 // --- GCIDE ----------------------------------------------------------------------------------------
@@ -438,17 +447,24 @@ TEST(Pairs, DeterministicAndDeduplicated) {
       make_entry(Source::WordNet, "big", "adj", {{"above average in size", {"a big house"}}}, {"large"}),
       make_entry(Source::WordNet, "large", "adj", {{"above average in size", {"a big house"}}}, {"big"}),
   };
+  // A definition equal to another but for case and the final period is no pair; nor are
+  // inflected forms listed as synonyms.
+  entries.push_back(make_entry(Source::Gcide, "big", "adj", {{"Above average in size.", {}}}, {"bigs"}));
+  entries.push_back(
+      make_entry(Source::WordNet, "crawl", "noun", {{"a slow mode of travel", {}}}, {"crawling"}));
   auto a = mine_pairs(entries, nullptr);
   auto b = mine_pairs(entries, nullptr);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].anchor + a[i].positive, b[i].anchor + b[i].positive);
-  size_t syn = 0, gloss = 0;
+  size_t syn = 0, gloss = 0, defdef = 0;
   for (const auto& p : a) {
     syn += p.category == "synonym";
     gloss += p.category == "gloss_example";
+    defdef += p.category == "definition_definition";
   }
-  EXPECT_EQ(syn, 1u);    // big/large once, in either order
-  EXPECT_EQ(gloss, 1u);  // the same gloss and example once
+  EXPECT_EQ(syn, 1u);     // big/large once, in either order; not big/bigs nor crawl/crawling
+  EXPECT_EQ(gloss, 1u);   // the same gloss and example once
+  EXPECT_EQ(defdef, 0u);  // "above average in size" = "Above average in size."
 }
 
 // --- build_corpus end to end ----------------------------------------------------------------------
