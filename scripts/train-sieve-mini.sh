@@ -12,9 +12,9 @@ WORK="${1:-work/sieve-mini}"
 OUT="${2:-models/sieve-mini}"
 VOCAB_SIZE="${VOCAB_SIZE:-16000}"
 HIDDEN="${HIDDEN:-256}" LAYERS="${LAYERS:-4}" HEADS="${HEADS:-4}" FFN="${FFN:-1024}"
-MLM_STEPS="${MLM_STEPS:-3000}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}"
-ENC_STEPS="${ENC_STEPS:-1500}" ENC_BATCH="${ENC_BATCH:-64}"
-VER_STEPS="${VER_STEPS:-400}" VER_BATCH="${VER_BATCH:-32}"
+MLM_STEPS="${MLM_STEPS:-700}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}"
+ENC_STEPS="${ENC_STEPS:-200}" ENC_BATCH="${ENC_BATCH:-64}"
+VER_STEPS="${VER_STEPS:-120}" VER_BATCH="${VER_BATCH:-32}"
 SEED="${SEED:-42}"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then  # SKIP_BUILD=1: use the sieve already in SIEVE_BUILD_DIR
@@ -66,16 +66,14 @@ split_examples() {
   cat "$WORK/corpus/pairs.jsonl" "$WORK/nearmiss_train.jsonl" > "$WORK/model_b_train.jsonl"
 }
 step nearmiss "$WORK/model_b_train.jsonl" split_examples
-# 5. Model A: contrastive fine-tuning on the mined pairs; Model B: the same plus identity triplets.
+# 5. Model A: contrastive fine-tuning on the mined pairs.
 step model_a "$WORK/model_a/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
   --train "$WORK/corpus/pairs.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
   --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_a"
-step model_b "$WORK/model_b/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
-  --train "$WORK/model_b_train.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
-  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_b"
-# 6. F4 verifier end to end from Model A on Model B's data (pairs + near-miss identity triplets).
+# 6. F4 verifier end to end from Model A on the near-miss identity triplets (the verifier's loss
+#    needs a hard negative in every row, which the mined pairs lack).
 step verifier "$WORK/verifier/verifier.safetensors" "$S" train verifier --model "$WORK/model_a/last" \
-  --train "$WORK/model_b_train.jsonl" --kind F4 --regime end-to-end --steps "$VER_STEPS" \
+  --train "$WORK/nearmiss_train.jsonl" --kind F4 --regime end-to-end --steps "$VER_STEPS" \
   --batch-size "$VER_BATCH" --lr 1e-4 --lr-encoder 1.5e-5 --weight-decay-encoder 0.005 --max-length 64 \
   --seed "$SEED" --log-every 20 --out "$WORK/verifier"
 # 7. Ship: the end-to-end encoder (Model A after the verifier's phase) in float16, the verifier
@@ -84,8 +82,15 @@ ship() {
   rm -rf "$WORK/export"
   "$S" model export --in "$WORK/verifier/encoder" --verifier "$WORK/verifier/verifier.safetensors" \
     --out "$WORK/export"
+  # The gate is calibrated for identity: each held-apart sentence against itself (accept) and
+  # against its structural near-misses (reject), at 90% precision.
+  "$S" nearmiss generate --in "$WORK/examples_heldout.txt" --kinds negation,role_swap,binding_swap,spatial_flip \
+    --seed "$SEED" --out "$WORK/heldout_structural.tsv" > /dev/null
+  awk -F'\t' 'BEGIN { print "sentence1\tsentence2\tlabel" }
+               NR > 1 { print $1 "\t" $2 "\t0"; if (!seen[$1]++) print $1 "\t" $1 "\t1" }' \
+    "$WORK/heldout_structural.tsv" > "$WORK/calibration.tsv"
   "$S" verify calibrate --model "$WORK/export" --verifier "$WORK/export/verifier.safetensors" \
-    --pairs "$WORK/nearmiss_heldout.csv" --target-precision 0.9 > "$WORK/calibration.json"
+    --pairs "$WORK/calibration.tsv" --target-precision 0.9 > "$WORK/calibration.json"
   cp "$TIMES" "$WORK/export/recipe-times.tsv"
   [[ -f models/sieve-mini/README.md ]] && cp models/sieve-mini/README.md "$WORK/export/README.md"
   "$S" model check --write "$WORK/export" > /dev/null
@@ -96,4 +101,9 @@ ship() {
   rm -rf "$OUT.old"
 }
 step ship "$OUT/manifest.json.$(date +%s).never" ship
+# 8. Model B (for the trade-off measurement only, not shipped): Model A's data plus identity
+#    triplets of the near-misses, from the same MLM checkpoint.
+step model_b "$WORK/model_b/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
+  --train "$WORK/model_b_train.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
+  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_b"
 echo "recipe: done; $OUT holds sieve-mini ($(du -sh "$OUT" | cut -f1)); step times in $TIMES" >&2

@@ -414,7 +414,7 @@ TEST(IndexCli, ErrorsAndExitCodes) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("duplicate document id 'a'"), std::string::npos) << r.out;
   r = run_command(cli_path() + " index build -c " + dir + "/dup.tsv 2>&1");
-  EXPECT_EQ(r.exit_code, 2);  // --model and --out missing
+  EXPECT_EQ(r.exit_code, 2);  // --out missing
   r = run_command(cli_path() + " search --index " + dir + "/nothing x 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;

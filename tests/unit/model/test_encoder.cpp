@@ -294,7 +294,7 @@ TEST(Cli, EmptyInputWritesNothingAndLongInputWarnsOnce) {
 
 TEST(Cli, ExitCodes) {
   std::string cli = test::cli_path();
-  EXPECT_EQ(test::run_command(cli + " embed 2>/dev/null").exit_code, 2);  // --model is required
+  EXPECT_EQ(test::run_command(cli + " embed --no-such-flag x 2>/dev/null").exit_code, 2);  // usage error
   EXPECT_EQ(test::run_command(cli + " no-such-command 2>/dev/null").exit_code, 2);
   EXPECT_EQ(test::run_command(cli + " embed --model /nonexistent x 2>/dev/null").exit_code, 1);
   EXPECT_EQ(test::run_command(cli + " embed --help >/dev/null 2>&1").exit_code, 0);
