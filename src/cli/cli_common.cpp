@@ -1,5 +1,6 @@
 #include "cli/cli_common.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,20 @@ EncoderOptions DeviceFlags::options() const {
   eo.device = device;
   eo.threads = threads;
   return eo;
+}
+
+std::vector<std::string> split_list(const std::string& s, bool lower) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += lower ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : c;
+    }
+  }
+  return out;
 }
 
 std::string default_verifier(const std::string& model_flag, const std::string& fallback) {

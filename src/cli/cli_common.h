@@ -35,6 +35,9 @@ struct TextSource {
 /// sieve-mini encodes), sieve-mini's own verifier when it ships one; otherwise `fallback`.
 std::string default_verifier(const std::string& model_flag, const std::string& fallback);
 
+/// "a,B,,c" -> {"a", "B", "c"} (empty items dropped); lower-cased when `lower` is true.
+std::vector<std::string> split_list(const std::string& s, bool lower = false);
+
 /// Appends a float with 7 significant digits (enough to round-trip to ~1e-7) to a JSON string.
 void append_float(std::string& out, float v);
 /// Appends a JSON array of floats.

@@ -128,22 +128,6 @@ void register_retrieval(CLI::App* group) {
   });
 }
 
-// "a,B" -> {"a", "b"}: categories are compared in lower case (the evaluation lowercases the pairs').
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 void register_nearmiss_eval(CLI::App* group) {
   struct Opts {
     std::string pairs, model, positives, ignore, markdown;
@@ -170,8 +154,8 @@ void register_nearmiss_eval(CLI::App* group) {
   cmd->add_option("--markdown", o->markdown, "Also write the table as Markdown to this file");
   o->dev.add(cmd);
   on_run(cmd, [o] {
-    o->n.positive_categories = split_list(o->positives);
-    o->n.ignore_categories = split_list(o->ignore);
+    o->n.positive_categories = split_list(o->positives, true);
+    o->n.ignore_categories = split_list(o->ignore, true);
     o->n.encoder = o->dev.options();
     const auto pairs = eval::read_pairs(o->pairs);
     o->model = resolve_model_dir(o->model);

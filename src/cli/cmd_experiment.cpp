@@ -122,18 +122,8 @@ void register_verifiers(CLI::App* group) {
     preset(cmd, "--max-train-rows", v.max_train_rows, size_t(quick ? 2000 : 0));
     preset(cmd, "--max-test-pairs", v.max_test_pairs, size_t(quick ? 400 : 0));
     v.seeds = experiment::parse_uint_list(o->seeds.empty() ? (quick ? "42" : "42,43,44") : o->seeds);
-    auto split = [](const std::string& s) {
-      std::vector<std::string> out;
-      size_t start = 0;
-      while (start <= s.size()) {
-        const size_t comma = std::min(s.find(',', start), s.size());
-        if (comma > start) out.push_back(s.substr(start, comma - start));
-        start = comma + 1;
-      }
-      return out;
-    };
-    v.kinds = split(o->kinds);
-    v.regimes = split(o->regimes);
+    v.kinds = split_list(o->kinds);
+    v.regimes = split_list(o->regimes);
     const std::string md = experiment::run_verifier_experiment(v);
     std::fwrite(md.data(), 1, md.size(), stdout);
   });

@@ -524,15 +524,17 @@ struct Lexicon::Impl {
     }
   }
 
-  // Calls fn(definition, examples) for each synset, in file order, until fn returns false.
-  template <typename Fn>
-  void for_each_gloss(Fn&& fn) const {
+  // Calls fn(text) for each synset, in file order, until fn returns false.
+  void for_each_synset(const std::function<bool(Lexicon::SynsetText&)>& fn) const {
     for (Pos p : kAllPos) {
       const PosData& d = at(p);
       for (const Synset& s : d.synsets) {
         std::string_view g = d.gloss(s);
-        std::string definition;
-        std::vector<std::string> examples;
+        Lexicon::SynsetText text;
+        text.pos = p;
+        for (size_t w = 0; w < s.word_count; ++w) push_unique(&text.lemmas, display(d.word(s, w)));
+        std::string& definition = text.definition;
+        std::vector<std::string>& examples = text.examples;
         // Split at ';' outside double quotes; a part that starts with '"' is an example.
         size_t start = 0;
         bool quoted = false;
@@ -557,7 +559,7 @@ struct Lexicon::Impl {
             definition.append(part);
           }
         }
-        if (!fn(definition, examples)) return;
+        if (!fn(text)) return;
       }
     }
   }
@@ -674,8 +676,8 @@ std::string Lexicon::noun_plural(const std::string& base) const { return impl_->
 
 std::vector<std::string> Lexicon::example_sentences(size_t max) const {
   std::vector<std::string> out;
-  impl_->for_each_gloss([&](const std::string&, std::vector<std::string>& examples) {
-    for (auto& e : examples) {
+  impl_->for_each_synset([&](SynsetText& t) {
+    for (auto& e : t.examples) {
       if (max != 0 && out.size() >= max) return false;
       out.push_back(std::move(e));
     }
@@ -686,12 +688,14 @@ std::vector<std::string> Lexicon::example_sentences(size_t max) const {
 
 std::vector<std::string> Lexicon::glosses(size_t max) const {
   std::vector<std::string> out;
-  impl_->for_each_gloss([&](const std::string& definition, const std::vector<std::string>&) {
-    if (!definition.empty()) out.push_back(definition);
+  impl_->for_each_synset([&](SynsetText& t) {
+    if (!t.definition.empty()) out.push_back(std::move(t.definition));
     return max == 0 || out.size() < max;
   });
   return out;
 }
+
+void Lexicon::for_each_synset(const std::function<bool(SynsetText&)>& fn) const { impl_->for_each_synset(fn); }
 
 size_t Lexicon::lemma_count(Pos p) const { return impl_->at(p).index.size(); }
 size_t Lexicon::synset_count(Pos p) const { return impl_->at(p).synsets.size(); }

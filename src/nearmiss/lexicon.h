@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,18 @@ class Lexicon {
   /// The definitions of the synsets (the gloss without its examples), in the same order; at most
   /// `max` (0 = all).
   std::vector<std::string> glosses(size_t max = 0) const;
+
+  /// One synset's text: part of speech, lemmas ('_' shown as ' ', adjective markers removed, no
+  /// duplicates, file order), definition and quoted examples (as example_sentences() splits them).
+  struct SynsetText {
+    Pos pos = Pos::Noun;
+    std::vector<std::string> lemmas;
+    std::string definition;
+    std::vector<std::string> examples;
+  };
+  /// Calls `fn` for each synset in file order (data.noun, data.verb, data.adj, data.adv) until it
+  /// returns false; `fn` may move from its argument.
+  void for_each_synset(const std::function<bool(SynsetText&)>& fn) const;
 
   /// Number of lemmas (index.* lines) and synsets (data.* lines) of part of speech `p`.
   size_t lemma_count(Pos p) const;
