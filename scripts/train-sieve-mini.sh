@@ -4,7 +4,8 @@
 # Model B with structural near-misses for the trade-off) -> F4 verifier end to end on generated
 # near-misses -> gate calibrated on held-apart near-misses -> float16 export with a manifest.
 # Every step's wall time goes to WORK/times.tsv. Sizes can be changed through the environment
-# (defaults below are the shipped model's); WORK is kept so an interrupted recipe skips finished steps.
+# (defaults below are the shipped model's; THREADS=0 uses every core); WORK is kept so an
+# interrupted recipe skips finished steps.
 #   scripts/train-sieve-mini.sh [WORK=work/sieve-mini] [OUT=models/sieve-mini]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ HIDDEN="${HIDDEN:-256}" LAYERS="${LAYERS:-4}" HEADS="${HEADS:-4}" FFN="${FFN:-10
 MLM_STEPS="${MLM_STEPS:-700}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}"
 ENC_STEPS="${ENC_STEPS:-200}" ENC_BATCH="${ENC_BATCH:-64}"
 VER_STEPS="${VER_STEPS:-120}" VER_BATCH="${VER_BATCH:-32}"
-SEED="${SEED:-42}"
+SEED="${SEED:-42}" THREADS="${THREADS:-0}"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then  # SKIP_BUILD=1: use the sieve already in SIEVE_BUILD_DIR
   scripts/setup.sh
@@ -52,14 +53,20 @@ step mlm_text "$WORK/mlm_text.txt" sh -c "grep -v '^\$' '$WORK/corpus/sentences.
 step mlm "$WORK/mlm/last/config.json" "$S" train mlm --vocab "$WORK/vocab.txt" --text "$WORK/mlm_text.txt" \
   --hidden "$HIDDEN" --layers "$LAYERS" --heads "$HEADS" --ffn "$FFN" --max-positions "$MLM_SEQ" \
   --seq-len "$MLM_SEQ" --steps "$MLM_STEPS" --batch-size "$MLM_BATCH" --lr 5e-4 --seed "$SEED" \
-  --pooling mean --log-every 50 --out "$WORK/mlm"
-# 4. Near-misses of the corpus's example sentences; every tenth sentence is held apart (gate
-#    calibration and evaluation), the rest trains Model B and the verifier.
+  --pooling mean --log-every 50 --threads "$THREADS" --out "$WORK/mlm"
+# 4. Near-misses of the corpus's example sentences. Every tenth sentence is held apart: half of
+#    those calibrate the gate, the other half are for evaluation only. The rest trains Model B
+#    (identity triplets: the sentence itself is the positive) and the verifier (the same, plus
+#    paraphrase triplets: a synonym or passive rewrite of the sentence is the positive).
 split_examples() {
-  awk 'NR % 10 == 0' "$WORK/corpus/examples.txt" > "$WORK/examples_heldout.txt"
   awk 'NR % 10 != 0' "$WORK/corpus/examples.txt" > "$WORK/examples_train.txt"
+  awk 'NR % 20 == 10' "$WORK/corpus/examples.txt" > "$WORK/examples_calibration.txt"
+  awk 'NR % 20 == 0' "$WORK/corpus/examples.txt" > "$WORK/examples_heldout.txt"
   "$S" nearmiss generate --in "$WORK/examples_train.txt" --kinds negation,role_swap,binding_swap,spatial_flip \
     --layout triplets --seed "$SEED" --out "$WORK/nearmiss_train.jsonl"
+  "$S" nearmiss generate --in "$WORK/examples_train.txt" \
+    --kinds negation,role_swap,binding_swap,spatial_flip,synonym,passive \
+    --layout triplets --seed "$SEED" --out "$WORK/verifier_train.jsonl"
   "$S" nearmiss generate --in "$WORK/examples_heldout.txt" \
     --kinds negation,role_swap,binding_swap,spatial_flip,synonym,passive --seed "$SEED" \
     --out "$WORK/nearmiss_heldout.csv"
@@ -69,28 +76,31 @@ step nearmiss "$WORK/model_b_train.jsonl" split_examples
 # 5. Model A: contrastive fine-tuning on the mined pairs.
 step model_a "$WORK/model_a/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
   --train "$WORK/corpus/pairs.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
-  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_a"
-# 6. F4 verifier end to end from Model A on the near-miss identity triplets (the verifier's loss
-#    needs a hard negative in every row, which the mined pairs lack).
+  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --threads "$THREADS" --out "$WORK/model_a"
+# 6. F4 verifier end to end from Model A on the identity and paraphrase triplets (the verifier's
+#    loss needs a hard negative in every row, which the mined pairs lack).
 step verifier "$WORK/verifier/verifier.safetensors" "$S" train verifier --model "$WORK/model_a/last" \
-  --train "$WORK/nearmiss_train.jsonl" --kind F4 --regime end-to-end --steps "$VER_STEPS" \
+  --train "$WORK/verifier_train.jsonl" --kind F4 --regime end-to-end --steps "$VER_STEPS" \
   --batch-size "$VER_BATCH" --lr 1e-4 --lr-encoder 1.5e-5 --weight-decay-encoder 0.005 --max-length 64 \
-  --seed "$SEED" --log-every 20 --out "$WORK/verifier"
+  --seed "$SEED" --log-every 20 --threads "$THREADS" --out "$WORK/verifier"
 # 7. Ship: the end-to-end encoder (Model A after the verifier's phase) in float16, the verifier
 #    with its gate calibrated on the held-apart near-misses, and the manifest.
 ship() {
   rm -rf "$WORK/export"
   "$S" model export --in "$WORK/verifier/encoder" --verifier "$WORK/verifier/verifier.safetensors" \
     --out "$WORK/export"
-  # The gate is calibrated for identity: each held-apart sentence against itself (accept) and
-  # against its structural near-misses (reject), at 90% precision.
-  "$S" nearmiss generate --in "$WORK/examples_heldout.txt" --kinds negation,role_swap,binding_swap,spatial_flip \
-    --seed "$SEED" --out "$WORK/heldout_structural.tsv" > /dev/null
+  # The gate is calibrated on the calibration sentences, at 90% precision: each sentence against
+  # itself and against its synonym and passive rewrites (accept), and against its structural
+  # near-misses (reject).
+  "$S" nearmiss generate --in "$WORK/examples_calibration.txt" \
+    --kinds negation,role_swap,binding_swap,spatial_flip,synonym,passive \
+    --seed "$SEED" --out "$WORK/calibration_pairs.tsv" > /dev/null
   awk -F'\t' 'BEGIN { print "sentence1\tsentence2\tlabel" }
-               NR > 1 { print $1 "\t" $2 "\t0"; if (!seen[$1]++) print $1 "\t" $1 "\t1" }' \
-    "$WORK/heldout_structural.tsv" > "$WORK/calibration.tsv"
+               NR > 1 { ok = ($3 == "synonym" || $3 == "passive"); print $1 "\t" $2 "\t" ok
+                        if (!seen[$1]++) print $1 "\t" $1 "\t1" }' \
+    "$WORK/calibration_pairs.tsv" > "$WORK/calibration.tsv"
   "$S" verify calibrate --model "$WORK/export" --verifier "$WORK/export/verifier.safetensors" \
-    --pairs "$WORK/calibration.tsv" --target-precision 0.9 > "$WORK/calibration.json"
+    --pairs "$WORK/calibration.tsv" --target-precision 0.9 --threads "$THREADS" > "$WORK/calibration.json"
   cp "$TIMES" "$WORK/export/recipe-times.tsv"
   [[ -f models/sieve-mini/README.md ]] && cp models/sieve-mini/README.md "$WORK/export/README.md"
   "$S" model check --write "$WORK/export" > /dev/null
@@ -105,5 +115,5 @@ step ship "$OUT/manifest.json.$(date +%s).never" ship
 #    triplets of the near-misses, from the same MLM checkpoint.
 step model_b "$WORK/model_b/last/config.json" "$S" train encoder --model "$WORK/mlm/last" \
   --train "$WORK/model_b_train.jsonl" --steps "$ENC_STEPS" --batch-size "$ENC_BATCH" --lr 1e-4 \
-  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --out "$WORK/model_b"
+  --weight-decay 0.01 --max-length 64 --seed "$SEED" --log-every 50 --threads "$THREADS" --out "$WORK/model_b"
 echo "recipe: done; $OUT holds sieve-mini ($(du -sh "$OUT" | cut -f1)); step times in $TIMES" >&2

@@ -54,6 +54,27 @@ std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const 
   return out;
 }
 
+std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows) {
+  std::vector<Triplet> out;
+  for (size_t begin = 0; begin < rows.size();) {
+    // generate() emits a source's rows consecutively; a source repeated later is a new group.
+    size_t end = begin + 1;
+    while (end < rows.size() && rows[end].source == rows[begin].source) ++end;
+    std::vector<const NearMiss*> rewrites;
+    for (size_t i = begin; i < end; ++i)
+      if (is_positive(rows[i].kind)) rewrites.push_back(&rows[i]);
+    for (size_t i = begin; i < end; ++i) {
+      const NearMiss& r = rows[i];
+      if (is_positive(r.kind)) continue;
+      out.push_back({r.source, r.source, r.perturbed, kind_name(r.kind)});
+      for (const NearMiss* p : rewrites)
+        out.push_back({r.source, p->perturbed, r.perturbed, std::string(kind_name(r.kind)) + "+" + kind_name(p->kind)});
+    }
+    begin = end;
+  }
+  return out;
+}
+
 void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout) {
   std::ostringstream o;
   const bool jsonl = ends_with(path, ".jsonl"), tsv = ends_with(path, ".tsv");
@@ -63,10 +84,14 @@ void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows
   if (!jsonl)
     for (size_t i = 0; i < header.size(); ++i) o << (i ? (tsv ? "\t" : ",") : "") << header[i];
   if (!jsonl) o << "\n";
-  for (const NearMiss& r : rows) {
-    std::vector<std::string> f = layout == Layout::Pairs
-                                     ? std::vector<std::string>{r.source, r.perturbed, kind_name(r.kind)}
-                                     : std::vector<std::string>{r.source, r.source, r.perturbed, kind_name(r.kind)};
+  std::vector<std::vector<std::string>> fields;
+  if (layout == Layout::Pairs) {
+    for (const NearMiss& r : rows) fields.push_back({r.source, r.perturbed, kind_name(r.kind)});
+  } else {
+    for (Triplet& t : to_triplets(rows))
+      fields.push_back({std::move(t.anchor), std::move(t.positive), std::move(t.negative), std::move(t.category)});
+  }
+  for (const std::vector<std::string>& f : fields) {
     if (jsonl) {
       nlohmann::json j;
       for (size_t i = 0; i < header.size(); ++i) j[header[i]] = f[i];

@@ -33,9 +33,23 @@ struct GenerateReport {
 std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const std::vector<Kind>& kinds,
                                uint64_t seed, const Lexicon& lex, GenerateReport* report = nullptr);
 
-/// Output layouts: pairs `sentence1,sentence2,category`; identity triplets
-/// `anchor,positive,negative,category` (anchor = positive = source, negative = perturbed).
+/// Output layouts: pairs `sentence1,sentence2,category`; triplets `anchor,positive,negative,category`
+/// (see to_triplets).
 enum class Layout { Pairs, Triplets };
+
+/// One training row: an anchor, a text that means the same, and a structural near-miss of the anchor.
+/// `category` is the negative's kind, or "NEGATIVE+POSITIVE" (e.g. "role_swap+synonym") when the
+/// positive is a paraphrase rather than the anchor itself.
+struct Triplet {
+  std::string anchor, positive, negative, category;
+};
+
+/// The triplets of a run's rows, grouped by source sentence in input order. Every structural
+/// near-miss (a non-positive kind) gives the identity triplet (source, source, near-miss) and, for
+/// each meaning-preserving rewrite of the same source (synonym, passive), the paraphrase triplet
+/// (source, rewrite, near-miss), so a model learns to accept rewrites while rejecting near-misses.
+/// A source with rewrites but no near-miss gives no triplet (there is no negative).
+std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows);
 
 /// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the
 /// name ends in .tsv (tabs and newlines inside a field become spaces), JSON lines for .jsonl.

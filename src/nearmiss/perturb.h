@@ -19,6 +19,9 @@ enum class Kind { Negation, RoleSwap, BindingSwap, SpatialFlip, Antonym, Synonym
 /// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive".
 const char* kind_name(Kind k);
 
+/// True for the meaning-preserving kinds (synonym, passive), false for the structural near-misses.
+inline bool is_positive(Kind k) { return k == Kind::Synonym || k == Kind::Passive; }
+
 /// Inverse of kind_name; throws sieve::Error listing the valid names.
 Kind kind_from_name(const std::string& name);
 

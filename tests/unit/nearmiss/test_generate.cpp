@@ -2,6 +2,7 @@
 // kinds), the writers (CSV quoting, TSV, JSONL, triplets), and the CLI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -72,6 +73,38 @@ TEST(WriteNearmisses, CsvTsvJsonlAndTriplets) {
   EXPECT_EQ(j["positive"], "a, \"quoted\" text");
   EXPECT_EQ(j["negative"], "a, \"quoted\" text not");
   EXPECT_EQ(j["category"], "negation");
+}
+
+TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
+  // Rows as generate() emits them: a source's rows together, kinds in the order asked for.
+  std::vector<NearMiss> rows = {{"s1", "s1 neg", Kind::Negation},
+                                {"s1", "s1 swap", Kind::RoleSwap},
+                                {"s1", "s1 syn", Kind::Synonym},
+                                {"s1", "s1 pass", Kind::Passive},
+                                {"s2", "s2 syn", Kind::Synonym},  // a rewrite but no near-miss: no triplet
+                                {"s3", "s3 flip", Kind::SpatialFlip},
+                                {"s1", "s1 again", Kind::Negation}};  // a later repeat is its own group
+  auto t = to_triplets(rows);
+  // Expected by hand: per near-miss the identity row, then one row per rewrite of the same source.
+  const std::vector<std::vector<std::string>> want = {
+      {"s1", "s1", "s1 neg", "negation"},           {"s1", "s1 syn", "s1 neg", "negation+synonym"},
+      {"s1", "s1 pass", "s1 neg", "negation+passive"}, {"s1", "s1", "s1 swap", "role_swap"},
+      {"s1", "s1 syn", "s1 swap", "role_swap+synonym"}, {"s1", "s1 pass", "s1 swap", "role_swap+passive"},
+      {"s3", "s3", "s3 flip", "spatial_flip"},      {"s1", "s1", "s1 again", "negation"}};
+  ASSERT_EQ(t.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(t[i].anchor, want[i][0]) << i;
+    EXPECT_EQ(t[i].positive, want[i][1]) << i;
+    EXPECT_EQ(t[i].negative, want[i][2]) << i;
+    EXPECT_EQ(t[i].category, want[i][3]) << i;
+  }
+  // The writer uses the same rows: a rewrite is never written as a negative.
+  std::string dir = test::make_temp_dir("nearmiss_para");
+  write_nearmisses(dir + "/t.tsv", rows, Layout::Triplets);
+  std::string tsv = read_file(dir + "/t.tsv");
+  EXPECT_EQ(tsv.find("\ts1 syn\tsynonym"), std::string::npos) << tsv;
+  EXPECT_NE(tsv.find("s1\ts1 pass\ts1 swap\trole_swap+passive\n"), std::string::npos) << tsv;
+  EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 9);  // header + 8 rows
 }
 
 TEST(NearmissPaperCategories, Mapping) {
