@@ -47,8 +47,7 @@ struct Triplet {
 /// The triplets of a run's rows, grouped by source sentence in input order. Every structural
 /// near-miss (a non-positive kind) gives the identity triplet (source, source, near-miss) and, for
 /// each meaning-preserving rewrite of the same source (synonym, passive), the paraphrase triplet
-/// (source, rewrite, near-miss), so a model learns to accept rewrites while rejecting near-misses.
-/// A source with rewrites but no near-miss gives no triplet (there is no negative).
+/// (source, rewrite, near-miss). A source with rewrites but no near-miss gives no triplet (there is no negative).
 std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows);
 
 /// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the
