@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   Perturber perturber(*lex);
   nlohmann::json out = {{"lexicon_load_s", load_s}, {"source", "WordNet 3.0 example sentences (shuffled)"}};
   for (Kind k : {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym, Kind::Synonym,
-                 Kind::Passive}) {
+                 Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove}) {
     size_t tried = 0, made = 0, intended = 0;
     nlohmann::json examples = nlohmann::json::array(), shapes = nlohmann::json::object();
     auto s0 = std::chrono::steady_clock::now();

@@ -70,6 +70,33 @@ struct SearchParams {
   bool query_tokens = false;  ///< also return the query's token states (for stage 2)
 };
 
+/// The stage-1 search a model folder recommends for itself: the "sieve" -> "search" object of its
+/// config_sentence_transformers.json, e.g. {"mode": "hybrid", "fusion": "weighted",
+/// "dense_weight": 0.1} (fields it leaves out keep SearchParams' defaults). A weak encoder can
+/// declare BM25 or a BM25-heavy fusion so that the default search never loses to BM25 alone.
+struct SearchRecommendation {
+  bool declared = false;  ///< the folder declares one (false: dense, SearchParams' defaults)
+  SearchMode mode = SearchMode::Dense;
+  Fusion fusion = Fusion::Rrf;
+  double rrf_k = 60.0;
+  double dense_weight = 0.5;
+  std::string note;       ///< the folder's reason, when it gives one ("note")
+  /// Copies mode, fusion, rrf_k and dense_weight into `p` (k, depth, ef_search, nprobe untouched).
+  void apply(SearchParams& p) const;
+};
+
+/// Reads the recommendation of the model folder `model_dir`; sieve::Error on a malformed one
+/// (unknown mode or fusion, a weight outside [0, 1], a negative rrf_k).
+SearchRecommendation recommended_search(const std::string& model_dir);
+/// The recommendation of `model_dir` when given, else of the model the index at `index_dir` was
+/// built with (read from its manifest, without opening the index).
+SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir = "");
+/// "dense", "bm25", "hybrid" / "rrf", "weighted", and their inverses (sieve::Error on others).
+const char* search_mode_name(SearchMode m);
+SearchMode search_mode_from_name(const std::string& name);
+const char* fusion_name(Fusion f);
+Fusion fusion_from_name(const std::string& name);
+
 /// One result. `doc` is the internal id (0-based, dense, stable across `add`).
 struct Hit {
   uint32_t doc = 0;

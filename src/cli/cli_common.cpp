@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "sieve/error.h"
 #include "sieve/model.h"
 
@@ -111,6 +112,28 @@ void on_run(CLI::App* cmd, std::function<void()> body) {
     int rc = run_guarded(body);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
+}
+
+void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, const std::string& mode,
+                        const std::string& fusion, SearchParams& p) {
+  const SearchParams given = p;
+  rec.apply(p);
+  auto given_flag = [&](const char* name) {
+    const CLI::Option* opt = cmd.get_option_no_throw(name);
+    return opt != nullptr && opt->count() > 0;
+  };
+  if (given_flag("--rrf-k")) p.rrf_k = given.rrf_k;
+  if (given_flag("--dense-weight")) p.dense_weight = given.dense_weight;
+  if (!fusion.empty()) p.fusion = fusion_from_name(fusion);
+  if (!mode.empty()) {
+    p.mode = search_mode_from_name(mode);
+  } else if (rec.declared) {
+    std::string what = std::string("search: mode ") + search_mode_name(p.mode);
+    if (p.mode == SearchMode::Hybrid)
+      what += p.fusion == Fusion::Weighted ? " (weighted fusion, dense weight " + std::to_string(p.dense_weight) + ")"
+                                           : " (RRF, k " + std::to_string(p.rrf_k) + ")";
+    log_info(what + ", as the model folder recommends (--mode overrides)");
+  }
 }
 
 }  // namespace sieve::cli

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sieve/encoder.h"
+#include "sieve/index.h"
 
 namespace sieve::cli {
 
@@ -34,6 +35,13 @@ struct TextSource {
 /// The verifier a command uses when none is named: with no --model either (so the embedded
 /// sieve-mini encodes), sieve-mini's own verifier when it ships one; otherwise `fallback`.
 std::string default_verifier(const std::string& model_flag, const std::string& fallback);
+
+/// Stage-1 settings of a search command: the model folder's recommendation `rec`, overridden
+/// by whichever of --mode, --fusion, --rrf-k, --dense-weight `cmd` was given (`mode` and `fusion`
+/// hold those flags' values, empty when absent; --rrf-k and --dense-weight are read from `p`).
+/// Says on stderr when the recommendation chose the mode.
+void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, const std::string& mode,
+                        const std::string& fusion, SearchParams& p);
 
 /// "a,B,,c" -> {"a", "B", "c"} (empty items dropped); lower-cased when `lower` is true.
 std::vector<std::string> split_list(const std::string& s, bool lower = false);

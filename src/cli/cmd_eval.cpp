@@ -11,6 +11,7 @@
 #include "eval/beir.h"
 #include "eval/metrics.h"
 #include "eval/pairs.h"
+#include "eval/paraphrase_sets.h"
 #include "experiment/experiment_data.h"
 #include "experiment/nearmiss_eval.h"
 #include "experiment/retrieval_eval.h"
@@ -38,7 +39,7 @@ std::vector<size_t> parse_ks(const std::string& list) {
 
 void register_retrieval(CLI::App* group) {
   struct Opts {
-    std::string beir, split = "test", index, queries, qrels, model, mode = "dense", fusion = "rrf", verifier,
+    std::string beir, split = "test", index, queries, qrels, model, mode, fusion, verifier,
                                   run_out, qrels_out, index_dir, ks = "1,3,5,10,100";
     experiment::RetrievalEvalOptions r;
     DeviceFlags dev;
@@ -55,12 +56,15 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("-m,--model", o->model, "Encoder (to build the index for --beir; default: the index's)");
   cmd->add_option("--index-dir", o->index_dir,
                   "Where an index built for --beir is kept and reused (default: a temporary folder, removed)");
-  cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid")
-      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}))
-      ->capture_default_str();
-  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted")
-      ->check(CLI::IsMember({"rrf", "weighted"}))
-      ->capture_default_str();
+  cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid (default: what the model folder recommends, else dense)")
+      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
+      ->check(CLI::IsMember({"rrf", "weighted"}));
+  cmd->add_option("--rrf-k", o->r.search.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dense-weight", o->r.search.dense_weight,
+                  "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--verifier", o->verifier, "Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2)");
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
@@ -73,7 +77,7 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("--qrels-out", o->qrels_out, "Write the judgements used as TREC qrels here (for trec_eval)");
   cmd->add_flag("--per-query", o->per_query, "Also print every query's measures");
   o->dev.add(cmd);
-  on_run(cmd, [o] {
+  on_run(cmd, [o, cmd] {
     std::string queries = o->queries, qrels = o->qrels, corpus;
     if (!o->beir.empty()) {
       const experiment::BeirFolder f = experiment::beir_folder(o->beir, o->split);
@@ -84,8 +88,6 @@ void register_retrieval(CLI::App* group) {
     SIEVE_THROW_IF_NOT(!queries.empty() && !qrels.empty(), "give --beir DIR, or --queries and --qrels");
     SIEVE_THROW_IF_NOT(!o->index.empty() || !corpus.empty(), "give --index INDEX, or --beir DIR to build one");
     if (o->index.empty()) o->model = resolve_model_dir(o->model);
-    o->r.search.mode = experiment::search_mode_from_name(o->mode);
-    o->r.search.fusion = o->fusion == "weighted" ? Fusion::Weighted : Fusion::Rrf;
     o->r.verifier = o->verifier;
     o->r.ks = parse_ks(o->ks);
     const auto q = eval::read_queries(queries);
@@ -108,6 +110,7 @@ void register_retrieval(CLI::App* group) {
       }
       index_dir = experiment::cached_index(o->model, corpus, cache, {}, o->dev.options());
     }
+    apply_search_flags(*cmd, recommended_search_for_index(index_dir, o->model), o->mode, o->fusion, o->r.search);
     IndexOpenOptions oo;
     oo.model_dir = o->model;
     oo.encoder = o->dev.options();
@@ -212,6 +215,36 @@ void register_aggregate(CLI::App* group) {
   });
 }
 
+void register_paraphrase_sets(CLI::App* group) {
+  struct Opts {
+    eval::ParaphraseSetOptions p;
+    std::string out, positives = "synonym,passive";
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = group->add_subcommand(
+      "paraphrase-sets",
+      "Build paraphrase-vs-near-miss sets (PAWS, MRPC, mixed) from the shared pair data, split once into train/eval");
+  cmd->add_option("--shared", o->p.shared_data, "Shared data folder (holds pairs/ and nearmiss/)")->required();
+  cmd->add_option("-o,--out", o->out, "Output folder: <set>-train.tsv, <set>-eval.tsv, report.json")->required();
+  cmd->add_option("--generated", o->p.generated,
+                  "Generated pairs of held-apart sentences (nearmiss generate); added to mixed-eval only");
+  cmd->add_option("--generated-positive", o->positives, "Categories of --generated that keep the meaning")
+      ->capture_default_str();
+  cmd->add_option("--eval-fraction", o->p.eval_fraction, "Share of sentence components held for evaluation")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->p.seed, "Mixed into the split hash (0 = the documented split)")->capture_default_str();
+  cmd->add_option("--sts-min", o->p.sts_min_score, "STS-B score that makes a pair a paraphrase")->capture_default_str();
+  cmd->add_option("--min-overlap", o->p.contradiction_min_overlap,
+                  "Word-set Jaccard a contradiction must share with its premise")
+      ->capture_default_str();
+  on_run(cmd, [o] {
+    o->p.generated_positive = split_list(o->positives, true);
+    const auto sets = eval::build_paraphrase_sets(o->p);
+    eval::write_paraphrase_sets(sets, o->out);
+    print_json(sets.report);
+  });
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app) {
@@ -221,6 +254,7 @@ void register_eval(CLI::App& app) {
   register_nearmiss_eval(group);
   register_space(group);
   register_aggregate(group);
+  register_paraphrase_sets(group);
 }
 
 }  // namespace sieve::cli

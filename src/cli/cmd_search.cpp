@@ -45,7 +45,7 @@ void append_score(std::string& out, const char* key, double v) {
 namespace {
 
 struct SearchOpts {
-    std::string index, model, queries, output = "jsonl", trec, mode = "dense", fusion = "rrf";
+    std::string index, model, queries, output = "jsonl", trec, mode, fusion;
     std::vector<std::string> args;
     SearchParams p;
     DeviceFlags dev;
@@ -122,18 +122,18 @@ void register_search(CLI::App& app) {
   cmd->add_option("queries", o->args, "Query texts (default: --queries FILE, else one per line on stdin)");
   cmd->add_option("--index", o->index, "Index directory")->required();
   cmd->add_option("-q,--queries", o->queries, "Query file: BEIR queries.jsonl, TSV (id, text) or text lines");
-  cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid")
-      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}))
-      ->capture_default_str();
+  cmd->add_option("--mode", o->mode,
+                  "dense, bm25 or hybrid (default: what the index's model folder recommends, else dense)")
+      ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
   cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted")
-      ->check(CLI::IsMember({"rrf", "weighted"}))
-      ->capture_default_str();
-  cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--dense-weight", o->p.dense_weight, "Weighted fusion: weight of the dense scores")
-      ->capture_default_str()
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
+      ->check(CLI::IsMember({"rrf", "weighted"}));
+  cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dense-weight", o->p.dense_weight,
+                  "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(CLI::NonNegativeNumber);
   cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(CLI::NonNegativeNumber);
@@ -155,10 +155,9 @@ void register_search(CLI::App& app) {
   cmd->add_option("--threshold", o->pipe.threshold, "Stage 2: gate threshold (default: the verifier file's)");
   cmd->add_option("--batch", o->batch, "Queries encoded per batch")->capture_default_str()->check(CLI::PositiveNumber);
   o->dev.add(cmd);
-  on_run(cmd, [o] {
+  on_run(cmd, [o, cmd] {
     auto queries = gather_queries(o->args, o->queries);
-    o->p.mode = o->mode == "bm25" ? SearchMode::Bm25 : o->mode == "hybrid" ? SearchMode::Hybrid : SearchMode::Dense;
-    o->p.fusion = o->fusion == "weighted" ? Fusion::Weighted : Fusion::Rrf;
+    apply_search_flags(*cmd, recommended_search_for_index(o->index, o->model), o->mode, o->fusion, o->p);
     IndexOpenOptions oo;
     oo.model_dir = o->model;
     oo.encoder = o->dev.options();

@@ -179,6 +179,26 @@ NearMissEval evaluate_nearmisses(const std::string& model_dir, const std::vector
     }
     for (const auto& [cat, rows] : rows_of) r.categories.push_back(category_result(cat, rows));
     r.overall = category_result("overall", every);
+    std::map<std::string, std::vector<size_t>> pos_rows;
+    for (size_t i = 0; i < np; ++i) pos_rows[s.positives[i].category].push_back(i);
+    for (const auto& [cat, rows] : pos_rows) {
+      CategoryResult c;
+      c.category = cat;
+      std::vector<double> v;
+      size_t accepted = 0, tested = 0;
+      for (size_t i : rows) {
+        v.push_back(pos[i]);
+        if (from_file || i % 2 == 1) {
+          ++tested;
+          accepted += pos[i] >= r.threshold;
+        }
+      }
+      c.score = eval::mean_std(v);
+      c.auc = eval::roc_auc(v, neg);
+      c.accuracy = tested == 0 ? std::nan("") : double(accepted) / tested;
+      c.margin_rate = std::nan("");
+      r.positive_categories.push_back(c);
+    }
     out.scorers.push_back(std::move(r));
   }
   return out;
@@ -206,6 +226,9 @@ nlohmann::json nearmiss_json(const NearMissEval& e) {
     o["positives"] = mean_std_json(s.positives);
     for (const auto& c : s.categories) o["categories"][c.category] = category_json(c);
     o["overall"] = category_json(s.overall);
+    for (const auto& c : s.positive_categories)
+      o["positive_categories"][c.category] = {
+          {"score", mean_std_json(c.score)}, {"auc", c.auc}, {"accepted", c.accuracy}};
     o["auc"] = s.overall.auc;
     o["threshold"] = s.threshold;
     o["threshold_source"] = s.threshold_source;

@@ -45,6 +45,9 @@ struct ScorerResult {
   eval::MeanStd positives;         ///< score of the positive pairs
   std::vector<CategoryResult> categories;  ///< near-miss categories, sorted by name
   CategoryResult overall;          ///< all near-misses together
+  /// Positive categories, sorted by name: auc = this category against every near-miss,
+  /// accuracy = share accepted at the threshold (margin_rate unused).
+  std::vector<CategoryResult> positive_categories;
   double threshold = 0;            ///< accept when score >= threshold
   std::string threshold_source;    ///< "file" (the verifier's calibrated gate) or "held-out half"
   double accuracy = 0;             ///< on positives and near-misses (held-out half when calibrated here)

@@ -37,22 +37,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-SearchMode search_mode_from_name(const std::string& name) {
-  if (name == "dense") return SearchMode::Dense;
-  if (name == "bm25") return SearchMode::Bm25;
-  if (name == "hybrid") return SearchMode::Hybrid;
-  throw Error("unknown search mode '" + name + "' (dense, bm25, hybrid)");
-}
-
-const char* search_mode_name(SearchMode m) {
-  switch (m) {
-    case SearchMode::Dense: return "dense";
-    case SearchMode::Bm25: return "bm25";
-    case SearchMode::Hybrid: return "hybrid";
-  }
-  return "?";
-}
-
 BeirFolder beir_folder(const std::string& dir, const std::string& split) {
   SIEVE_THROW_IF_NOT(is_dir(dir), "BEIR folder '" + dir + "' does not exist");
   BeirFolder f;

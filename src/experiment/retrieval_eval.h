@@ -59,8 +59,4 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
 /// "seconds", "queries_per_second" and "system"; per query under "per_query" when asked.
 nlohmann::json retrieval_json(const RetrievalEvalResult& r, bool per_query = false);
 
-/// "dense", "bm25" or "hybrid" -> SearchMode; sieve::Error otherwise.
-SearchMode search_mode_from_name(const std::string& name);
-const char* search_mode_name(SearchMode m);
-
 }  // namespace sieve::experiment

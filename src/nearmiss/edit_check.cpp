@@ -103,6 +103,96 @@ bool lexical_relation(const std::string& from, const std::string& to, bool anton
   return false;
 }
 
+
+// Is `x` -> `y` (either way round) a contraction or expansion of an auxiliary after `host`, the
+// word before it? ("not" <-> "n't" after "is"; "is" <-> "'s" after "it"; "am" <-> "'m" after "i").
+bool contraction_pair(const std::string& x, const std::string& y, const std::string& host) {
+  static const std::set<std::string> kNotHosts = {"is", "are", "was", "were", "do", "does", "did", "has", "have",
+                                                  "had", "can", "will", "shall", "could", "would", "should",
+                                                  "must", "need", "might"};
+  static const std::set<std::string> kSHosts = {"it", "he", "she", "that", "there", "what", "here", "who"};
+  static const std::set<std::string> kReHosts = {"you", "we", "they", "who", "what"};
+  static const std::set<std::string> kVeHosts = {"i", "you", "we", "they", "who"};
+  static const std::set<std::string> kLlHosts = {"i", "you", "he", "she", "it", "we", "they", "that", "there", "who"};
+  const bool x_clitic = !x.empty() && (x[0] == '\'' || x == "n't");
+  const std::string& full = x_clitic ? y : x;
+  const std::string& clitic = x_clitic ? x : y;
+  if (full == "not") return clitic == "n't" && kNotHosts.count(host);
+  if (full == "is" || full == "has") return clitic == "'s" && kSHosts.count(host);
+  if (full == "are") return clitic == "'re" && kReHosts.count(host);
+  if (full == "am") return clitic == "'m" && host == "i";
+  if (full == "have") return clitic == "'ve" && kVeHosts.count(host);
+  if (full == "will") return clitic == "'ll" && kLlHosts.count(host);
+  if (full == "would" || full == "had") return clitic == "'d" && kLlHosts.count(host);
+  return false;
+}
+
+// Is `a` `b` with one word moved (a = w R, b = R w, or the reverse)? Sets `moved` to that word.
+bool one_word_moved(const Words& a, const Words& b, std::string& moved) {
+  const size_t n = a.size();
+  if (n < 2 || b.size() != n) return false;
+  if (a[0] == b[n - 1] && std::equal(a.begin() + 1, a.end(), b.begin())) {
+    moved = a[0];
+    return true;
+  }
+  if (a[n - 1] == b[0] && std::equal(a.begin(), a.end() - 1, b.begin() + 1)) {
+    moved = a[n - 1];
+    return true;
+  }
+  return false;
+}
+
+bool ly_adverb(const std::string& w, const Lexicon& lex) {
+  return w.size() > 4 && w.compare(w.size() - 2, 2, "ly") == 0 && lex.has(w, Pos::Adv);
+}
+
+// Is `gen` `of` with one "the X of the Y" turned into "the Y 's X" (or "the Y ' X")?
+bool of_to_genitive(const Words& of, const Words& gen) {
+  const size_t n = of.size();
+  if (gen.size() + 1 != n) return false;
+  for (size_t i = 2; i + 2 < n; ++i) {
+    if (of[i] != "of" || of[i + 1] != "the") continue;
+    for (size_t x0 = i - 1; x0-- > 0 && x0 + 6 > i;) {
+      if (of[x0] != "the") continue;
+      for (size_t y1 = i + 3; y1 <= n && y1 <= i + 6; ++y1) {
+        Words w(of.begin(), of.begin() + static_cast<std::ptrdiff_t>(x0) + 1);
+        w.insert(w.end(), of.begin() + static_cast<std::ptrdiff_t>(i) + 2, of.begin() + static_cast<std::ptrdiff_t>(y1));
+        const size_t marker = w.size();
+        w.push_back("'s");
+        w.insert(w.end(), of.begin() + static_cast<std::ptrdiff_t>(x0) + 1, of.begin() + static_cast<std::ptrdiff_t>(i));
+        w.insert(w.end(), of.begin() + static_cast<std::ptrdiff_t>(y1), of.end());
+        if (w == gen) return true;
+        w[marker] = "'";
+        if (w == gen) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Is `b` `a` with one "X and Y" turned into "Y and X" (X != Y)? `p` and `q` are the lengths of the
+// common prefix and suffix: the exchanged spans cover everything between them.
+bool coordination_pair(const Words& a, const Words& b, size_t p, size_t q) {
+  const size_t n = a.size();
+  if (b.size() != n) return false;
+  for (size_t m = 1; m + 1 < n; ++m) {
+    if (a[m] != "and") continue;
+    for (size_t x0 = std::min(p, m - 1) + 1; x0-- > 0;)
+      for (size_t y1 = std::max(n - q, m + 2); y1 <= n; ++y1) {
+        const Words x(a.begin() + static_cast<std::ptrdiff_t>(x0), a.begin() + static_cast<std::ptrdiff_t>(m));
+        const Words y(a.begin() + static_cast<std::ptrdiff_t>(m) + 1, a.begin() + static_cast<std::ptrdiff_t>(y1));
+        if (x == y) continue;
+        Words w(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(x0));
+        w.insert(w.end(), y.begin(), y.end());
+        w.push_back("and");
+        w.insert(w.end(), x.begin(), x.end());
+        w.insert(w.end(), a.begin() + static_cast<std::ptrdiff_t>(y1), a.end());
+        if (w == b) return true;
+      }
+  }
+  return false;
+}
+
 }  // namespace
 
 DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind k, const Lexicon& lex) {
@@ -117,10 +207,15 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
     d.shape = "identical";
     return d;
   }
+  std::string moved;
   if (a.empty()) d.shape = "insert";
   else if (b.empty()) d.shape = "delete";
-  else if (a.size() == 1 && b.size() == 1) d.shape = "replace1";
+  else if (a.size() == 1 && b.size() == 1) d.shape = contraction_pair(a[0], b[0], p > 0 ? A[p - 1] : "") ? "contraction" : "replace1";
+  // A word moved is a swap of it with its neighbour span; it is a "move" only for an -ly adverb, so
+  // that the shapes of the other kinds' edits stay as they were.
+  else if (one_word_moved(a, b, moved) && ly_adverb(moved, lex)) d.shape = "move";
   else if (is_swap(a, b, lex)) d.shape = "swap";
+  else if (of_to_genitive(A, B) || of_to_genitive(B, A)) d.shape = "possessive";
   else if (do_support_pair(b, a, lex)) d.shape = "insert";
   else if (do_support_pair(a, b, lex)) d.shape = "delete";
   else if (a.size() <= 3 && b.size() <= 3) d.shape = "replace";
@@ -202,6 +297,12 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
       }
       break;
     }
+    case Kind::Contraction: d.intended = d.shape == "contraction"; break;
+    case Kind::Coordination: d.intended = d.shape == "swap" && coordination_pair(A, B, p, q); break;
+    case Kind::Possessive: d.intended = d.shape == "possessive"; break;
+    case Kind::AdverbMove:
+      d.intended = d.shape == "move";
+      break;
   }
   return d;
 }

@@ -227,6 +227,7 @@ struct Synset {
   uint32_t offset;  // == byte offset of its line
   uint32_t line_no;
   char type;        // n v a s r
+  uint8_t lex_file; // lex_filenum: the lexicographer file (lexnames(5WN))
   uint32_t first_word;
   uint16_t word_count;
   uint32_t first_pointer;
@@ -277,7 +278,9 @@ void parse_data(PosData& d, Pos p) {
              std::to_string(byte_offset) + " (line endings or bytes were changed)");
     if (!d.synsets.empty() && s.offset <= d.synsets.back().offset) r.fail("synset offsets are not ascending");
     s.line_no = static_cast<uint32_t>(line_no);
-    r.decimal("lex_filenum", 2);
+    uint32_t lex_file = r.decimal("lex_filenum", 2);
+    if (lex_file > 99) r.fail("lex_filenum out of range");
+    s.lex_file = static_cast<uint8_t>(lex_file);
     std::string_view type = r.token("ss_type");
     Pos type_pos;
     if (type.size() != 1 || !pos_from_letter(type[0], &type_pos) || type_pos != p)
@@ -634,6 +637,12 @@ std::vector<std::string> Lexicon::synonyms(const std::string& lemma, Pos p, size
       if (!equal_lemma(word, l)) push_unique(&out, display(word));
     }
   });
+  return out;
+}
+
+std::vector<int> Lexicon::lex_files(const std::string& lemma, Pos p, size_t max_senses) const {
+  std::vector<int> out;
+  impl_->for_each_sense(normalize(lemma), p, max_senses, [&](const Synset& s, size_t) { out.push_back(s.lex_file); });
   return out;
 }
 

@@ -63,6 +63,11 @@ class Lexicon {
   /// order of index.*), in synset order, without `lemma` itself and without duplicates.
   std::vector<std::string> synonyms(const std::string& lemma, Pos p, size_t max_senses = 1) const;
 
+  /// WordNet's lexicographer file numbers (lexnames(5WN): 4 noun.act, 5 noun.animal, 14 noun.group,
+  /// 18 noun.person, ...) of the first `max_senses` senses of `lemma` (an exact lemma, as for
+  /// synonyms), most frequent sense first; empty when `lemma` is not a `p` lemma.
+  std::vector<int> lex_files(const std::string& lemma, Pos p, size_t max_senses = SIZE_MAX) const;
+
   /// Direct antonyms of `lemma` ('!' pointers of its first `max_senses` senses, most frequent sense
   /// first). With `indirect` (meaningful for adjectives) it adds, after them, the antonyms of the
   /// head synsets that those senses, when satellites, are similar to ('&'): "damp" -> "dry" via

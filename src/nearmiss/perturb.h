@@ -1,7 +1,8 @@
 // Rule-based near-miss generator (issue 6): a near-miss keeps almost every word of its source
 // sentence but no longer means the same. Each perturbation either returns a fluent sentence with
-// exactly one intended edit or nothing; it never returns garbage. Synonym substitution is the one
-// meaning-preserving ("positive") edit.
+// exactly one intended edit or nothing; it never returns garbage. Synonym substitution, active ->
+// passive, contraction, coordination reordering, possessive alternation and adverb movement are the
+// meaning-preserving ("positive") edits.
 //
 // Works on top of the sentence layer (sentence.h) and the WordNet lexicon (lexicon.h).
 #pragma once
@@ -14,13 +15,30 @@
 
 namespace sieve::nearmiss {
 
-enum class Kind { Negation, RoleSwap, BindingSwap, SpatialFlip, Antonym, Synonym /*positive*/, Passive /*positive*/ };
+enum class Kind {
+  Negation,
+  RoleSwap,
+  BindingSwap,
+  SpatialFlip,
+  Antonym,
+  Synonym /*positive*/,
+  Passive /*positive*/,
+  Contraction /*positive*/,
+  Coordination /*positive*/,
+  Possessive /*positive*/,
+  AdverbMove /*positive*/
+};
 
-/// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive".
+/// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive",
+/// "contraction", "coordination", "possessive", "adverb_move".
 const char* kind_name(Kind k);
 
-/// True for the meaning-preserving kinds (synonym, passive), false for the structural near-misses.
-inline bool is_positive(Kind k) { return k == Kind::Synonym || k == Kind::Passive; }
+/// True for the meaning-preserving kinds (synonym, passive, contraction, coordination, possessive,
+/// adverb_move), false for the structural near-misses.
+inline bool is_positive(Kind k) {
+  return k == Kind::Synonym || k == Kind::Passive || k == Kind::Contraction || k == Kind::Coordination ||
+         k == Kind::Possessive || k == Kind::AdverbMove;
+}
 
 /// Inverse of kind_name; throws sieve::Error listing the valid names.
 Kind kind_from_name(const std::string& name);
@@ -48,7 +66,18 @@ class Perturber {
   ///  - antonym / synonym: one content word replaced by a WordNet antonym / synonym of the same
   ///    part of speech and inflection;
   ///  - passive (a positive): "the dog bit the man" -> "the man was bitten by the dog", for a
-  ///    simple finite transitive clause (one verb word, no auxiliary, no pronoun NPs).
+  ///    simple finite transitive clause (one verb word, no auxiliary, no pronoun NPs);
+  ///  - contraction (a positive): one auxiliary + not or pronoun + auxiliary contracted or
+  ///    expanded ("is not" <-> "isn't", "cannot" <-> "can't", "will not" <-> "won't", "it is" <->
+  ///    "it's", "they are" <-> "they're", "I am" <-> "I'm", "I have seen" <-> "I've seen"); "'s" is
+  ///    expanded only when it cannot be "has", "'d" never; not in questions;
+  ///  - coordination (a positive): the two NPs of "X and Y" exchanged ("salt and pepper" -> "pepper
+  ///    and salt"), when both are simple, parallel, pronoun- and name-free NPs that end cleanly;
+  ///  - possessive (a positive): "the owner of the dog" <-> "the dog's owner" ("the dogs' owner"
+  ///    for a plural in -s), for "the X of the Y" with common nouns, not partitives, measures,
+  ///    parts or nouns whose "of" is their object ("the fear of the dark");
+  ///  - adverb_move (a positive): a manner adverb from a fixed list moved between the verb and the
+  ///    end of a simple clause ("she quickly opened the door" <-> "she opened the door quickly").
   std::optional<std::string> apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const;
 
  private:
@@ -63,14 +92,21 @@ class Perturber {
 ///    "chase" -> "chases" or "is" -> "are", is tolerated);
 ///  - "insert" / "delete": one span inserted / removed; the do-support form "bit" <-> "did not
 ///    bite" counts as an insertion / deletion of "did not";
+///  - "contraction": one word replaced by its contracted / expanded form after the right host
+///    ("not" <-> "n't" after an auxiliary, "is" <-> "'s" after a pronoun, ...);
 ///  - "replace1": one word replaced by one word;
+///  - "move": one -ly adverb moved to another place (the rest unchanged; any other one-word move is
+///    a "swap" with its neighbour span);
+///  - "possessive": "the X of the Y" <-> "the Y's X" (or "the Ys' X");
 ///  - "replace": one span of at most 4 tokens replaced by another such span;
 ///  - "other".
 /// `intended` says whether that is the edit `k` should make: negation: insertion / deletion of
 /// not, n't, never (or do + negation), or a quantifier flip; role_swap / binding_swap: swap;
 /// spatial_flip: replace(1) between a spatial pair; antonym / synonym: replace1 by a WordNet
 /// antonym / synonym of the word (any sense, any part of speech); passive: b has exactly a's words
-/// with the verb replaced by a form of "be", its past participle and "by".
+/// with the verb replaced by a form of "be", its past participle and "by"; contraction: the
+/// "contraction" shape; coordination: "X and Y" -> "Y and X" (X != Y, the rest unchanged);
+/// possessive: the "possessive" shape; adverb_move: "move" of an -ly adverb.
 struct DiffCheck {
   std::string shape;
   bool intended = false;

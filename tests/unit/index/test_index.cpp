@@ -12,6 +12,8 @@
 #include <random>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
@@ -405,6 +407,74 @@ TEST(IndexCli, SearchOutputsAgreeWithTheLibrary) {
   // info reports the counts.
   r = run_command(cli_path() + " index info --index " + ix);
   EXPECT_NE(r.out.find("\"documents\": 80"), std::string::npos) << r.out;
+}
+
+// A copy of the test model whose config_sentence_transformers.json recommends `search`.
+std::string model_recommending(const std::string& dir, const nlohmann::json& search) {
+  const std::string m = dir + "/model";
+  fs::copy(model_dir(), m, fs::copy_options::recursive);
+  nlohmann::json st = nlohmann::json::parse(std::ifstream(m + "/config_sentence_transformers.json"));
+  st["sieve"]["search"] = search;
+  write_text(m + "/config_sentence_transformers.json", st.dump(2));
+  return m;
+}
+
+TEST(IndexCli, SearchDefaultsToTheModelsRecommendation) {
+  std::string dir = make_temp_dir("idx_cli_rec");
+  const std::string m =
+      model_recommending(dir, {{"mode", "hybrid"}, {"fusion", "weighted"}, {"dense_weight", 0.2}, {"note", "why"}});
+  const SearchRecommendation rec = recommended_search(m);
+  EXPECT_TRUE(rec.declared);
+  EXPECT_EQ(rec.mode, SearchMode::Hybrid);
+  EXPECT_EQ(rec.fusion, Fusion::Weighted);
+  EXPECT_DOUBLE_EQ(rec.dense_weight, 0.2);
+  EXPECT_DOUBLE_EQ(rec.rrf_k, 60.0);
+  EXPECT_EQ(rec.note, "why");
+  EXPECT_FALSE(recommended_search(model_dir()).declared);
+
+  std::string corpus = write_jsonl(dir, "c.jsonl", make_docs(60));
+  const std::string ix = dir + "/ix";
+  ASSERT_EQ(run_command(cli_path() + " index build -m " + m + " -c " + corpus + " -o " + ix + " 2>/dev/null").exit_code, 0);
+  EXPECT_EQ(recommended_search_for_index(ix).mode, SearchMode::Hybrid);
+  auto idx = Index::open(ix);
+  auto first_ids = [&](const std::string& flags) {
+    auto r = run_command(cli_path() + " search --index " + ix + " -k 8 --output tsv " + flags + " 'red car left' 2>/dev/null");
+    EXPECT_EQ(r.exit_code, 0) << flags;
+    std::vector<std::string> ids;
+    auto lines = lines_of(r.out);
+    for (size_t i = 1; i < lines.size(); ++i) ids.push_back(lines[i].substr(0, lines[i].find('\t', 4)));
+    return ids;
+  };
+  auto library_ids = [&](SearchMode mode, Fusion fusion, double w) {
+    SearchParams p;
+    p.mode = mode;
+    p.fusion = fusion;
+    p.dense_weight = w;
+    p.k = 8;
+    std::vector<std::string> ids;
+    auto hits = idx->search("red car left", p).hits;
+    for (size_t i = 0; i < hits.size(); ++i) ids.push_back("1\t" + std::to_string(i + 1) + "\t" + hits[i].id);
+    return ids;
+  };
+  // No flag: the recommendation. Flags override it one by one.
+  const auto weighted = library_ids(SearchMode::Hybrid, Fusion::Weighted, 0.2);
+  const auto rrf = library_ids(SearchMode::Hybrid, Fusion::Rrf, 0.2);
+  EXPECT_NE(weighted, rrf);  // else the test could not tell them apart
+  EXPECT_EQ(first_ids(""), weighted);
+  EXPECT_EQ(first_ids("--dense-weight 0.9"), library_ids(SearchMode::Hybrid, Fusion::Weighted, 0.9));
+  EXPECT_EQ(first_ids("--fusion rrf"), rrf);
+  EXPECT_EQ(first_ids("--mode dense"), library_ids(SearchMode::Dense, Fusion::Rrf, 0.5));
+  EXPECT_EQ(first_ids("--mode bm25"), library_ids(SearchMode::Bm25, Fusion::Rrf, 0.5));
+  auto r = run_command(cli_path() + " search --index " + ix + " -k 3 'red car' 2>&1 >/dev/null");
+  EXPECT_NE(r.out.find("as the model folder recommends"), std::string::npos) << r.out;
+
+  // A malformed recommendation is an error that names the file.
+  const std::string bad = make_temp_dir("idx_cli_rec_bad");
+  test::expect_error([&] { recommended_search(model_recommending(bad, {{"mode", "fuzzy"}})); },
+                     "config_sentence_transformers.json: \"sieve\".\"search\": unknown search mode 'fuzzy'");
+  const std::string bad2 = make_temp_dir("idx_cli_rec_bad");
+  test::expect_error([&] { recommended_search(model_recommending(bad2, {{"dense_weight", 1.5}})); },
+                     "dense_weight must lie in [0, 1]");
 }
 
 TEST(IndexCli, ErrorsAndExitCodes) {

@@ -1,0 +1,82 @@
+// The stage-1 search a model folder recommends (config_sentence_transformers.json "sieve" ->
+// "search"), and the names of the search modes and fusions.
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "index/manifest.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve {
+
+const char* search_mode_name(SearchMode m) {
+  switch (m) {
+    case SearchMode::Dense: return "dense";
+    case SearchMode::Bm25: return "bm25";
+    case SearchMode::Hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+SearchMode search_mode_from_name(const std::string& name) {
+  if (name == "dense") return SearchMode::Dense;
+  if (name == "bm25") return SearchMode::Bm25;
+  if (name == "hybrid") return SearchMode::Hybrid;
+  SIEVE_THROW("unknown search mode '" << name << "' (dense, bm25, hybrid)");
+}
+
+const char* fusion_name(Fusion f) { return f == Fusion::Weighted ? "weighted" : "rrf"; }
+
+Fusion fusion_from_name(const std::string& name) {
+  if (name == "rrf") return Fusion::Rrf;
+  if (name == "weighted") return Fusion::Weighted;
+  SIEVE_THROW("unknown fusion '" << name << "' (rrf, weighted)");
+}
+
+void SearchRecommendation::apply(SearchParams& p) const {
+  p.mode = mode;
+  p.fusion = fusion;
+  p.rrf_k = rrf_k;
+  p.dense_weight = dense_weight;
+}
+
+SearchRecommendation recommended_search(const std::string& model_dir) {
+  SearchRecommendation r;
+  const std::string path = path_join(model_dir, "config_sentence_transformers.json");
+  if (!is_file(path)) return r;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW(path << ": not valid JSON (" << e.what() << ")");
+  }
+  if (!j.is_object() || !j.contains("sieve") || !j["sieve"].is_object() || !j["sieve"].contains("search")) return r;
+  const nlohmann::json& s = j["sieve"]["search"];
+  SIEVE_THROW_IF_NOT(s.is_object(), path << ": \"sieve\".\"search\" must be an object");
+  try {
+    r.declared = true;
+    if (s.contains("mode")) r.mode = search_mode_from_name(s["mode"].get<std::string>());
+    if (s.contains("fusion")) r.fusion = fusion_from_name(s["fusion"].get<std::string>());
+    if (s.contains("rrf_k")) r.rrf_k = s["rrf_k"].get<double>();
+    if (s.contains("dense_weight")) r.dense_weight = s["dense_weight"].get<double>();
+    if (s.contains("note")) r.note = s["note"].get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW(path << ": \"sieve\".\"search\": " << e.what());
+  } catch (const Error& e) {
+    SIEVE_THROW(path << ": \"sieve\".\"search\": " << e.what());
+  }
+  SIEVE_THROW_IF_NOT(r.dense_weight >= 0 && r.dense_weight <= 1,
+                     path << ": \"sieve\".\"search\": dense_weight must lie in [0, 1]");
+  SIEVE_THROW_IF_NOT(r.rrf_k >= 0, path << ": \"sieve\".\"search\": rrf_k must be >= 0");
+  return r;
+}
+
+SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir) {
+  if (!model_dir.empty()) return recommended_search(model_dir);
+  // No manifest: nothing to recommend; opening the index reports what is wrong with it.
+  if (!is_file(path_join(index_dir, index::kManifestFile))) return {};
+  const index::Manifest m = index::read_manifest(index_dir, index::kManifestFile);
+  return recommended_search(m.model_path);
+}
+
+}  // namespace sieve
