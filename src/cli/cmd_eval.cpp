@@ -139,7 +139,7 @@ void register_nearmiss_eval(CLI::App* group) {
     DeviceFlags dev;
   };
   auto o = std::make_shared<Opts>();
-  o->positives = "synonym,passive,paraphrase,positive,entailment";
+  o->positives = eval::default_positive_categories_list();
   o->ignore = "neutral";
   auto* cmd = group->add_subcommand(
       "nearmiss", "Near-miss rejection: per-category mean ± std, ROC-AUC, accuracy at a threshold, identity margin");
@@ -218,7 +218,7 @@ void register_aggregate(CLI::App* group) {
 void register_paraphrase_sets(CLI::App* group) {
   struct Opts {
     eval::ParaphraseSetOptions p;
-    std::string out, positives = "synonym,passive";
+    std::string out, positives = "synonym,passive,contraction,coordination,possessive,adverb_move";
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(

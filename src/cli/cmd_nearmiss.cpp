@@ -17,7 +17,7 @@ void register_nearmiss(CLI::App& app) {
     std::string in, source, out, kinds = "negation,role_swap,binding_swap,spatial_flip,antonym", layout = "pairs";
     std::string wordnet = nearmiss::Lexicon::kDefaultDir;
     uint64_t seed = 42;
-    size_t max_inputs = 0;
+    size_t max_inputs = 0, max_per_category = 0;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand("generate", "Perturb each input sentence by each kind; write pairs or identity triplets");
@@ -25,7 +25,7 @@ void register_nearmiss(CLI::App& app) {
   cmd->add_option("--source", o->source, "Instead of --in: wordnet-examples or wordnet-glosses (installed with WordNet)")
       ->check(CLI::IsMember({"wordnet-examples", "wordnet-glosses"}));
   cmd->add_option("--kinds", o->kinds,
-                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move")
+                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move")
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output: CSV (sentence1,sentence2,category), .tsv, or .jsonl")->required();
   cmd->add_option("--layout", o->layout, "pairs or triplets (anchor,positive,negative,category)")
@@ -33,6 +33,9 @@ void register_nearmiss(CLI::App& app) {
       ->check(CLI::IsMember({"pairs", "triplets"}));
   cmd->add_option("--seed", o->seed, "Seed of the choice among possible edits")->capture_default_str();
   cmd->add_option("--max-inputs", o->max_inputs, "Read at most this many sentences (0 = all)")->capture_default_str();
+  cmd->add_option("--max-per-category", o->max_per_category,
+                  "Write at most this many rows of each category, evenly spread over the input (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--wordnet", o->wordnet, "WordNet 3.0 database directory")->capture_default_str();
   on_run(cmd, [o] {
     SIEVE_THROW_IF_NOT(o->in.empty() != o->source.empty(), "give exactly one of --in FILE and --source NAME");
@@ -62,10 +65,10 @@ void register_nearmiss(CLI::App& app) {
     }
     nearmiss::GenerateReport report;
     auto rows = nearmiss::generate(sentences, kinds, o->seed, *lex, &report);
-    nearmiss::write_nearmisses(o->out, rows,
-                               o->layout == "pairs" ? nearmiss::Layout::Pairs : nearmiss::Layout::Triplets);
+    const size_t written = nearmiss::write_nearmisses(
+        o->out, rows, o->layout == "pairs" ? nearmiss::Layout::Pairs : nearmiss::Layout::Triplets, o->max_per_category);
     nlohmann::json j = {{"inputs", report.inputs}, {"no_pair", report.skipped}, {"pairs", rows.size()},
-                        {"per_kind", report.yielded}, {"out", o->out}};
+                        {"rows_written", written}, {"per_kind", report.yielded}, {"out", o->out}};
     std::printf("%s\n", j.dump().c_str());
   });
 }

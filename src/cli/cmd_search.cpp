@@ -161,7 +161,8 @@ void register_search(CLI::App& app) {
     IndexOpenOptions oo;
     oo.model_dir = o->model;
     oo.encoder = o->dev.options();
-    oo.load_encoder = o->p.mode != SearchMode::Bm25;
+    // Stage 2 reads the query's token states, so it needs the encoder whatever stage 1's mode.
+    oo.load_encoder = o->p.mode != SearchMode::Bm25 || !o->verifier.empty() || o->pipe.gate || o->rerank;
     auto index = Index::open(o->index, oo);
     if (o->verifier.empty() && (o->pipe.gate || o->rerank)) {
       o->verifier = default_verifier_file();

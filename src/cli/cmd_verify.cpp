@@ -140,7 +140,7 @@ void register_verify(CLI::App& app) {
   }
   {
     struct Opts {
-      std::string model, verifier, pairs, out, positives = "synonym,passive,paraphrase,positive,entailment";
+      std::string model, verifier, pairs, out, positives = eval::default_positive_categories_list();
       double precision = 0.95;
       DeviceFlags dev;
       size_t batch_size = 32;

@@ -57,6 +57,19 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return out;
 }
 
+const std::vector<std::string>& default_positive_categories() {
+  static const std::vector<std::string> names = {
+      "synonym",         "passive",         "contraction",    "coordination", "possessive", "adverb_move",
+      "paws_paraphrase", "mrpc_paraphrase", "sts_paraphrase", "paraphrase",   "positive",   "entailment"};
+  return names;
+}
+
+std::string default_positive_categories_list() {
+  std::string out;
+  for (const auto& n : default_positive_categories()) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
 std::vector<SentencePair> read_pairs(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   SIEVE_THROW_IF_NOT(in.is_open(), "cannot open pairs file '" << path << "'");

@@ -11,6 +11,14 @@ struct SentencePair {
   std::string sentence1, sentence2, category, label;
 };
 
+/// Categories that mark a positive (meaning-preserving) pair when a command is not told otherwise:
+/// the near-miss generator's rewrite kinds (synonym, passive, contraction, coordination,
+/// possessive, adverb_move), the paraphrase sets' positives (paws_paraphrase, mrpc_paraphrase,
+/// sts_paraphrase) and the generic paraphrase, positive, entailment.
+const std::vector<std::string>& default_positive_categories();
+/// The same, comma-separated (for option defaults).
+std::string default_positive_categories_list();
+
 /// Reads pairs from a file with a header row: `.csv` is comma-separated with RFC 4180 quoting
 /// (on one line), anything else tab-separated. Column names: sentence1 (or premise, anchor,
 /// query, original), sentence2 (or hypothesis, candidate, near_miss, negative), optional category,

@@ -20,7 +20,7 @@ namespace sieve::experiment {
 
 struct NearMissEvalOptions {
   /// Categories (or labels, when a pair has no category) that mark a positive pair.
-  std::vector<std::string> positive_categories = {"synonym", "passive", "paraphrase", "positive", "entailment"};
+  std::vector<std::string> positive_categories = eval::default_positive_categories();
   /// Categories left out entirely (SNLI's "neutral" is neither a paraphrase nor a near-miss).
   std::vector<std::string> ignore_categories = {"neutral"};
   double gamma = 0.05;       ///< identity margin

@@ -34,7 +34,7 @@ struct SpaceEvalOptions {
   size_t bins = 100;        ///< on [-1, 1]: 50 of them cover the authors' [0, 1] range
   /// Categories of paraphrase-like pairs: listed per category, but not in "overall" (a lower
   /// cosine is a loss there, not a win).
-  std::vector<std::string> positive_categories = {"synonym", "passive", "paraphrase", "positive", "entailment"};
+  std::vector<std::string> positive_categories = eval::default_positive_categories();
   size_t batch_size = 32;
   size_t max_pairs = 0;
   EncoderOptions encoder;

@@ -90,7 +90,9 @@ class IndexImpl final : public Index {
     std::vector<SearchResult> out(n);
     Embeddings e;
     if (dense || p.query_tokens) {
-      SIEVE_THROW_IF_NOT(encoder_ != nullptr, "dense search needs the index's encoder (opened without one)");
+      SIEVE_THROW_IF_NOT(encoder_ != nullptr,
+                         "the index was opened without its encoder, which dense search and the query's token "
+                         "states (stage 2) need");
       EncodeCall call;
       call.token_states = p.query_tokens;
       e = encoder_->encode(queries, call);

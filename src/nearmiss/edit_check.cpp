@@ -264,6 +264,16 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
     case Kind::Synonym:
       if (d.shape == "replace1") d.intended = lexical_relation(a[0], b[0], k == Kind::Antonym, lex);
       break;
+    case Kind::PassiveRoleSwap:
+      // A passive of A's words whose subject is still A's subject: B starts with A's words up to
+      // A's verb, then a form of "be" (a true passive would start with A's object).
+      if (check_edit(a_text, b_text, Kind::Passive, lex).intended) {
+        size_t lead = 0;
+        while (lead < A.size() && lead < B.size() && A[lead] == B[lead]) ++lead;
+        static const std::set<std::string> kBe = {"was", "were", "is", "are"};
+        d.intended = lead > 0 && lead < B.size() && kBe.count(B[lead]) > 0;
+      }
+      break;
     case Kind::Passive: {
       // B = A's words, minus one verb, plus be + that verb's participle + "by" (in any order).
       std::multiset<std::string> wa(A.begin(), A.end()), wb(B.begin(), B.end());

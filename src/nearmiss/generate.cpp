@@ -75,7 +75,15 @@ std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows) {
   return out;
 }
 
-void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout) {
+std::vector<bool> spread_indices(size_t n, size_t max) {
+  std::vector<bool> keep(n, true);
+  if (max == 0 || n <= max) return keep;
+  for (size_t i = 0; i < n; ++i) keep[i] = i == 0 ? true : (i * max / n) != ((i - 1) * max / n);
+  return keep;
+}
+
+size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout,
+                        size_t max_per_category) {
   std::ostringstream o;
   const bool jsonl = ends_with(path, ".jsonl"), tsv = ends_with(path, ".tsv");
   const std::vector<std::string> header = layout == Layout::Pairs
@@ -91,6 +99,19 @@ void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows
     for (Triplet& t : to_triplets(rows))
       fields.push_back({std::move(t.anchor), std::move(t.positive), std::move(t.negative), std::move(t.category)});
   }
+  if (max_per_category > 0) {  // the category is the last field in both layouts
+    std::map<std::string, std::vector<size_t>> by_cat;
+    for (size_t i = 0; i < fields.size(); ++i) by_cat[fields[i].back()].push_back(i);
+    std::vector<bool> keep(fields.size(), false);
+    for (const auto& [cat, idx] : by_cat) {
+      const std::vector<bool> k = spread_indices(idx.size(), max_per_category);
+      for (size_t j = 0; j < idx.size(); ++j) keep[idx[j]] = k[j];
+    }
+    std::vector<std::vector<std::string>> kept;
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (keep[i]) kept.push_back(std::move(fields[i]));
+    fields = std::move(kept);
+  }
   for (const std::vector<std::string>& f : fields) {
     if (jsonl) {
       nlohmann::json j;
@@ -102,6 +123,7 @@ void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows
     o << "\n";
   }
   write_file_atomic(path, o.str());
+  return fields.size();
 }
 
 const char* paper_category(Kind k) {

@@ -52,7 +52,15 @@ std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows);
 
 /// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the
 /// name ends in .tsv (tabs and newlines inside a field become spaces), JSON lines for .jsonl.
-void write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout);
+/// `max_per_category` > 0 keeps at most that many output rows of each category (pairs: the kind;
+/// triplets: e.g. "role_swap+synonym"), evenly spread over the input (see spread_indices).
+/// Returns the number of rows written.
+size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout,
+                        size_t max_per_category = 0);
+
+/// Which of `n` items to keep so that at most `max` remain, evenly spread: item i is kept when
+/// floor(i * max / n) differs from floor((i - 1) * max / n) (all of them when n <= max or max is 0).
+std::vector<bool> spread_indices(size_t n, size_t max);
 
 /// The paper's category for a kind: negation -> "cannot_negation", binding_swap -> "binding_negation",
 /// spatial_flip -> "spatial"; role_swap, antonym and synonym have none in the paper ("").

@@ -73,7 +73,7 @@ const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap
                            {Kind::Antonym, "antonym"},           {Kind::Synonym, "synonym"},
                            {Kind::Passive, "passive"},           {Kind::Contraction, "contraction"},
                            {Kind::Coordination, "coordination"}, {Kind::Possessive, "possessive"},
-                           {Kind::AdverbMove, "adverb_move"}};
+                           {Kind::AdverbMove, "adverb_move"},    {Kind::PassiveRoleSwap, "passive_role_swap"}};
 
 bool starts_upper(const std::string& w) { return !w.empty() && std::isupper(static_cast<unsigned char>(w[0])); }
 
@@ -1380,6 +1380,15 @@ Kind kind_from_name(const std::string& name) {
 Perturber::Perturber(const Lexicon& lex, PerturbOptions opts) : lex_(lex), opts_(opts) {}
 
 std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const {
+  if (k == Kind::PassiveRoleSwap) {
+    // The passive of a subject-object role swap; kept only when the source's subject still leads
+    // (check_edit), so that it reads as a paraphrase of the source while it means the reverse.
+    auto swapped = apply(sentence, Kind::RoleSwap, rng);
+    if (!swapped) return std::nullopt;
+    auto out = apply(*swapped, Kind::Passive, rng);
+    if (!out || !check_edit(sentence, *out, Kind::PassiveRoleSwap, lex_).intended) return std::nullopt;
+    return out;
+  }
   if (sentence.size() > 20 * opts_.max_words + 200) return std::nullopt;
   Sentence s = tokenize(sentence);
   tag_sentence(s, lex_);
@@ -1410,6 +1419,7 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
     case Kind::AdverbMove:
       if (!is_question(s)) adverb_move_candidates(s, lex_, cands);
       break;
+    case Kind::PassiveRoleSwap: break;  // composed of two kinds above
   }
   const std::string source = lower(sentence);
   while (!cands.empty()) {

@@ -26,7 +26,10 @@ enum class Kind {
   Contraction /*positive*/,
   Coordination /*positive*/,
   Possessive /*positive*/,
-  AdverbMove /*positive*/
+  AdverbMove /*positive*/,
+  /// A role swap that looks like a paraphrase: the passive of the role-swapped sentence ("the dog
+  /// bit the man" -> "the dog was bitten by the man"); the subject stays first, as in the source.
+  PassiveRoleSwap
 };
 
 /// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive",

@@ -2,6 +2,7 @@
 // time, AUC by counting ordered pairs, per-category means and wins counted by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -10,11 +11,24 @@
 #include "eval/pairs.h"
 #include "experiment/nearmiss_eval.h"
 #include "experiment/space_eval.h"
+#include "nearmiss/perturb.h"
 #include "experiment_test_util.h"
 #include "sieve/verify.h"
 
 namespace sieve::test {
 namespace {
+
+// Every rewrite kind of the generator counts as a positive wherever a command is not told
+// otherwise; every structural kind counts as a near-miss.
+TEST(PairEval, DefaultPositivesAreTheGeneratorsRewriteKinds) {
+  const auto& pos = eval::default_positive_categories();
+  for (int k = 0; k <= static_cast<int>(nearmiss::Kind::PassiveRoleSwap); ++k) {
+    const auto kind = static_cast<nearmiss::Kind>(k);
+    const bool listed = std::find(pos.begin(), pos.end(), nearmiss::kind_name(kind)) != pos.end();
+    EXPECT_EQ(listed, nearmiss::is_positive(kind)) << nearmiss::kind_name(kind);
+  }
+  EXPECT_EQ(eval::default_positive_categories_list().substr(0, 16), "synonym,passive,");
+}
 
 struct Row {
   std::string s1, s2, category;

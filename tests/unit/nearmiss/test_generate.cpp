@@ -107,6 +107,33 @@ TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
   EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 9);  // header + 8 rows
 }
 
+TEST(WriteNearmisses, SpreadIndicesByHand) {
+  auto kept = [](size_t n, size_t max) {
+    std::vector<size_t> out;
+    auto k = spread_indices(n, max);
+    for (size_t i = 0; i < k.size(); ++i)
+      if (k[i]) out.push_back(i);
+    return out;
+  };
+  EXPECT_EQ(kept(3, 5), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(kept(3, 0), (std::vector<size_t>{0, 1, 2}));
+  // n = 10, max = 4: floor(i * 4 / 10) = 0 0 0 1 1 2 2 2 3 3 -> a new value at 0, 3, 5, 8.
+  EXPECT_EQ(kept(10, 4), (std::vector<size_t>{0, 3, 5, 8}));
+  EXPECT_EQ(kept(6, 1), (std::vector<size_t>{0}));
+}
+
+TEST(WriteNearmisses, MaxPerCategoryCapsEachCategory) {
+  std::vector<NearMiss> rows;
+  for (int i = 0; i < 10; ++i) rows.push_back({"n" + std::to_string(i), "n" + std::to_string(i) + " not", Kind::Negation});
+  rows.push_back({"f", "f flipped", Kind::SpatialFlip});
+  std::string dir = test::make_temp_dir("nearmiss_cap");
+  EXPECT_EQ(write_nearmisses(dir + "/p.tsv", rows, Layout::Pairs, 4), 5u);
+  EXPECT_EQ(read_file(dir + "/p.tsv"),
+            "sentence1\tsentence2\tcategory\nn0\tn0 not\tnegation\nn3\tn3 not\tnegation\n"
+            "n5\tn5 not\tnegation\nn8\tn8 not\tnegation\nf\tf flipped\tspatial_flip\n");
+  EXPECT_EQ(write_nearmisses(dir + "/p.tsv", rows, Layout::Pairs), 11u);
+}
+
 TEST(NearmissPaperCategories, Mapping) {
   EXPECT_STREQ(paper_category(Kind::Negation), "cannot_negation");
   EXPECT_STREQ(paper_category(Kind::BindingSwap), "binding_negation");

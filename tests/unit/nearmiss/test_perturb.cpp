@@ -151,6 +151,20 @@ TEST_F(PerturbTest, RoleSwap) {
   EXPECT_FALSE(apply("She met the leader of the rebels", Kind::RoleSwap).has_value());  // number differs
 }
 
+TEST_F(PerturbTest, PassiveRoleSwapLooksLikeAParaphrase) {
+  EXPECT_PERTURB("the dog bit the man", Kind::PassiveRoleSwap, "the dog was bitten by the man");
+  EXPECT_PERTURB("The dogs chase the cat.", Kind::PassiveRoleSwap, "The dogs are chased by the cat.");
+  EXPECT_PERTURB("John saw Mary", Kind::PassiveRoleSwap, "John was seen by Mary");
+  EXPECT_FALSE(is_positive(Kind::PassiveRoleSwap));
+  EXPECT_FALSE(apply("it rains", Kind::PassiveRoleSwap).has_value());
+  EXPECT_FALSE(apply("the dog has bitten the man", Kind::PassiveRoleSwap).has_value());
+  EXPECT_TRUE(check_edit("the dog bit the man", "the dog was bitten by the man", Kind::PassiveRoleSwap, lx()).intended);
+  // The true passive keeps the meaning: not this kind's edit (and the reverse holds for Passive).
+  EXPECT_FALSE(check_edit("the dog bit the man", "the man was bitten by the dog", Kind::PassiveRoleSwap, lx()).intended);
+  EXPECT_FALSE(check_edit("the dog bit the man", "the man bit the dog", Kind::PassiveRoleSwap, lx()).intended);
+  EXPECT_FALSE(check_edit("the dog bit the man", "the dog was seen by the man", Kind::PassiveRoleSwap, lx()).intended);
+}
+
 TEST_F(PerturbTest, PassivePositive) {
   EXPECT_PERTURB("the dog bit the man", Kind::Passive, "the man was bitten by the dog");
   EXPECT_PERTURB("The dogs chase the cat.", Kind::Passive, "The cat is chased by the dogs.");
