@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config jq
   libtorch-dev libopenblas-dev libgloo-dev
   libfaiss-dev libxapian-dev zlib1g-dev
   libutf8proc-dev libsentencepiece-dev

@@ -56,9 +56,11 @@ struct Calibration {
 };
 
 /// The lowest threshold whose precision (accepted positives / accepted) on labelled scores is at
-/// least `target_precision`, i.e. the one with the highest recall at that precision.
+/// least `target_precision`, i.e. the one with the highest recall at that precision. `balanced`:
+/// precision as if both classes were equally many, TPR / (TPR + FPR) (each pair weighted by one
+/// over its class's size), so the threshold does not depend on the share of near-misses.
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
-                                double target_precision);
+                                double target_precision, bool balanced = false);
 
 /// Parses a gold label: 1/true/yes/same/entailment/paraphrase/positive -> true;
 /// 0/false/no/different/contradiction/neutral/near_miss/negative -> false; else sieve::Error.

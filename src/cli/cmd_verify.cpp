@@ -144,6 +144,7 @@ void register_verify(CLI::App& app) {
       double precision = 0.95;
       DeviceFlags dev;
       size_t batch_size = 32;
+      bool balanced = false;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
@@ -159,6 +160,8 @@ void register_verify(CLI::App& app) {
     cmd->add_option("--target-precision", o->precision, "Precision the gate must reach on these pairs")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1.0));
+    cmd->add_flag("--balanced", o->balanced,
+                  "Precision as if positives and near-misses were equally many (TPR / (TPR + FPR))");
     cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
     cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
     o->dev.add(cmd);
@@ -178,12 +181,13 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       auto v = load_for_model(o->verifier, o->model);
       std::vector<float> scores = score_pairs(pairs, o->model, v.get(), o->dev, o->batch_size);
-      Calibration c = calibrate_threshold(scores, positive, o->precision);
+      Calibration c = calibrate_threshold(scores, positive, o->precision, o->balanced);
       std::string out = o->out.empty() ? o->verifier : o->out;
       SIEVE_THROW_IF_NOT(out != o->verifier || is_file(out), "give --out FILE to store a calibrated " << o->verifier);
       v->save_with_threshold(out, c.threshold);
       nlohmann::json j = {{"threshold", c.threshold}, {"precision", c.precision}, {"recall", c.recall},
-                          {"positives", c.positives}, {"negatives", c.negatives}, {"target_reached", c.reached},
+                          {"positives", c.positives}, {"negatives", c.negatives}, {"balanced", o->balanced},
+                          {"target_reached", c.reached},
                           {"written", out}};
       std::printf("%s\n", j.dump().c_str());
       if (!c.reached) std::fprintf(stderr, "sieve: warning: no threshold reaches precision %.3f; stored the most precise one\n", o->precision);

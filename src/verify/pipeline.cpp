@@ -84,7 +84,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
 }
 
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
-                                double target_precision) {
+                                double target_precision, bool balanced) {
   SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
   SIEVE_THROW_IF_NOT(target_precision > 0 && target_precision <= 1, "the target precision must lie in (0, 1]");
   std::vector<size_t> order(scores.size());
@@ -100,7 +100,9 @@ Calibration calibrate_threshold(const std::vector<float>& scores, const std::vec
   for (size_t i = 0; i < order.size(); ++i) {
     (positive[order[i]] ? tp : fp) += 1;
     if (i + 1 < order.size() && scores[order[i + 1]] == scores[order[i]]) continue;
-    double precision = double(tp) / double(tp + fp), recall = double(tp) / double(c.positives);
+    const double recall = double(tp) / double(c.positives);
+    const double fpr = c.negatives ? double(fp) / double(c.negatives) : 0.0;
+    const double precision = balanced ? recall / (recall + fpr) : double(tp) / double(tp + fp);
     if (precision >= target_precision) {  // lower thresholds only add recall: keep the last that qualifies
       c.threshold = scores[order[i]];
       c.precision = precision;

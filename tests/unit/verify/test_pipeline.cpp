@@ -39,6 +39,19 @@ TEST(Calibration, HandComputedThresholds) {
   EXPECT_FALSE(c.reached);
   EXPECT_FLOAT_EQ(c.threshold, 0.8f);
   EXPECT_DOUBLE_EQ(c.precision, 0.5);
+  // Balanced: 4 positives, 2 near-misses. Scores 0.9 P, 0.8 N, 0.7 P, 0.6 P, 0.5 N, 0.4 P.
+  // Thresholds: 0.9 TPR 1/4 FPR 0 -> 1; 0.8 TPR 1/4 FPR 1/2 -> 1/3; 0.7 2/4, 1/2 -> 1/2;
+  // 0.6 3/4, 1/2 -> 3/5; 0.5 3/4, 1 -> 3/7; 0.4 1, 1 -> 1/2. Unbalanced at 0.6: 3/4.
+  const std::vector<float> bs = {0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
+  const std::vector<bool> bp = {true, false, true, true, false, true};
+  c = calibrate_threshold(bs, bp, 0.6, true);
+  EXPECT_FLOAT_EQ(c.threshold, 0.6f);
+  EXPECT_NEAR(c.precision, 3.0 / 5, 1e-12);
+  EXPECT_DOUBLE_EQ(c.recall, 0.75);
+  c = calibrate_threshold(bs, bp, 0.61, true);
+  EXPECT_FLOAT_EQ(c.threshold, 0.9f);
+  c = calibrate_threshold(bs, bp, 0.61, false);  // plain precision at 0.4 is 4/6
+  EXPECT_FLOAT_EQ(c.threshold, 0.4f);
   test::expect_error([] { calibrate_threshold({0.1f}, {false}, 0.9); }, "at least one positive");
   test::expect_error([] { calibrate_threshold({0.1f}, {true}, 0.0); }, "target precision");
 }
