@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, build, index WordNet's example sentences (installed with
 # wordnet-base) with the embedded default model sieve-mini, and run queries that show stage 1's
-# candidates next to the gate's decisions: the sentence itself should be accepted and its structural
-# near-misses (roles swapped, negated), for which stage 1 ranks it first, rejected. sieve-mini is
-# tiny and misses some (README.md lists which); its gate is calibrated for identity, so a synonym
-# rewrite is rejected too (models/sieve-mini/README.md).
+# candidates next to the gate's decisions. Stage 1 is what the model folder recommends (BM25 for
+# sieve-mini, whose dense encoder is weak); stage 2 is sieve-mini's F4 gate, calibrated to accept
+# a paraphrase (a passive, a synonym) and to reject a structural near-miss (roles swapped, negated)
+# of the sentence that stage 1 ranks first. sieve-mini is tiny and misses some: the demo shows
+# them (models/sieve-mini/README.md measures its rates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,8 +26,9 @@ if [[ ! -f "$DEMO/index/manifest.json" ]]; then
 fi
 queries=(
   "the quarterback fumbled the snap"
+  "the snap was fumbled by the quarterback"
   "the snap fumbled the quarterback"
-  "the doctor made his rounds"
+  "the quarterback was fumbled by the snap"
   "the physician made his rounds"
   "the doctor did not make his rounds"
   "the outcome justified the search"
@@ -34,8 +36,8 @@ queries=(
 )
 for q in "${queries[@]}"; do
   echo
-  echo "== \"$q\": hybrid stage 1, top 3, with sieve-mini's F4 gate (threshold in the verifier file)"
-  "$S" search --index "$DEMO/index" --mode hybrid --verifier "$MODEL/verifier.safetensors" --candidates 20 -k 3 \
+  echo "== \"$q\": stage 1 (the model's default), top 3, with sieve-mini's F4 gate (threshold in the verifier file)"
+  "$S" search --index "$DEMO/index" --verifier "$MODEL/verifier.safetensors" --candidates 20 -k 3 \
     --output tsv --text "$q" | cut -f2,4-
 done
 echo
