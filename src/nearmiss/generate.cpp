@@ -67,8 +67,13 @@ std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows) {
       const NearMiss& r = rows[i];
       if (is_positive(r.kind)) continue;
       out.push_back({r.source, r.source, r.perturbed, kind_name(r.kind)});
-      for (const NearMiss* p : rewrites)
-        out.push_back({r.source, p->perturbed, r.perturbed, std::string(kind_name(r.kind)) + "+" + kind_name(p->kind)});
+      for (const NearMiss* p : rewrites) {
+        const std::string cat = std::string(kind_name(r.kind)) + "+" + kind_name(p->kind);
+        out.push_back({r.source, p->perturbed, r.perturbed, cat});
+        // The rewrite as the anchor: a query may be the passive of a document, not only the
+        // reverse; a near-miss of the source is a near-miss of its rewrite too.
+        out.push_back({p->perturbed, r.source, r.perturbed, cat + "_reversed"});
+      }
     }
     begin = end;
   }

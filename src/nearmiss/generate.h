@@ -46,8 +46,10 @@ struct Triplet {
 
 /// The triplets of a run's rows, grouped by source sentence in input order. Every structural
 /// near-miss (a non-positive kind) gives the identity triplet (source, source, near-miss) and, for
-/// each meaning-preserving rewrite of the same source (synonym, passive), the paraphrase triplet
-/// (source, rewrite, near-miss). A source with rewrites but no near-miss gives no triplet (there is no negative).
+/// each meaning-preserving rewrite of the same source (synonym, passive, ...), the paraphrase
+/// triplet (source, rewrite, near-miss) and its reverse (rewrite, source, near-miss), category
+/// e.g. "role_swap+passive_reversed". A source with rewrites but no near-miss gives no triplet
+/// (there is no negative).
 std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows);
 
 /// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the

@@ -87,10 +87,18 @@ TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
   auto t = to_triplets(rows);
   // Expected by hand: per near-miss the identity row, then one row per rewrite of the same source.
   const std::vector<std::vector<std::string>> want = {
-      {"s1", "s1", "s1 neg", "negation"},           {"s1", "s1 syn", "s1 neg", "negation+synonym"},
-      {"s1", "s1 pass", "s1 neg", "negation+passive"}, {"s1", "s1", "s1 swap", "role_swap"},
-      {"s1", "s1 syn", "s1 swap", "role_swap+synonym"}, {"s1", "s1 pass", "s1 swap", "role_swap+passive"},
-      {"s3", "s3", "s3 flip", "spatial_flip"},      {"s1", "s1", "s1 again", "negation"}};
+      {"s1", "s1", "s1 neg", "negation"},
+      {"s1", "s1 syn", "s1 neg", "negation+synonym"},
+      {"s1 syn", "s1", "s1 neg", "negation+synonym_reversed"},
+      {"s1", "s1 pass", "s1 neg", "negation+passive"},
+      {"s1 pass", "s1", "s1 neg", "negation+passive_reversed"},
+      {"s1", "s1", "s1 swap", "role_swap"},
+      {"s1", "s1 syn", "s1 swap", "role_swap+synonym"},
+      {"s1 syn", "s1", "s1 swap", "role_swap+synonym_reversed"},
+      {"s1", "s1 pass", "s1 swap", "role_swap+passive"},
+      {"s1 pass", "s1", "s1 swap", "role_swap+passive_reversed"},
+      {"s3", "s3", "s3 flip", "spatial_flip"},
+      {"s1", "s1", "s1 again", "negation"}};
   ASSERT_EQ(t.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(t[i].anchor, want[i][0]) << i;
@@ -104,7 +112,8 @@ TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
   std::string tsv = read_file(dir + "/t.tsv");
   EXPECT_EQ(tsv.find("\ts1 syn\tsynonym"), std::string::npos) << tsv;
   EXPECT_NE(tsv.find("s1\ts1 pass\ts1 swap\trole_swap+passive\n"), std::string::npos) << tsv;
-  EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 9);  // header + 8 rows
+  EXPECT_NE(tsv.find("s1 pass\ts1\ts1 swap\trole_swap+passive_reversed\n"), std::string::npos) << tsv;
+  EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 13);  // header + 12 rows
 }
 
 TEST(WriteNearmisses, SpreadIndicesByHand) {
