@@ -18,6 +18,7 @@ void register_nearmiss(CLI::App& app) {
     std::string wordnet = nearmiss::Lexicon::kDefaultDir;
     uint64_t seed = 42;
     size_t max_inputs = 0, max_per_category = 0;
+    bool reversed = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand("generate", "Perturb each input sentence by each kind; write pairs or identity triplets");
@@ -36,6 +37,8 @@ void register_nearmiss(CLI::App& app) {
   cmd->add_option("--max-per-category", o->max_per_category,
                   "Write at most this many rows of each category, evenly spread over the input (0 = all)")
       ->capture_default_str();
+  cmd->add_flag("--reversed", o->reversed,
+                "Triplets: also each rewrite as the anchor, the sentence as its positive (category ..._reversed)");
   cmd->add_option("--wordnet", o->wordnet, "WordNet 3.0 database directory")->capture_default_str();
   on_run(cmd, [o] {
     SIEVE_THROW_IF_NOT(o->in.empty() != o->source.empty(), "give exactly one of --in FILE and --source NAME");
@@ -66,7 +69,8 @@ void register_nearmiss(CLI::App& app) {
     nearmiss::GenerateReport report;
     auto rows = nearmiss::generate(sentences, kinds, o->seed, *lex, &report);
     const size_t written = nearmiss::write_nearmisses(
-        o->out, rows, o->layout == "pairs" ? nearmiss::Layout::Pairs : nearmiss::Layout::Triplets, o->max_per_category);
+        o->out, rows, o->layout == "pairs" ? nearmiss::Layout::Pairs : nearmiss::Layout::Triplets, o->max_per_category,
+        o->reversed);
     nlohmann::json j = {{"inputs", report.inputs}, {"no_pair", report.skipped}, {"pairs", rows.size()},
                         {"rows_written", written}, {"per_kind", report.yielded}, {"out", o->out}};
     std::printf("%s\n", j.dump().c_str());

@@ -54,7 +54,7 @@ std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const 
   return out;
 }
 
-std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows) {
+std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows, bool reversed) {
   std::vector<Triplet> out;
   for (size_t begin = 0; begin < rows.size();) {
     // generate() emits a source's rows consecutively; a source repeated later is a new group.
@@ -72,7 +72,7 @@ std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows) {
         out.push_back({r.source, p->perturbed, r.perturbed, cat});
         // The rewrite as the anchor: a query may be the passive of a document, not only the
         // reverse; a near-miss of the source is a near-miss of its rewrite too.
-        out.push_back({p->perturbed, r.source, r.perturbed, cat + "_reversed"});
+        if (reversed) out.push_back({p->perturbed, r.source, r.perturbed, cat + "_reversed"});
       }
     }
     begin = end;
@@ -88,7 +88,7 @@ std::vector<bool> spread_indices(size_t n, size_t max) {
 }
 
 size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout,
-                        size_t max_per_category) {
+                        size_t max_per_category, bool reversed) {
   std::ostringstream o;
   const bool jsonl = ends_with(path, ".jsonl"), tsv = ends_with(path, ".tsv");
   const std::vector<std::string> header = layout == Layout::Pairs
@@ -101,7 +101,7 @@ size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& ro
   if (layout == Layout::Pairs) {
     for (const NearMiss& r : rows) fields.push_back({r.source, r.perturbed, kind_name(r.kind)});
   } else {
-    for (Triplet& t : to_triplets(rows))
+    for (Triplet& t : to_triplets(rows, reversed))
       fields.push_back({std::move(t.anchor), std::move(t.positive), std::move(t.negative), std::move(t.category)});
   }
   if (max_per_category > 0) {  // the category is the last field in both layouts

@@ -47,18 +47,19 @@ struct Triplet {
 /// The triplets of a run's rows, grouped by source sentence in input order. Every structural
 /// near-miss (a non-positive kind) gives the identity triplet (source, source, near-miss) and, for
 /// each meaning-preserving rewrite of the same source (synonym, passive, ...), the paraphrase
-/// triplet (source, rewrite, near-miss) and its reverse (rewrite, source, near-miss), category
-/// e.g. "role_swap+passive_reversed". A source with rewrites but no near-miss gives no triplet
-/// (there is no negative).
-std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows);
+/// triplet (source, rewrite, near-miss) and, when `reversed`, its reverse (rewrite, source,
+/// near-miss), category e.g. "role_swap+passive_reversed". A source with rewrites but no
+/// near-miss gives no triplet (there is no negative).
+std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows, bool reversed = false);
 
 /// Writes rows with a header to `path` atomically: CSV (RFC 4180 quoting) by default, TSV when the
 /// name ends in .tsv (tabs and newlines inside a field become spaces), JSON lines for .jsonl.
 /// `max_per_category` > 0 keeps at most that many output rows of each category (pairs: the kind;
 /// triplets: e.g. "role_swap+synonym"), evenly spread over the input (see spread_indices).
-/// Returns the number of rows written.
+/// `reversed`: triplets also with each rewrite as the anchor (to_triplets). Returns the number of
+/// rows written.
 size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& rows, Layout layout,
-                        size_t max_per_category = 0);
+                        size_t max_per_category = 0, bool reversed = false);
 
 /// Which of `n` items to keep so that at most `max` remain, evenly spread: item i is kept when
 /// floor(i * max / n) differs from floor((i - 1) * max / n) (all of them when n <= max or max is 0).

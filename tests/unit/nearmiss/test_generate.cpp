@@ -84,8 +84,16 @@ TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
                                 {"s2", "s2 syn", Kind::Synonym},  // a rewrite but no near-miss: no triplet
                                 {"s3", "s3 flip", Kind::SpatialFlip},
                                 {"s1", "s1 again", Kind::Negation}};  // a later repeat is its own group
-  auto t = to_triplets(rows);
-  // Expected by hand: per near-miss the identity row, then one row per rewrite of the same source.
+  // Without `reversed`: the rows below that are not "_reversed".
+  size_t plain = 0;
+  for (const Triplet& x : to_triplets(rows)) {
+    EXPECT_EQ(x.category.find("_reversed"), std::string::npos) << x.category;
+    ++plain;
+  }
+  EXPECT_EQ(plain, 8u);
+  auto t = to_triplets(rows, /*reversed=*/true);
+  // Expected by hand: per near-miss the identity row, then per rewrite of the same source its
+  // triplet and the reversed one.
   const std::vector<std::vector<std::string>> want = {
       {"s1", "s1", "s1 neg", "negation"},
       {"s1", "s1 syn", "s1 neg", "negation+synonym"},
@@ -108,7 +116,7 @@ TEST(WriteNearmisses, TripletsTakeParaphrasesAsPositives) {
   }
   // The writer uses the same rows: a rewrite is never written as a negative.
   std::string dir = test::make_temp_dir("nearmiss_para");
-  write_nearmisses(dir + "/t.tsv", rows, Layout::Triplets);
+  write_nearmisses(dir + "/t.tsv", rows, Layout::Triplets, 0, /*reversed=*/true);
   std::string tsv = read_file(dir + "/t.tsv");
   EXPECT_EQ(tsv.find("\ts1 syn\tsynonym"), std::string::npos) << tsv;
   EXPECT_NE(tsv.find("s1\ts1 pass\ts1 swap\trole_swap+passive\n"), std::string::npos) << tsv;
