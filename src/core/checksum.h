@@ -18,4 +18,16 @@ uint32_t crc32_file(const std::string& path, size_t limit = SIZE_MAX);
 /// Eight lowercase hex digits.
 std::string crc32_hex(uint32_t crc);
 
+/// FNV-1a's 64-bit offset basis.
+constexpr uint64_t kFnv1aOffset = 1469598103934665603ull;
+/// 64-bit FNV-1a of `s`, continuing from `h` (the offset basis for a fresh hash): a hash that
+/// depends on the text only, for deterministic splits.
+inline uint64_t fnv1a(const std::string& s, uint64_t h = kFnv1aOffset) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 }  // namespace sieve

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "sieve/error.h"
 
@@ -29,15 +30,6 @@ std::string normalise(const std::string& s) {
     out += static_cast<char>(std::tolower(c));
   }
   return out;
-}
-
-uint64_t fnv1a(const std::string& s, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 // Union-find over normalised sentences.
@@ -277,7 +269,9 @@ ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
       ++duplicates;
       continue;
     }
-    const bool to_eval = fnv1a(comp.key(p.pair.sentence1), opt.seed) % 1000000 < cut;
+    // FNV-1a of the component's key; the seed moves the start (seed 0: plain FNV-1a).
+    const uint64_t start = kFnv1aOffset ^ (opt.seed * 0x9E3779B97F4A7C15ull);
+    const bool to_eval = fnv1a(comp.key(p.pair.sentence1), start) % 1000000 < cut;
     (to_eval ? sets.eval : sets.train)[p.set].push_back(std::move(p.pair));
   }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "eval/aggregate.h"
@@ -18,15 +19,6 @@ const std::vector<std::string> kStructuralKinds = {"negation", "role_swap", "bin
 
 namespace {
 
-// FNV-1a: a split that depends on the sentence only, not on its position or the seed.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::vector<nearmiss::Kind> kinds_of(const std::vector<std::string>& names) {
   std::vector<nearmiss::Kind> out;
