@@ -15,7 +15,7 @@ WORK="${1:-work/sieve-mini}"
 OUT="${2:-models/sieve-mini}"
 VOCAB_SIZE="${VOCAB_SIZE:-16000}"
 HIDDEN="${HIDDEN:-256}" LAYERS="${LAYERS:-2}" HEADS="${HEADS:-4}" FFN="${FFN:-1024}"
-MLM_STEPS="${MLM_STEPS:-700}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}"
+MLM_STEPS="${MLM_STEPS:-2000}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}" MLM_LR="${MLM_LR:-1e-3}"
 ENC_STEPS="${ENC_STEPS:-200}" ENC_BATCH="${ENC_BATCH:-64}"
 VER_STEPS="${VER_STEPS:-120}" VER_BATCH="${VER_BATCH:-32}"
 PARA_STEPS="${PARA_STEPS:-4000}" PARA_BATCH="${PARA_BATCH:-16}" PARA_CAP="${PARA_CAP:-5000}"
@@ -49,6 +49,11 @@ step() {
   printf '%s\t%s\n' "$name" "$((SECONDS - t0))" >> "$TIMES"
 }
 
+# resume_flag DIR: "--resume" when DIR holds a checkpoint of an interrupted training run.
+resume_flag() {
+  compgen -G "$1/checkpoint-*/trainer_state.json" > /dev/null && echo --resume || true
+}
+
 # 1. Corpus: WordNet glosses and examples, GCIDE and FOLDOC definitions -> sentences, examples, pairs.
 step corpus "$WORK/corpus/report.json" "$S" corpus build --out "$WORK/corpus"
 # 2. WordPiece vocabulary trained on the corpus.
@@ -60,8 +65,8 @@ step vocab "$WORK/vocab.txt" "$S" vocab train --text "$WORK/corpus/sentences.txt
 step mlm_text "$WORK/mlm_text.txt" sh -c "grep -v '^\$' '$WORK/corpus/sentences.txt' > '$WORK/mlm_text.txt'"
 step mlm "$WORK/mlm/last/config.json" "$S" train mlm --vocab "$WORK/vocab.txt" --text "$WORK/mlm_text.txt" \
   --hidden "$HIDDEN" --layers "$LAYERS" --heads "$HEADS" --ffn "$FFN" --max-positions "$MLM_SEQ" \
-  --seq-len "$MLM_SEQ" --steps "$MLM_STEPS" --batch-size "$MLM_BATCH" --lr 5e-4 --seed "$SEED" \
-  --pooling mean --log-every 50 --threads "$THREADS" --out "$WORK/mlm"
+  --seq-len "$MLM_SEQ" --steps "$MLM_STEPS" --batch-size "$MLM_BATCH" --lr "$MLM_LR" --seed "$SEED" \
+  --pooling mean --log-every 50 --save-every 250 $(resume_flag "$WORK/mlm") --threads "$THREADS" --out "$WORK/mlm"
 # 4. Near-misses of the corpus's example sentences. Every tenth sentence is held apart: half of
 #    those calibrate the gate, the other half are for evaluation only. The rest trains Model B and
 #    the verifier, as identity triplets: the sentence itself is the positive.
@@ -105,7 +110,7 @@ step paraphrase_triplets "$WORK/paraphrase_train.jsonl" "$S" nearmiss generate -
 step paraphrase_verifier "$WORK/verifier_paraphrase/verifier.safetensors" "$S" train verifier \
   --model "$WORK/export" --train "$WORK/paraphrase_train.jsonl" --kind F4 --regime frozen \
   --steps "$PARA_STEPS" --batch-size "$PARA_BATCH" --lr 1e-4 --max-length 64 --seed "$SEED" --log-every 100 \
-  --save-every 500 --threads "$THREADS" --out "$WORK/verifier_paraphrase"
+  --save-every 500 $(resume_flag "$WORK/verifier_paraphrase") --threads "$THREADS" --out "$WORK/verifier_paraphrase"
 # 9. Ship: the exported encoder with the paraphrase-trained verifier, its gate calibrated for
 #    meaning on the calibration sentences: their rewrites and the sentences themselves (accept;
 #    one sentence for every other near-miss) against their structural near-misses (reject), at

@@ -109,6 +109,9 @@ struct VerifierTrainOptions {
   VerifierConfig verifier;      ///< kind and sizes (encoder_dim and identity are filled in)
   VerifierRegime regime = VerifierRegime::Frozen;
   double tau = 0.1;
+  /// Weight of a pointwise term (BCE of score / tau: own positive 1, own hard negative 0) added to
+  /// the InfoNCE; 0 = the paper's loss alone.
+  double pointwise_weight = 0.0;
   double lr_verifier = 1e-4, weight_decay_verifier = 0.01;
   double lr_encoder = 1e-5, weight_decay_encoder = 0.01;
   size_t max_length = 128;      ///< encoder token cap

@@ -176,6 +176,11 @@ void register_train(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"frozen", "end-to-end"}));
     cmd->add_option("--tau", o->tau, "InfoNCE temperature")->capture_default_str();
+    cmd->add_option("--pointwise-weight", o->pointwise_weight,
+                    "Weight of a pointwise term beside the InfoNCE (BCE of score / tau: own positive 1, own "
+                    "near-miss 0), for one absolute threshold; 0 = the paper's loss")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     cmd->add_option("--lr", o->lr_verifier, "Verifier learning rate")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay_verifier, "Verifier weight decay")->capture_default_str();
     cmd->add_option("--lr-encoder", o->lr_encoder, "Encoder learning rate (end to end)")->capture_default_str();

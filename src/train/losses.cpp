@@ -23,6 +23,14 @@ at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative,
   return at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum) / static_cast<double>(total);
 }
 
+at::Tensor verifier_pointwise(const at::Tensor& positive, const at::Tensor& negative, double tau,
+                              int64_t total_rows) {
+  const int64_t total = total_rows > 0 ? total_rows : positive.size(0);
+  // -log sigmoid(x) = softplus(-x); -log(1 - sigmoid(x)) = softplus(x).
+  at::Tensor sum = at::softplus(-positive / tau).sum() + at::softplus(negative / tau).sum();
+  return sum / static_cast<double>(2 * total);
+}
+
 double linear_schedule(size_t step, size_t total, size_t warmup) {
   if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<size_t>(1, warmup));
   if (step >= total) return 0.0;

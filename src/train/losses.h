@@ -20,6 +20,14 @@ at::Tensor mnrl_loss(const at::Tensor& anchors, const at::Tensor& candidates, do
 at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative, double tau, int64_t first_row = 0,
                             int64_t total_rows = 0);
 
+/// A pointwise term beside the InfoNCE (sieve's extension; the paper's loss is relative only):
+/// binary cross-entropy of each score / tau as a logit, label 1 for the anchor's own positive and
+/// 0 for its own hard negative, so that one threshold near 0 separates them in absolute terms.
+/// positive [b] and negative [b] scores of a share of a batch of `total_rows` (0 = b) rows; the
+/// result is that share's part of the mean over the 2 * total_rows terms.
+at::Tensor verifier_pointwise(const at::Tensor& positive, const at::Tensor& negative, double tau,
+                              int64_t total_rows = 0);
+
 /// Learning-rate factor of the linear schedule with warm-up (Hugging Face's): step / warmup
 /// during warm-up, then (total - step) / (total - warmup), never below 0. `step` counts from 0.
 double linear_schedule(size_t step, size_t total, size_t warmup);

@@ -102,6 +102,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   SIEVE_THROW_IF_NOT(!o.model_dir.empty(), "an encoder is required (--model)");
   SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
   SIEVE_THROW_IF_NOT(o.tau > 0, "--tau must be positive");
+  SIEVE_THROW_IF_NOT(o.pointwise_weight >= 0, "--pointwise-weight must not be negative");
   SIEVE_THROW_IF_NOT(o.lr_verifier > 0 && o.lr_encoder > 0, "learning rates must be positive");
   set_compute_threads(c.threads);
   // Pairs become identity triplets, as the paper's loader does; every row needs a negative.
@@ -222,6 +223,10 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
     at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask), false);
     at::Tensor loss = verifier_infonce(S, neg, o.tau, begin, B);
+    if (o.pointwise_weight > 0) {
+      at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);
+      loss = loss + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
+    }
     opt.zero_grad();
     loss.backward();
     if (dp.active()) {

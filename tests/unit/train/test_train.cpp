@@ -105,6 +105,21 @@ TEST(Losses, VerifierInfoNceUsesOnlyTheOwnNegative) {
   EXPECT_NEAR(train::verifier_infonce(to_tensor(S), n, tau).item<double>(), expect, 1e-9);
 }
 
+TEST(Losses, VerifierPointwiseByHand) {
+  // Scores 0.3 and -0.1 for the own positives, 0.2 and 0.05 for the own negatives, tau 0.5:
+  // -log sigmoid(0.6) - log sigmoid(-0.2) - log(1 - sigmoid(0.4)) - log(1 - sigmoid(0.1)), over 4.
+  auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  const double expect =
+      -(std::log(sig(0.6)) + std::log(sig(-0.2)) + std::log(1 - sig(0.4)) + std::log(1 - sig(0.1))) / 4;
+  at::Tensor pos = at::tensor(std::vector<double>{0.3, -0.1}, at::kDouble);
+  at::Tensor neg = at::tensor(std::vector<double>{0.2, 0.05}, at::kDouble);
+  EXPECT_NEAR(train::verifier_pointwise(pos, neg, 0.5).item<double>(), expect, 1e-12);
+  // The first row as a share of a batch of 2: its own part of the same mean.
+  const double first = -(std::log(sig(0.6)) + std::log(1 - sig(0.4))) / 4;
+  EXPECT_NEAR(train::verifier_pointwise(pos.narrow(0, 0, 1), neg.narrow(0, 0, 1), 0.5, 2).item<double>(), first,
+              1e-12);
+}
+
 TEST(Losses, LinearScheduleByHand) {
   // 100 steps, 10 of warm-up: 0, 0.1, ..., 0.9, then 1.0 at step 10 falling to 1/90 at step 99.
   EXPECT_DOUBLE_EQ(train::linear_schedule(0, 100, 10), 0.0);
@@ -389,12 +404,14 @@ TEST(VerifierTraining, EndToEndChangesTheEncoderAndNamesIt) {
 }
 
 TEST(VerifierTraining, TwoProcessDataParallelGradientsEqualOneProcess) {
-  // F4 frozen and F1 end to end, batch 8 split 4 + 4 over two processes, no dropout: the summed
-  // gradients (verifier and encoder) equal one process's.
+  // F4 frozen (with and without the pointwise term, whose rows are the rank's share) and F1 end
+  // to end, batch 8 split 4 + 4 over two processes, no dropout: the summed gradients (verifier
+  // and encoder) equal one process's.
   std::string dir = test::make_temp_dir("train_ver_dp");
   write_fixture_model(dir + "/model", test::tiny_model_options(12));
   std::string data = write_swaps(dir, 24, 6);
-  for (std::string mode : {"--kind F4 --regime frozen", "--kind F1 --regime end-to-end"}) {
+  for (std::string mode :
+       {"--kind F4 --regime frozen", "--kind F4 --regime frozen --pointwise-weight 1", "--kind F1 --regime end-to-end"}) {
     const std::string base = test::cli_path() + " train verifier -m " + dir + "/model --train " + data + " " + mode +
                              " --max-tokens 16 --f4-width 16 --f4-heads 2 --steps 2 --batch-size 8 --dropout 0"
                              " --verifier-dropout 0 --threads 1";
