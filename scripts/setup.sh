@@ -17,6 +17,12 @@ if [[ "${1:-}" == "--bench" ]]; then
   PACKAGES+=(python3-torch)
 fi
 
+# The test oracles (npm: Hugging Face tokenizers, gpt-3-encoder) go into build/npm; never fatal.
+install_npm_oracles() {
+  "$(dirname "${BASH_SOURCE[0]}")/../tests/reference/install.sh" \
+    "$(dirname "${BASH_SOURCE[0]}")/../build/npm" || true
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -26,6 +32,7 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PACKAGES[@]} packages present" >&2
+  install_npm_oracles
   exit 0
 fi
 
@@ -37,3 +44,4 @@ if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+install_npm_oracles

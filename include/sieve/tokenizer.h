@@ -52,6 +52,22 @@ struct Batch {
   size_t seq_len = 0;  ///< padded length shared by all items
 };
 
+/// One element of a framing template: special tokens, or the tokens of the first or second text.
+struct FramePart {
+  int32_t sequence = -1;             ///< 0: first text, 1: second text, -1: the special tokens below
+  std::vector<int32_t> ids;          ///< special token ids (sequence == -1 only)
+  std::vector<std::string> tokens;   ///< their strings, one per id
+  int32_t type_id = 0;               ///< type id of every token of this part
+};
+
+/// How encode()/encode_pair() frame texts, e.g. RoBERTa's `<s> A </s></s> B </s>` (a
+/// tokenizer.json post-processor). Parts with sequence -1 are left out when
+/// add_special_tokens is false.
+struct Framing {
+  std::vector<FramePart> single;  ///< template for one text
+  std::vector<FramePart> pair;    ///< template for a pair
+};
+
 /// Turns text into vocabulary ids. Immutable after construction; safe to share across threads.
 class Tokenizer {
  public:
@@ -69,8 +85,12 @@ class Tokenizer {
   virtual SpecialTokens special_tokens() const = 0;
   /// The model's maximum sequence length (tokenizer_config / sentence-transformers max_seq_length).
   virtual size_t model_max_length() const = 0;
+  /// The framing encode()/encode_pair() apply; null (the default) means BERT's
+  /// [CLS] a [SEP] b [SEP] with the ids of special_tokens().
+  virtual const Framing* framing() const { return nullptr; }
 
-  /// Frames one text as [CLS] tokens [SEP], truncating the tokens to fit max_length.
+  /// Frames one text as [CLS] tokens [SEP] (or as framing() says), truncating the tokens to fit
+  /// max_length.
   Encoding encode(std::string_view text, const EncodeOptions& opt = {}) const;
   /// Frames a pair as [CLS] a [SEP] b [SEP] with type ids 0/1; truncates the longer side first
   /// (Hugging Face's "longest_first").
@@ -78,7 +98,10 @@ class Tokenizer {
   /// Encodes each text and pads the batch to its longest member.
   Batch encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt = {}) const;
 
-  /// Loads the tokenizer of a Hugging Face model directory: `tokenizer.json` (WordPiece model),
+  /// Loads the tokenizer of a Hugging Face model directory: `tokenizer.json` (WordPiece models
+  /// through the WordPiece tokenizer, any other model through load_tokenizer_json unless the
+  /// folder also has a vocab.txt, or the file's normalizer is SentencePiece's Precompiled map and
+  /// the folder has a SentencePiece model: those are used instead),
   /// else `vocab.txt`, else a SentencePiece `*.model`; `tokenizer_config.json` supplies
   /// do_lower_case / model_max_length. Throws sieve::Error when nothing usable is found.
   static std::unique_ptr<Tokenizer> from_model_dir(const std::string& dir);
@@ -106,6 +129,23 @@ std::vector<std::string> read_vocab_txt(const std::string& path);
 /// [CLS]/[SEP]/[PAD]/[MASK] pieces when present, else <s>/</s>/<pad>/<mask>.
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::string& model_path,
                                                         size_t model_max_length = 512);
+
+/// Options of load_tokenizer_json.
+struct TokenizerJsonOptions {
+  /// The model's maximum sequence length; 0 takes the file's truncation.max_length, else 512.
+  size_t model_max_length = 0;
+};
+
+/// Reads a Hugging Face `tokenizer.json` with its whole pipeline: added tokens, normalizer,
+/// pre-tokenizer, model (BPE, Unigram, WordPiece, WordLevel) and post-processor, which sets the
+/// framing of encode()/encode_pair(). Throws sieve::Error naming the JSON path of anything it
+/// cannot read or does not support (see docs/formats.md, "tokenizer.json").
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path,
+                                               const TokenizerJsonOptions& opt = {});
+/// Like load_tokenizer_json, from the file's text; `name` labels error messages.
+std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text,
+                                                const TokenizerJsonOptions& opt = {},
+                                                const std::string& name = "tokenizer.json");
 
 /// Trains a SentencePiece model with spm_train's flags ("--input=... --model_prefix=...
 /// --vocab_size=..."); throws sieve::Error with SentencePiece's message on failure.

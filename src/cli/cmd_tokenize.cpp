@@ -11,6 +11,7 @@ namespace sieve::cli {
 void register_tokenize(CLI::App& app) {
   struct Opts {
     std::string model;
+    std::string tokenizer;
     size_t max_length = 0;
     bool no_special = false;
     TextSource src;
@@ -19,12 +20,17 @@ void register_tokenize(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "tokenize", "Tokenize texts with a model's tokenizer (JSON lines: ids, tokens, offsets)");
   cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "A Hugging Face tokenizer.json to use instead of a model's tokenizer")
+      ->excludes(cmd->get_option("--model"));
   cmd->add_option("--max-length", o->max_length,
                   "Truncate to N tokens incl. specials (default: the model's)");
-  cmd->add_flag("--no-special", o->no_special, "Do not add [CLS]/[SEP]");
+  cmd->add_flag("--no-special", o->no_special,
+                "Do not add special tokens ([CLS]/[SEP], or the tokenizer.json post-processor's)");
   o->src.add_options(cmd);
   on_run(cmd, [o] {
-    auto tok = Tokenizer::from_model_dir(resolve_model_dir(o->model));
+    auto tok = o->tokenizer.empty() ? Tokenizer::from_model_dir(resolve_model_dir(o->model))
+                                    : load_tokenizer_json(o->tokenizer);
     EncodeOptions eo;
     eo.max_length = o->max_length;
     eo.add_special_tokens = !o->no_special;

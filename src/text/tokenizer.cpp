@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
@@ -55,16 +56,44 @@ void require_framing_specials(const SpecialTokens& sp) {
                      "add_special_tokens = false");
 }
 
+// Number of special tokens a framing template adds.
+size_t template_specials(const std::vector<FramePart>& parts) {
+  size_t n = 0;
+  for (const FramePart& p : parts)
+    if (p.sequence < 0) n += p.ids.size();
+  return n;
+}
+
+// Emits a framing template with the (already truncated) pieces of each text.
+void emit_template(Encoding& e, const std::vector<FramePart>& parts, bool add_special,
+                   const std::vector<TokenPiece>* texts[2], const size_t counts[2]) {
+  for (const FramePart& p : parts) {
+    if (p.sequence < 0) {
+      if (!add_special) continue;
+      for (size_t i = 0; i < p.ids.size(); ++i) {
+        e.ids.push_back(p.ids[i]);
+        e.type_ids.push_back(p.type_id);
+        e.attention_mask.push_back(1);
+        e.tokens.push_back(i < p.tokens.size() ? p.tokens[i] : std::string());
+        e.offsets.push_back({0, 0});
+      }
+    } else if (p.sequence <= 1 && texts[p.sequence]) {
+      push_pieces(e, *texts[p.sequence], counts[p.sequence], p.type_id);
+    }
+  }
+}
+
 }  // namespace
 
 Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) const {
+  const Framing* fr = framing();
   const size_t max_len = effective_max_length(*this, opt);
-  const size_t n_special = opt.add_special_tokens ? 2 : 0;
+  const size_t n_special = opt.add_special_tokens ? (fr ? template_specials(fr->single) : 2) : 0;
   SIEVE_THROW_IF_NOT(max_len >= std::max<size_t>(n_special, 1),
                      "max_length " << max_len << " is too small to hold the special tokens; "
                                    "use at least " << std::max<size_t>(n_special, 1));
-  SpecialTokens sp = special_tokens();
-  if (opt.add_special_tokens) require_framing_specials(sp);
+  SpecialTokens sp = fr ? SpecialTokens{} : special_tokens();
+  if (opt.add_special_tokens && !fr) require_framing_specials(sp);
   std::vector<TokenPiece> pieces = tokenize(text);
   Encoding e;
   size_t keep = pieces.size();
@@ -72,8 +101,13 @@ Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) cons
     keep = max_len - n_special;
     e.truncated = true;
   }
-  const size_t total = keep + n_special;
-  reserve_all(e, total);
+  reserve_all(e, keep + n_special);
+  if (fr) {
+    const std::vector<TokenPiece>* texts[2] = {&pieces, nullptr};
+    const size_t counts[2] = {keep, 0};
+    emit_template(e, fr->single, opt.add_special_tokens, texts, counts);
+    return e;
+  }
   if (opt.add_special_tokens) push_special(e, *this, sp.cls, 0);
   push_pieces(e, pieces, keep, 0);
   if (opt.add_special_tokens) push_special(e, *this, sp.sep, 0);
@@ -82,13 +116,15 @@ Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) cons
 
 Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b,
                                 const EncodeOptions& opt) const {
+  const Framing* fr = framing();
   const size_t max_len = effective_max_length(*this, opt);
-  const size_t n_special = opt.add_special_tokens ? 3 : 0;
+  const size_t n_special =
+      opt.add_special_tokens ? (fr ? template_specials(fr->pair) : 3) : 0;
   SIEVE_THROW_IF_NOT(max_len >= std::max<size_t>(n_special, 1),
                      "max_length " << max_len << " is too small to frame a pair; use at least "
                                    << std::max<size_t>(n_special, 1));
-  SpecialTokens sp = special_tokens();
-  if (opt.add_special_tokens) require_framing_specials(sp);
+  SpecialTokens sp = fr ? SpecialTokens{} : special_tokens();
+  if (opt.add_special_tokens && !fr) require_framing_specials(sp);
   std::vector<TokenPiece> pa = tokenize(a);
   std::vector<TokenPiece> pb = tokenize(b);
   size_t n1 = pa.size(), n2 = pb.size();
@@ -111,6 +147,12 @@ Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b,
   }
   const size_t total = n1 + n2 + n_special;
   reserve_all(e, total);
+  if (fr) {
+    const std::vector<TokenPiece>* texts[2] = {&pa, &pb};
+    const size_t counts[2] = {n1, n2};
+    emit_template(e, fr->pair, opt.add_special_tokens, texts, counts);
+    return e;
+  }
   if (opt.add_special_tokens) push_special(e, *this, sp.cls, 0);
   push_pieces(e, pa, n1, 0);
   if (opt.add_special_tokens) push_special(e, *this, sp.sep, 0);
@@ -270,10 +312,7 @@ std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& path, const Di
   const json& m = j["model"];
   std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>()
                                                                  : "";
-  if (type != "WordPiece") {
-    log_debug("tokenizer.json model type '" + type + "' is not WordPiece; trying other files");
-    return nullptr;
-  }
+  if (type != "WordPiece") return nullptr;  // the caller uses load_tokenizer_json
   SIEVE_THROW_IF_NOT(m.contains("vocab") && m["vocab"].is_object(),
                      "'" << path << "' has a WordPiece model without a vocab object");
   const json& v = m["vocab"];
@@ -305,6 +344,25 @@ std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& path, const Di
   return make_wordpiece_tokenizer(std::move(vocab), o);
 }
 
+// True when a tokenizer.json normalizer (possibly inside a Sequence) is SentencePiece's
+// non-empty Precompiled character map.
+bool uses_precompiled(const json& j) {
+  if (!j.is_object()) return false;
+  std::function<bool(const json&)> walk = [&](const json& n) {
+    if (!n.is_object()) return false;
+    std::string type = n.value("type", "");
+    if (type == "Precompiled") {
+      auto it = n.find("precompiled_charsmap");
+      return it != n.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+    }
+    if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
+      for (const json& sub : n["normalizers"])
+        if (walk(sub)) return true;
+    return false;
+  };
+  return j.contains("normalizer") && walk(j["normalizer"]);
+}
+
 // The SentencePiece model file of a directory: the names Hugging Face uses first, then any
 // *.model (alphabetically, for a deterministic choice).
 std::string find_sentencepiece_model(const std::string& dir) {
@@ -334,10 +392,28 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& dir) {
   DirConfig c = read_dir_config(dir);
 
   std::string tj = path_join(dir, "tokenizer.json");
-  if (is_file(tj)) {
-    if (auto tok = from_tokenizer_json(tj, c)) return tok;
-  }
   std::string vt = path_join(dir, "vocab.txt");
+  if (is_file(tj)) {
+    // WordPiece models keep the WordPiece tokenizer (and its tokenizer_config overrides). Other
+    // models go through the tokenizer.json reader, except that a folder with a vocab.txt keeps
+    // using it (as sieve always did), and a SentencePiece Precompiled normalizer, which the
+    // reader refuses, yields to the folder's SentencePiece model.
+    if (auto tok = from_tokenizer_json(tj, c)) return tok;
+    std::string sp = find_sentencepiece_model(dir);
+    if (is_file(vt)) {
+      log_debug("tokenizer.json is not WordPiece and the folder has vocab.txt; using vocab.txt");
+      WordPieceOptions o;
+      apply_config(c, o);
+      return make_wordpiece_tokenizer(read_vocab_txt(vt), o);
+    }
+    if (!sp.empty() && uses_precompiled(read_json(tj))) {
+      log_debug("tokenizer.json uses a Precompiled normalizer; reading '" + sp + "' instead");
+      return make_sentencepiece_tokenizer(sp, resolve_max_length(c));
+    }
+    TokenizerJsonOptions o;
+    if (c.sbert_max || c.max_length) o.model_max_length = resolve_max_length(c);
+    return load_tokenizer_json(tj, o);
+  }
   if (is_file(vt)) {
     WordPieceOptions o;
     apply_config(c, o);
@@ -346,8 +422,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& dir) {
   std::string sp = find_sentencepiece_model(dir);
   if (!sp.empty()) return make_sentencepiece_tokenizer(sp, resolve_max_length(c));
   SIEVE_THROW("no usable tokenizer in '" << dir
-                                         << "': expected tokenizer.json with a WordPiece model, "
-                                            "vocab.txt, or a SentencePiece *.model file");
+                                         << "': expected tokenizer.json, vocab.txt, or a "
+                                            "SentencePiece *.model file");
 }
 
 }  // namespace sieve
