@@ -18,7 +18,7 @@ HIDDEN="${HIDDEN:-256}" LAYERS="${LAYERS:-2}" HEADS="${HEADS:-4}" FFN="${FFN:-10
 MLM_STEPS="${MLM_STEPS:-2000}" MLM_BATCH="${MLM_BATCH:-64}" MLM_SEQ="${MLM_SEQ:-128}" MLM_LR="${MLM_LR:-1e-3}"
 ENC_STEPS="${ENC_STEPS:-200}" ENC_BATCH="${ENC_BATCH:-64}"
 VER_STEPS="${VER_STEPS:-120}" VER_BATCH="${VER_BATCH:-32}"
-PARA_STEPS="${PARA_STEPS:-4000}" PARA_BATCH="${PARA_BATCH:-16}" PARA_CAP="${PARA_CAP:-5000}"
+PARA_STEPS="${PARA_STEPS:-4000}" PARA_BATCH="${PARA_BATCH:-16}" PARA_CAP="${PARA_CAP:-5000}" PARA_PW="${PARA_PW:-1}"
 STRUCTURAL=negation,role_swap,binding_swap,spatial_flip,passive_role_swap
 REWRITES=synonym,passive,contraction,coordination,possessive,adverb_move
 SEARCH_NOTE="sieve-mini's dense encoder is far weaker than BM25 (nDCG@10 about 0.1 against 0.55 on SciFact, \
@@ -103,13 +103,16 @@ step export "$WORK/export/config.json" "$S" model export --in "$WORK/verifier/en
 #    possessive, adverb move) as well as the sentence itself, and whose negatives are structural
 #    near-misses, including passive-looking role swaps ("the dog was bitten by the man" against
 #    the rewrite "the man was bitten by the dog"). At most PARA_CAP rows of each category, evenly
-#    spread, so that synonym rewrites and negations do not drown the rarer kinds.
+#    spread, so that synonym rewrites and negations do not drown the rarer kinds. A pointwise term
+#    beside the InfoNCE (--pointwise-weight) ties the scores to one absolute level, which the
+#    single threshold of the gate needs (models/sieve-mini/README.md measures it).
 step paraphrase_triplets "$WORK/paraphrase_train.jsonl" "$S" nearmiss generate --in "$WORK/examples_train.txt" \
   --kinds "$STRUCTURAL,$REWRITES" --layout triplets --max-per-category "$PARA_CAP" --seed "$SEED" \
   --out "$WORK/paraphrase_train.jsonl"
 step paraphrase_verifier "$WORK/verifier_paraphrase/verifier.safetensors" "$S" train verifier \
   --model "$WORK/export" --train "$WORK/paraphrase_train.jsonl" --kind F4 --regime frozen \
-  --steps "$PARA_STEPS" --batch-size "$PARA_BATCH" --lr 1e-4 --max-length 64 --seed "$SEED" --log-every 100 \
+  --steps "$PARA_STEPS" --batch-size "$PARA_BATCH" --pointwise-weight "$PARA_PW" --lr 1e-4 --max-length 64 \
+  --seed "$SEED" --log-every 100 \
   --save-every 500 $(resume_flag "$WORK/verifier_paraphrase") --threads "$THREADS" --out "$WORK/verifier_paraphrase"
 # 9. Ship: the exported encoder with the paraphrase-trained verifier, its gate calibrated for
 #    meaning on the calibration sentences: their rewrites and the sentences themselves (accept;
