@@ -17,7 +17,10 @@ Pooling pooling_from_name(const std::string& name);
 /// The canonical name of a pooling mode ("cls", "mean", "last").
 const char* pooling_name(Pooling p);
 
-/// The BERT hyper-parameters sieve reads from `config.json`.
+/// The hyper-parameters of an encoder as sieve reads them from `config.json`. model_type "bert";
+/// "roberta" / "xlm-roberta" (BERT's layers with RoBERTa's position ids: the k-th non-pad token
+/// at padding_idx + k, padding_idx = pad_token_id); "mpnet" (those positions plus a relative
+/// position bias); "modernbert" (rotary, pre-norm, global/local attention, GeGLU).
 struct BertConfig {
   std::string model_type = "bert";
   int64_t vocab_size = 30522;
@@ -29,10 +32,31 @@ struct BertConfig {
   double layer_norm_eps = 1e-12;
   int64_t max_position_embeddings = 512;
   int64_t type_vocab_size = 2;
-  int64_t pad_token_id = 0;
+  int64_t pad_token_id = 0;  ///< RoBERTa's padding_idx (default 1 for the roberta family)
+  // ModernBERT (model_type "modernbert"; config.json's norm_eps and hidden_activation fill
+  // layer_norm_eps and hidden_act). The other families leave these at their defaults.
+  bool norm_bias = true;                   ///< LayerNorms carry a bias
+  bool attention_bias = true;              ///< attn.Wqkv / attn.Wo carry biases
+  bool mlp_bias = true;                    ///< mlp.Wi / mlp.Wo carry biases
+  double global_rope_theta = 160000.0;     ///< rotary base of the global layers
+  double local_rope_theta = 10000.0;       ///< rotary base of the local layers
+  int64_t global_attn_every_n_layers = 1;  ///< layer l is global when l % n == 0
+  int64_t local_attention = 0;             ///< local layers attend within |i - j| <= local_attention / 2
+  // MPNet (model_type "mpnet"): T5-style bidirectional buckets of the relative position bias.
+  int64_t relative_attention_num_buckets = 32;
 };
 
-/// Parses a config.json text; throws sieve::Error on a non-BERT architecture or bad values.
+/// The model_type values sieve can load, comma-separated (for error messages and help).
+const char* supported_model_types();
+/// True for the families with RoBERTa's positions computed from the ids ("roberta",
+/// "xlm-roberta", "mpnet").
+bool uses_roberta_positions(const BertConfig& c);
+/// The longest sequence the position table allows: max_position_embeddings, less the
+/// pad_token_id + 1 rows RoBERTa's offsets use.
+int64_t max_sequence_length(const BertConfig& c);
+
+/// Parses a config.json text; throws sieve::Error on an unsupported architecture (naming the
+/// supported ones) or bad values. The roberta family's pad_token_id defaults to 1.
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source = "config.json");
 /// Serialises a config in Hugging Face's config.json layout.
 std::string bert_config_to_json(const BertConfig& c);
@@ -65,7 +89,7 @@ std::string default_verifier_file();
 /// How export_model writes a model for shipping.
 struct ModelExportOptions {
   bool fp16 = true;           ///< floating-point weights stored as float16 (loaded back as float32)
-  bool drop_mlm_head = true;  ///< leave out BertForMaskedLM's `cls.*` tensors (unused by an encoder)
+  bool drop_mlm_head = true;  ///< leave out MLM heads (`cls.*`, `lm_head.*`, `head.*`, `decoder.*`; unused by an encoder)
 };
 /// Copies the model folder `from` to the new folder `to` (written in `to`.partial, then renamed)
 /// with converted weights and a manifest.json (write_manifest).
@@ -78,13 +102,17 @@ nlohmann::json write_manifest(const std::string& dir);
 std::vector<std::string> check_manifest(const std::string& dir);
 
 /// Options of the random BERT fixture generator (tests, benchmarks, the first-run demo).
+/// config.model_type picks the family: "bert" (WordPiece vocab.txt); "roberta", "xlm-roberta",
+/// "mpnet", "modernbert" get a tiny byte-level BPE tokenizer.json with RobertaProcessing and
+/// pad_token_id 1 (RoBERTa and MPNet: max_position_embeddings grows by pad_token_id + 1, so it
+/// counts usable positions here). ModernBERT reads the bias flags and attention layout fields.
 struct FixtureModelOptions {
   BertConfig config{};               ///< vocab_size is overridden by the vocabulary's size
   uint64_t seed = 42;
   float init_std = 0.2f;             ///< weight scale; larger than HF's 0.02 so tests see signal
   Pooling pooling = Pooling::Mean;
   bool normalize_module = true;      ///< write a Normalize module in modules.json
-  bool bert_prefix = false;          ///< store keys as "bert.embeddings..." like BertForMaskedLM
+  bool bert_prefix = false;          ///< store keys with the family's prefix (bert. roberta. mpnet. model.)
   bool fp16 = false;                 ///< store weights as F16
   size_t max_seq_length = 128;       ///< sentence_bert_config.json
   std::string vocab_file;            ///< use this vocab.txt; empty = a built-in English vocabulary

@@ -18,6 +18,7 @@ void register_make_fixture(CLI::App& app) {
     FixtureModelOptions f;
     std::string pooling = "mean";
     int64_t vocab_size = 0;
+    bool modern_bias = false;
   };
   auto o = std::make_shared<Opts>();
   o->f.config.hidden_size = 64;
@@ -25,10 +26,15 @@ void register_make_fixture(CLI::App& app) {
   o->f.config.num_attention_heads = 4;
   o->f.config.intermediate_size = 128;
   o->f.config.max_position_embeddings = 128;
+  o->f.config.local_attention = 16;
+  o->f.config.global_attn_every_n_layers = 3;
   auto* cmd = app.add_subcommand("make-fixture",
-                                 "Write a random BERT model directory (for tests, benchmarks and the demo)");
+                                 "Write a random encoder model directory (bert, roberta, xlm-roberta, modernbert, mpnet; for tests, benchmarks and the demo)");
   auto& c = o->f.config;
   cmd->add_option("-o,--out", o->out, "Output directory (created)")->required();
+  cmd->add_option("--arch", c.model_type, std::string("model_type: ") + supported_model_types())
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bert", "roberta", "xlm-roberta", "modernbert", "mpnet"}));
   cmd->add_option("--layers", c.num_hidden_layers, "Encoder layers")->capture_default_str();
   cmd->add_option("--hidden", c.hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--heads", c.num_attention_heads, "Attention heads")->capture_default_str();
@@ -45,14 +51,26 @@ void register_make_fixture(CLI::App& app) {
       ->check(CLI::IsMember({"cls", "mean", "last"}));
   cmd->add_option("--seed", o->f.seed, "Random seed")->capture_default_str();
   cmd->add_option("--init-std", o->f.init_std, "Weight scale")->capture_default_str();
-  cmd->add_flag("--bert-prefix", o->f.bert_prefix, "Store tensor names with the 'bert.' prefix");
+  cmd->add_option("--local-attention", c.local_attention, "modernbert: sliding-window width of the local layers")
+      ->capture_default_str();
+  cmd->add_option("--global-every", c.global_attn_every_n_layers,
+                  "modernbert: every Nth layer (from layer 0) attends globally")
+      ->capture_default_str();
+  cmd->add_flag("--modern-bias", o->modern_bias, "modernbert: norms and projections with biases (norm_bias, "
+                                                 "attention_bias, mlp_bias; ModernBERT has none)");
+  cmd->add_flag("--bert-prefix,--prefix", o->f.bert_prefix,
+                "Store tensor names with the family's prefix ('bert.', 'roberta.')");
   cmd->add_flag("--fp16", o->f.fp16, "Store weights as F16");
   on_run(cmd, [o] {
     o->f.pooling = pooling_from_name(o->pooling);
     o->f.config.vocab_size = o->vocab_size;
+    if (o->f.config.model_type == "modernbert") {
+      o->f.config.norm_bias = o->f.config.attention_bias = o->f.config.mlp_bias = o->modern_bias;
+      o->f.config.layer_norm_eps = 1e-5;
+    }
     write_fixture_model(o->out, o->f);
-    std::fprintf(stderr, "sieve: wrote a random %lld-layer BERT (hidden %lld) to %s\n",
-                 static_cast<long long>(o->f.config.num_hidden_layers),
+    std::fprintf(stderr, "sieve: wrote a random %lld-layer %s (hidden %lld) to %s\n",
+                 static_cast<long long>(o->f.config.num_hidden_layers), o->f.config.model_type.c_str(),
                  static_cast<long long>(o->f.config.hidden_size), o->out.c_str());
   });
 }

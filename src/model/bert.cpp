@@ -17,7 +17,8 @@ torch::nn::LayerNorm make_layer_norm(const BertOptions& opt) {
 }
 }  // namespace
 
-BertEmbeddingsImpl::BertEmbeddingsImpl(const BertOptions& opt) : dropout(opt.dropout) {
+BertEmbeddingsImpl::BertEmbeddingsImpl(const BertOptions& opt)
+    : dropout(opt.dropout), roberta_positions(uses_roberta_positions(opt.config)), padding_idx(opt.config.pad_token_id) {
   const auto& c = opt.config;
   word_embeddings = register_module("word_embeddings", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   position_embeddings =
@@ -28,11 +29,22 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertOptions& opt) : dropout(opt.dro
   LayerNorm = register_module("LayerNorm", make_layer_norm(opt));
 }
 
-at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
+at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
+                                       const at::Tensor& attention_mask) {
   const int64_t L = input_ids.size(1);
   at::Tensor x = word_embeddings->forward(input_ids);
-  // Position ids 0..L-1 are the same for every row: add the first L rows, broadcast over the batch.
-  x = x + position_embeddings->weight.narrow(0, 0, L).unsqueeze(0);
+  if (roberta_positions) {
+    // RoBERTa: a real token's position is padding_idx + its 1-based rank among the non-pad tokens;
+    // pad tokens take padding_idx. Slots the mask marks as padding count as pad whatever their id.
+    at::Tensor real = input_ids.ne(padding_idx);
+    if (attention_mask.defined()) real = real.logical_and(attention_mask.ne(0));
+    at::Tensor r = real.to(at::kLong);
+    at::Tensor pos = r.cumsum(1).mul_(r).add_(padding_idx);
+    x = x + position_embeddings->forward(pos);
+  } else {
+    // Position ids 0..L-1 are the same for every row: add the first L rows, broadcast over the batch.
+    x = x + position_embeddings->weight.narrow(0, 0, L).unsqueeze(0);
+  }
   if (token_type_embeddings) {
     if (token_type_ids.defined())
       x = x + token_type_embeddings->forward(token_type_ids);
@@ -143,10 +155,11 @@ BertModelImpl::BertModelImpl(const BertOptions& opt) : opt_(opt) {
 at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                   const at::Tensor& token_type_ids) {
   SIEVE_THROW_IF_NOT(input_ids.dim() == 2, "input_ids must be [batch, length]");
-  SIEVE_THROW_IF_NOT(input_ids.size(1) <= opt_.config.max_position_embeddings,
-                     "sequence length " << input_ids.size(1) << " exceeds max_position_embeddings "
+  SIEVE_THROW_IF_NOT(input_ids.size(1) <= max_sequence_length(opt_.config),
+                     "sequence length " << input_ids.size(1) << " exceeds the " << max_sequence_length(opt_.config)
+                                        << " positions of max_position_embeddings "
                                         << opt_.config.max_position_embeddings);
-  at::Tensor x = embeddings->forward(input_ids, token_type_ids);
+  at::Tensor x = embeddings->forward(input_ids, token_type_ids, attention_mask);
   const int64_t B = x.size(0), L = x.size(1), H = x.size(2);
   // Additive mask over keys: 0 for real tokens, the most negative float for padding (as HF does).
   const float neg = std::numeric_limits<float>::lowest();
@@ -172,16 +185,17 @@ void BertModelImpl::prepare_inference() {
 
 namespace {
 
-// Finds a parameter's tensor under its HF name, with or without the "bert." prefix, accepting
-// the old TF-converted LayerNorm names gamma/beta.
-const TensorView* find_tensor(const SafetensorsFile& f, const std::string& name) {
-  std::vector<std::string> candidates = {name, "bert." + name};
+// Finds a parameter's tensor under its HF name, with or without the family's prefix ("bert.",
+// or "roberta." as RobertaForMaskedLM / XLMRobertaModel save it), accepting the old
+// TF-converted LayerNorm names gamma/beta.
+const TensorView* find_tensor(const SafetensorsFile& f, const std::string& name, const std::string& prefix) {
+  std::vector<std::string> candidates = {name, prefix + name};
   auto ln = name.rfind("LayerNorm.");
   if (ln != std::string::npos) {
     std::string base = name.substr(0, ln + 10), leaf = name.substr(ln + 10);
     std::string alt = base + (leaf == "weight" ? "gamma" : leaf == "bias" ? "beta" : leaf);
     candidates.push_back(alt);
-    candidates.push_back("bert." + alt);
+    candidates.push_back(prefix + alt);
   }
   for (const auto& c : candidates)
     if (f.contains(c)) return &f.get(c);
@@ -192,11 +206,12 @@ const TensorView* find_tensor(const SafetensorsFile& f, const std::string& name)
 
 void BertModelImpl::load_weights(const SafetensorsFile& file) {
   at::NoGradGuard no_grad;
+  const std::string prefix = opt_.config.model_type == "bert" ? "bert." : "roberta.";
   for (auto& item : named_parameters(/*recurse=*/true)) {
     const std::string& name = item.key();
     at::Tensor& param = item.value();
-    const TensorView* t = find_tensor(file, name);
-    SIEVE_THROW_IF_NOT(t != nullptr, file.path() << ": tensor '" << name << "' (or 'bert." << name
+    const TensorView* t = find_tensor(file, name, prefix);
+    SIEVE_THROW_IF_NOT(t != nullptr, file.path() << ": tensor '" << name << "' (or '" << prefix << name
                                                  << "') is missing");
     copy_tensor(file, *t, param);
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "model/encoder_backbone.h"
 #include "sieve/model.h"
 
 namespace sieve {
@@ -27,10 +28,14 @@ struct BertOptions {
 
 struct BertEmbeddingsImpl : torch::nn::Module {
   explicit BertEmbeddingsImpl(const BertOptions& opt);
-  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
+  /// attention_mask [B, L] is read only by the RoBERTa family (positions count real tokens).
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
+                     const at::Tensor& attention_mask = {});
   torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   double dropout;
+  bool roberta_positions = false;  ///< position ids from the ids (RoBERTa / XLM-R)
+  int64_t padding_idx = 0;         ///< RoBERTa's padding_idx (pad_token_id)
 };
 TORCH_MODULE(BertEmbeddings);
 
@@ -94,20 +99,22 @@ struct BertEncoderStackImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertEncoderStack);
 
-/// The BERT backbone (no pooler: sieve pools token states itself).
-struct BertModelImpl : torch::nn::Module {
+/// The BERT backbone (no pooler: sieve pools token states itself). Also runs the RoBERTa family
+/// (model_type "roberta", "xlm-roberta"): the same layers, positions computed from the ids.
+struct BertModelImpl : EncoderBackbone {
   explicit BertModelImpl(const BertOptions& opt);
   /// input_ids, attention_mask, token_type_ids: [B, L] int64 (token_type_ids may be undefined).
   /// Returns the final-layer token states [B, L, H]; in inference with padding, padded rows are 0.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                     const at::Tensor& token_type_ids = {});
-  /// Copies weights from a safetensors file (keys with or without "bert."); every parameter must
+                     const at::Tensor& token_type_ids = {}) override;
+  /// Copies weights from a safetensors file (keys with or without "bert." / "roberta."); every parameter must
   /// be present with the right shape, else sieve::Error names the tensor.
-  void load_weights(const SafetensorsFile& file);
+  void load_weights(const SafetensorsFile& file) override;
   /// Prepares inference-only caches (fused QKV); call after load_weights / training.
-  void prepare_inference();
+  void prepare_inference() override;
+  at::Tensor word_embeddings() const override { return embeddings->word_embeddings->weight; }
 
-  const BertConfig& config() const { return opt_.config; }
+  const BertConfig& config() const override { return opt_.config; }
 
   BertEmbeddings embeddings{nullptr};
   BertEncoderStack encoder{nullptr};

@@ -1,4 +1,4 @@
-// BertEncoder: the libtorch implementation of the Encoder interface.
+// BertEncoder: the libtorch implementation of the Encoder interface (any EncoderBackbone family).
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -34,15 +34,13 @@ class BertEncoder final : public Encoder {
                            << " entries but config.json says vocab_size " << info_.config.vocab_size);
     pooling_ = opt.pooling.value_or(info_.pooling);
     max_length_ = opt.max_length ? opt.max_length : info_.max_seq_length;
-    max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(info_.config.max_position_embeddings));
+    max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(max_sequence_length(info_.config)));
     SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2 (room for [CLS] and [SEP])");
     set_compute_threads(opt.threads);
     ensure_fast_blas(nullptr);  // warns when the process runs OpenBLAS's generic kernels
 
     auto weights = SafetensorsFile::open(info_.weights_path);
-    BertOptions bo;
-    bo.config = info_.config;
-    model_ = BertModel(bo);
+    model_ = make_encoder_backbone(info_.config, /*dropout=*/0.0);
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
@@ -101,7 +99,7 @@ class BertEncoder final : public Encoder {
         }
       }
       at::Tensor dev_mask = mask.to(device_);
-      at::Tensor states = model_.ptr()->forward(ids.to(device_), dev_mask, types.to(device_));
+      at::Tensor states = model_->forward(ids.to(device_), dev_mask, types.to(device_));
       at::Tensor keys = pool_and_normalize(states, dev_mask, pooling_).to(at::kCPU).contiguous();
       const float* kp = keys.data_ptr<float>();
       for (size_t r = 0; r < b; ++r)
@@ -124,7 +122,7 @@ class BertEncoder final : public Encoder {
   c10::Device device_;
   ModelInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  BertModel model_{nullptr};
+  std::shared_ptr<EncoderBackbone> model_;
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;
 };

@@ -43,7 +43,55 @@ int64_t get_int(const json& j, const char* key, int64_t def, const std::string& 
   return v;
 }
 
+bool get_flag(const json& j, const char* key, bool def, const std::string& source) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  SIEVE_THROW_IF_NOT(j[key].is_boolean(), source << ": '" << key << "' must be true or false");
+  return j[key].get<bool>();
+}
+
+double get_positive(const json& j, const char* key, double def, const std::string& source) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  SIEVE_THROW_IF_NOT(j[key].is_number() && j[key].get<double>() > 0, source << ": '" << key << "' must be a positive number");
+  return j[key].get<double>();
+}
+
+// ModernBertConfig's own names and defaults (answerdotai/ModernBERT-base); the shared fields
+// (hidden_size, ...) are read afterwards by the common code, norm_eps and hidden_activation here.
+void read_modernbert_fields(const json& j, const std::string& source, BertConfig& c) {
+  c.vocab_size = 50368;
+  c.hidden_size = 768;
+  c.intermediate_size = 1152;
+  c.num_hidden_layers = 22;
+  c.num_attention_heads = 12;
+  c.max_position_embeddings = 8192;
+  c.pad_token_id = 50283;
+  c.type_vocab_size = 0;
+  c.layer_norm_eps = get_positive(j, "norm_eps", 1e-5, source);
+  c.norm_bias = get_flag(j, "norm_bias", false, source);
+  c.attention_bias = get_flag(j, "attention_bias", false, source);
+  c.mlp_bias = get_flag(j, "mlp_bias", false, source);
+  c.global_rope_theta = get_positive(j, "global_rope_theta", 160000.0, source);
+  c.local_rope_theta = get_positive(j, "local_rope_theta", c.global_rope_theta, source);
+  c.global_attn_every_n_layers = get_int(j, "global_attn_every_n_layers", 3, source, 1);
+  c.local_attention = get_int(j, "local_attention", 128, source, 0);
+  c.hidden_act = "gelu";
+  if (j.contains("hidden_activation")) {
+    SIEVE_THROW_IF_NOT(j["hidden_activation"].is_string(), source << ": 'hidden_activation' must be a string");
+    c.hidden_act = j["hidden_activation"].get<std::string>();
+  }
+}
+
 }  // namespace
+
+const char* supported_model_types() { return "bert, roberta, xlm-roberta, modernbert, mpnet"; }
+
+bool uses_roberta_positions(const BertConfig& c) {
+  return c.model_type == "roberta" || c.model_type == "xlm-roberta" || c.model_type == "mpnet";
+}
+
+int64_t max_sequence_length(const BertConfig& c) {
+  return uses_roberta_positions(c) ? c.max_position_embeddings - c.pad_token_id - 1 : c.max_position_embeddings;
+}
 
 BertConfig parse_bert_config(const std::string& text, const std::string& source) {
   json j = parse_json(text, source);
@@ -52,10 +100,19 @@ BertConfig parse_bert_config(const std::string& text, const std::string& source)
     SIEVE_THROW_IF_NOT(j["model_type"].is_string(), source << ": 'model_type' must be a string");
     c.model_type = j["model_type"].get<std::string>();
   }
-  // Only the BERT graph is implemented: RoBERTa-style models need position-id offsets.
-  SIEVE_THROW_IF_NOT(c.model_type == "bert",
+  const bool modern = c.model_type == "modernbert";
+  SIEVE_THROW_IF_NOT(c.model_type == "bert" || uses_roberta_positions(c) || modern,
                      source << ": unsupported architecture model_type='" << c.model_type
-                            << "'; sieve runs BERT encoders (model_type 'bert')");
+                            << "'; sieve runs model_type " << supported_model_types());
+  if (uses_roberta_positions(c)) {
+    c.pad_token_id = 1;  // RoBERTa's <pad>, the padding_idx of its position table
+    c.type_vocab_size = 1;
+  }
+  if (modern) read_modernbert_fields(j, source, c);
+  if (c.model_type == "mpnet") {
+    c.type_vocab_size = 0;  // MPNet has no token types
+    c.relative_attention_num_buckets = get_int(j, "relative_attention_num_buckets", 32, source, 2);
+  }
   c.vocab_size = get_int(j, "vocab_size", c.vocab_size, source, 1);
   c.hidden_size = get_int(j, "hidden_size", c.hidden_size, source, 1);
   c.num_hidden_layers = get_int(j, "num_hidden_layers", c.num_hidden_layers, source, 0);
@@ -85,12 +142,52 @@ BertConfig parse_bert_config(const std::string& text, const std::string& source)
   SIEVE_THROW_IF_NOT(c.hidden_size % c.num_attention_heads == 0,
                      source << ": hidden_size " << c.hidden_size << " is not a multiple of num_attention_heads "
                             << c.num_attention_heads);
+  SIEVE_THROW_IF_NOT(max_sequence_length(c) >= 2,
+                     source << ": max_position_embeddings " << c.max_position_embeddings
+                            << " leaves no room for a sequence after RoBERTa's position offset (pad_token_id "
+                            << c.pad_token_id << ")");
   return c;
 }
 
-std::string bert_config_to_json(const BertConfig& c) {
+namespace {
+std::string modernbert_config_to_json(const BertConfig& c) {
   json j;
-  j["architectures"] = json::array({"BertModel"});
+  j["architectures"] = json::array({"ModernBertModel"});
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["intermediate_size"] = c.intermediate_size;
+  j["hidden_activation"] = c.hidden_act;
+  j["norm_eps"] = c.layer_norm_eps;
+  j["norm_bias"] = c.norm_bias;
+  j["attention_bias"] = c.attention_bias;
+  j["mlp_bias"] = c.mlp_bias;
+  j["global_rope_theta"] = c.global_rope_theta;
+  j["local_rope_theta"] = c.local_rope_theta;
+  j["global_attn_every_n_layers"] = c.global_attn_every_n_layers;
+  j["local_attention"] = c.local_attention;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["pad_token_id"] = c.pad_token_id;
+  j["embedding_dropout"] = 0.0;
+  j["attention_dropout"] = 0.0;
+  j["mlp_dropout"] = 0.0;
+  j["initializer_range"] = 0.02;
+  j["classifier_pooling"] = "mean";
+  j["torch_dtype"] = "float32";
+  return j.dump(2) + "\n";
+}
+}  // namespace
+
+std::string bert_config_to_json(const BertConfig& c) {
+  if (c.model_type == "modernbert") return modernbert_config_to_json(c);
+  json j;
+  const char* arch = c.model_type == "roberta"       ? "RobertaModel"
+                     : c.model_type == "xlm-roberta" ? "XLMRobertaModel"
+                     : c.model_type == "mpnet"       ? "MPNetModel"
+                                                     : "BertModel";
+  j["architectures"] = json::array({arch});
   j["model_type"] = c.model_type;
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
@@ -104,6 +201,15 @@ std::string bert_config_to_json(const BertConfig& c) {
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["type_vocab_size"] = c.type_vocab_size;
   j["pad_token_id"] = c.pad_token_id;
+  if (uses_roberta_positions(c)) {
+    j["bos_token_id"] = 0;
+    j["eos_token_id"] = 2;
+  }
+  if (c.model_type == "mpnet") {
+    j["relative_attention_num_buckets"] = c.relative_attention_num_buckets;
+    j.erase("type_vocab_size");
+    j.erase("position_embedding_type");
+  }
   j["initializer_range"] = 0.02;
   j["position_embedding_type"] = "absolute";
   j["torch_dtype"] = "float32";
@@ -121,7 +227,7 @@ ModelInfo read_model_info(const std::string& dir) {
   SIEVE_THROW_IF_NOT(is_file(info.weights_path),
                      "'" << dir << "': model.safetensors is missing (sieve reads safetensors weights only; "
                          "convert pytorch_model.bin with Hugging Face's save_pretrained(safe_serialization=True))");
-  info.max_seq_length = static_cast<size_t>(info.config.max_position_embeddings);
+  info.max_seq_length = static_cast<size_t>(max_sequence_length(info.config));
 
   // sentence-transformers: the pooling module's folder comes from modules.json when present.
   std::string pooling_dir = path_join(dir, "1_Pooling");

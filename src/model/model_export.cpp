@@ -46,8 +46,13 @@ void export_model(const std::string& from, const std::string& to, const ModelExp
   halves.reserve(st->names().size());
   for (const auto& name : st->names()) {
     const TensorView& t = st->get(name);
-    // The MLM head (BertForMaskedLM's cls.* tensors) is not used by an encoder.
-    if (opt.drop_mlm_head && name.rfind("cls.", 0) == 0) continue;
+    // The MLM head is not used by an encoder: BertForMaskedLM's cls.*, RobertaForMaskedLM's
+    // lm_head.*, ModernBertForMaskedLM's head.* and decoder.*.
+    if (opt.drop_mlm_head) {
+      bool head = false;
+      for (const char* p : {"cls.", "lm_head.", "head.", "decoder."}) head = head || name.rfind(p, 0) == 0;
+      if (head) continue;
+    }
     TensorToWrite w{name, t.dtype, t.shape, t.data, t.nbytes};
     if (opt.fp16 && (t.dtype == DType::F32 || t.dtype == DType::F64 || t.dtype == DType::BF16)) {
       const std::vector<float> f = t.to_float();

@@ -123,6 +123,9 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
   }
   TrainableEncoder enc(source, o.seq_len, c10::Device(c.device));
   const BertConfig& cfg = enc.info().config;
+  // The MLM head and the saved names are BertForMaskedLM's ("cls.", "bert.").
+  SIEVE_THROW_IF_NOT(cfg.model_type == "bert", "MLM pre-training writes BERT models; model_type '"
+                                                   << cfg.model_type << "' is not supported here");
   const Tokenizer& tok = enc.tokenizer();
   const SpecialTokens sp = tok.special_tokens();
   SIEVE_THROW_IF_NOT(sp.cls >= 0 && sp.sep >= 0 && sp.mask >= 0, "the vocabulary needs [CLS], [SEP] and [MASK]");
@@ -216,7 +219,7 @@ TrainReport train_mlm(const MlmTrainOptions& o) {
     const at::Tensor picked = (all_labels != -100).nonzero().view({-1});
     const at::Tensor labels = all_labels.index_select(0, picked);
     at::Tensor logits = head->forward(states.reshape({-1, states.size(-1)}).index_select(0, picked),
-                                      enc.model()->embeddings->word_embeddings->weight);
+                                      enc.model()->word_embeddings());
     // Mean over the chosen positions of the global batch (a batch may, rarely, have none: loss 0,
     // no update); each rank sums its share and divides by the global count.
     const double chosen = dp.sum(static_cast<double>(picked.numel()));

@@ -18,12 +18,9 @@ TrainableEncoder::TrainableEncoder(const std::string& model_dir, size_t max_leng
   info_ = read_model_info(model_dir);
   tokenizer_ = Tokenizer::from_model_dir(model_dir);
   max_length_ = max_length ? max_length : info_.max_seq_length;
-  max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(info_.config.max_position_embeddings));
+  max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(max_sequence_length(info_.config)));
   SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2");
-  BertOptions bo;
-  bo.config = info_.config;
-  bo.dropout = dropout;
-  model_ = BertModel(bo);
+  model_ = make_encoder_backbone(info_.config, dropout);
   auto weights = SafetensorsFile::open(info_.weights_path);
   model_->load_weights(*weights);
   model_->to(device_);

@@ -1,4 +1,4 @@
-// An encoder whose weights can be trained: the BERT module of a model directory in train mode,
+// An encoder whose weights can be trained: the network of a model directory in train mode,
 // its tokenizer and pooling, and the writer of complete model directories (checkpoints).
 #pragma once
 
@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/bert.h"
+#include "model/bert.h"  // pool_and_normalize
+#include "model/encoder_backbone.h"
 #include "sieve/model.h"
 #include "sieve/tokenizer.h"
 
@@ -32,7 +33,8 @@ class TrainableEncoder {
   /// Pooled, L2-normalised keys [B, H].
   at::Tensor embed(const std::vector<std::string>& texts);
 
-  BertModel& model() { return model_; }
+  /// The network (any family); `model()->` reaches the torch::nn::Module and EncoderBackbone.
+  std::shared_ptr<EncoderBackbone>& model() { return model_; }
   const ModelInfo& info() const { return info_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   Pooling pooling() const { return info_.pooling; }
@@ -50,7 +52,7 @@ class TrainableEncoder {
   std::string source_dir_;
   ModelInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  BertModel model_{nullptr};
+  std::shared_ptr<EncoderBackbone> model_;
   size_t max_length_ = 0;
   c10::Device device_;
 };

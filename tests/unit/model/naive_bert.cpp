@@ -25,23 +25,40 @@ NaiveBert::NaiveBert(const std::string& dir) : dir_(dir) {
   layers_ = j["num_hidden_layers"];
   V_ = j["vocab_size"];
   P_ = j["max_position_embeddings"];
-  T_ = j["type_vocab_size"];
+  T_ = j.value("type_vocab_size", 0);
   eps_ = j["layer_norm_eps"];
   act_ = j["hidden_act"];
+  std::string type = j.value("model_type", "bert");
+  mpnet_ = type == "mpnet";
+  roberta_ = type == "roberta" || type == "xlm-roberta" || mpnet_;
+  pad_ = j.value("pad_token_id", roberta_ ? 1 : 0);
   g_file = SafetensorsFile::open(dir + "/model.safetensors");
-  prefix_ = g_file->contains("bert.embeddings.word_embeddings.weight");
+  for (const char* p : {"bert.", "roberta.", "mpnet."})
+    if (g_file->contains(std::string(p) + "embeddings.word_embeddings.weight")) prefix_ = p;
   word_ = tensor("embeddings.word_embeddings.weight", size_t(V_) * H_);
   pos_ = tensor("embeddings.position_embeddings.weight", size_t(P_) * H_);
-  type_ = tensor("embeddings.token_type_embeddings.weight", size_t(T_) * H_);
+  if (T_ > 0) type_ = tensor("embeddings.token_type_embeddings.weight", size_t(T_) * H_);
+  if (mpnet_) {
+    buckets_ = j.value("relative_attention_num_buckets", 32);
+    rel_ = tensor("encoder.relative_attention_bias.weight", size_t(buckets_) * heads_);
+  }
   emb_ln_ = norm("embeddings.LayerNorm");
   for (int l = 0; l < layers_; ++l) {
     std::string p = "encoder.layer." + std::to_string(l) + ".";
     Layer L;
-    L.q = linear(p + "attention.self.query", H_, H_);
-    L.k = linear(p + "attention.self.key", H_, H_);
-    L.v = linear(p + "attention.self.value", H_, H_);
-    L.ao = linear(p + "attention.output.dense", H_, H_);
-    L.ln1 = norm(p + "attention.output.LayerNorm");
+    if (mpnet_) {
+      L.q = linear(p + "attention.attn.q", H_, H_);
+      L.k = linear(p + "attention.attn.k", H_, H_);
+      L.v = linear(p + "attention.attn.v", H_, H_);
+      L.ao = linear(p + "attention.attn.o", H_, H_);
+      L.ln1 = norm(p + "attention.LayerNorm");
+    } else {
+      L.q = linear(p + "attention.self.query", H_, H_);
+      L.k = linear(p + "attention.self.key", H_, H_);
+      L.v = linear(p + "attention.self.value", H_, H_);
+      L.ao = linear(p + "attention.output.dense", H_, H_);
+      L.ln1 = norm(p + "attention.output.LayerNorm");
+    }
     L.inter = linear(p + "intermediate.dense", I_, H_);
     L.out = linear(p + "output.dense", H_, I_);
     L.ln2 = norm(p + "output.LayerNorm");
@@ -49,8 +66,23 @@ NaiveBert::NaiveBert(const std::string& dir) : dir_(dir) {
   }
 }
 
+// MPNet's bucket of relative position key - query: n = query - key; n < 0 (key after query) in
+// the upper half; within a half, |n| < half/2 exactly, else logarithmically up to 128 (float32
+// arithmetic, truncated, as the reference implementation computes it).
+int NaiveBert::mpnet_bucket(long relative, int num_buckets) {
+  long n = -relative;
+  const int half = num_buckets / 2, exact = half / 2;
+  int ret = n < 0 ? half : 0;
+  n = std::abs(n);
+  if (n < exact) return ret + int(n);
+  float lg = std::log(float(n) / float(exact));
+  float scale = float(std::log(128.0 / exact));
+  long large = exact + long(lg / scale * float(half - exact));
+  return ret + int(std::min<long>(large, half - 1));
+}
+
 NaiveBert::Mat NaiveBert::tensor(const std::string& name, size_t expect) const {
-  const auto& t = g_file->get(prefix_ ? "bert." + name : name);
+  const auto& t = g_file->get(prefix_ + name);
   auto f = t.to_float();
   if (f.size() != expect) throw std::runtime_error("naive: bad size for " + name);
   return Mat(f.begin(), f.end());
@@ -100,9 +132,13 @@ std::vector<std::vector<double>> NaiveBert::forward(const std::vector<int>& ids,
   const size_t L = ids.size();
   const int dh = H_ / heads_;
   std::vector<std::vector<double>> x(L, std::vector<double>(H_));
+  int seen = 0;  // non-pad tokens so far (RoBERTa)
   for (size_t t = 0; t < L; ++t) {
+    size_t p = t;
+    if (roberta_) p = ids[t] == pad_ ? size_t(pad_) : size_t(pad_ + ++seen);
+    if (p >= size_t(P_)) throw std::runtime_error("naive: position beyond the table");
     for (int h = 0; h < H_; ++h)
-      x[t][h] = word_[size_t(ids[t]) * H_ + h] + pos_[t * H_ + h] + type_[size_t(type_ids[t]) * H_ + h];
+      x[t][h] = word_[size_t(ids[t]) * H_ + h] + pos_[p * H_ + h] + (T_ > 0 ? type_[size_t(type_ids[t]) * H_ + h] : 0.0);
     layer_norm(emb_ln_, x[t]);
   }
   for (const Layer& ly : stack_) {
@@ -121,6 +157,7 @@ std::vector<std::vector<double>> NaiveBert::forward(const std::vector<int>& ids,
           double d = 0;
           for (int e = 0; e < dh; ++e) d += q[i][hd * dh + e] * k[j][hd * dh + e];
           s[j] = d / std::sqrt(double(dh));
+          if (mpnet_) s[j] += rel_[size_t(mpnet_bucket(long(j) - long(i), buckets_)) * heads_ + hd];
           mx = std::max(mx, s[j]);
         }
         double z = 0;
