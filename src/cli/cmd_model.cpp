@@ -59,7 +59,7 @@ void register_make_fixture(CLI::App& app) {
   cmd->add_flag("--modern-bias", o->modern_bias, "modernbert: norms and projections with biases (norm_bias, "
                                                  "attention_bias, mlp_bias; ModernBERT has none)");
   cmd->add_flag("--bert-prefix,--prefix", o->f.bert_prefix,
-                "Store tensor names with the family's prefix ('bert.', 'roberta.')");
+                "Store tensor names with the family's prefix ('bert.', 'roberta.', 'model.', 'mpnet.')");
   cmd->add_flag("--fp16", o->f.fp16, "Store weights as F16");
   on_run(cmd, [o] {
     o->f.pooling = pooling_from_name(o->pooling);
