@@ -291,41 +291,28 @@ void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt)
       linear(p + "mlp.Wo", H, I, cfg.mlp_bias);
     }
     layer_norm("final_norm", cfg.norm_bias);
-  } else if (mpnet) {
-    // MPNet's names: attention.attn.{q,k,v,o}, attention.LayerNorm, one relative bias table.
-    add("embeddings.word_embeddings.weight", {cfg.vocab_size, H}, 0.f, 1.0f);
-    add("embeddings.position_embeddings.weight", {cfg.max_position_embeddings, H}, 0.f, 0.5f);
-    layer_norm("embeddings.LayerNorm");
-    for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
-      std::string p = "encoder.layer." + std::to_string(l) + ".";
-      linear(p + "attention.attn.q", H, H);
-      linear(p + "attention.attn.k", H, H);
-      linear(p + "attention.attn.v", H, H);
-      linear(p + "attention.attn.o", H, H);
-      layer_norm(p + "attention.LayerNorm");
-      linear(p + "intermediate.dense", I, H);
-      linear(p + "output.dense", H, I);
-      layer_norm(p + "output.LayerNorm");
-    }
-    add("encoder.relative_attention_bias.weight", {cfg.relative_attention_num_buckets, cfg.num_attention_heads}, 0.f,
-        1.0f);
-    linear("pooler.dense", H, H);
   } else {
+    // BERT / RoBERTa and MPNet: the same shapes; MPNet names its attention attention.attn.{q,k,v,o}
+    // with attention.LayerNorm, has no token types, and one relative bias table after the layers.
     add("embeddings.word_embeddings.weight", {cfg.vocab_size, H}, 0.f, 1.0f);
     add("embeddings.position_embeddings.weight", {cfg.max_position_embeddings, H}, 0.f, 0.5f);
-    if (cfg.type_vocab_size > 0) add("embeddings.token_type_embeddings.weight", {cfg.type_vocab_size, H}, 0.f, 0.5f);
+    if (!mpnet && cfg.type_vocab_size > 0)
+      add("embeddings.token_type_embeddings.weight", {cfg.type_vocab_size, H}, 0.f, 0.5f);
     layer_norm("embeddings.LayerNorm");
     for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
       std::string p = "encoder.layer." + std::to_string(l) + ".";
-      linear(p + "attention.self.query", H, H);
-      linear(p + "attention.self.key", H, H);
-      linear(p + "attention.self.value", H, H);
-      linear(p + "attention.output.dense", H, H);
-      layer_norm(p + "attention.output.LayerNorm");
+      linear(p + (mpnet ? "attention.attn.q" : "attention.self.query"), H, H);
+      linear(p + (mpnet ? "attention.attn.k" : "attention.self.key"), H, H);
+      linear(p + (mpnet ? "attention.attn.v" : "attention.self.value"), H, H);
+      linear(p + (mpnet ? "attention.attn.o" : "attention.output.dense"), H, H);
+      layer_norm(p + (mpnet ? "attention.LayerNorm" : "attention.output.LayerNorm"));
       linear(p + "intermediate.dense", I, H);
       linear(p + "output.dense", H, I);
       layer_norm(p + "output.LayerNorm");
     }
+    if (mpnet)
+      add("encoder.relative_attention_bias.weight", {cfg.relative_attention_num_buckets, cfg.num_attention_heads}, 0.f,
+          1.0f);
     linear("pooler.dense", H, H);
   }
 
