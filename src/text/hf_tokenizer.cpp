@@ -424,6 +424,15 @@ class HfTokenizer final : public Tokenizer {
 
 }  // namespace
 
+std::unique_ptr<Tokenizer> hf::make_tokenizer(const json& j, const TokenizerJsonOptions& opt,
+                                              const std::string& name) {
+  try {
+    return std::make_unique<HfTokenizer>(j, opt, name);
+  } catch (const Error& ex) {
+    throw Error(name + ": " + ex.what());
+  }
+}
+
 std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text,
                                                 const TokenizerJsonOptions& opt,
                                                 const std::string& name) {
@@ -433,11 +442,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text,
   } catch (const json::exception& ex) {
     SIEVE_THROW("cannot parse JSON '" << name << "': " << ex.what());
   }
-  try {
-    return std::make_unique<HfTokenizer>(j, opt, name);
-  } catch (const Error& ex) {
-    throw Error(name + ": " + ex.what());
-  }
+  return hf::make_tokenizer(j, opt, name);
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path,

@@ -135,6 +135,11 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& where);
 std::unique_ptr<Model> make_model(const json& j, const std::string& where);
 
+/// The tokenizer of a parsed tokenizer.json (load_tokenizer_json without the parse); `name`
+/// labels error messages.
+std::unique_ptr<Tokenizer> make_tokenizer(const json& j, const TokenizerJsonOptions& opt,
+                                          const std::string& name);
+
 /// The pattern of a Replace normalizer or Split pre-tokenizer ({"String": s} or {"Regex": r}).
 std::string read_pattern_of(const json& j, const std::string& where, bool& literal);
 

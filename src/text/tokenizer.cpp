@@ -12,6 +12,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "sieve/error.h"
+#include "text/hf_tokenizer.h"
 
 namespace sieve {
 
@@ -306,8 +307,7 @@ void read_normalizer(const json& n, WordPieceOptions& o) {
 
 // Builds a WordPiece tokenizer from tokenizer.json, or returns null when its model is not
 // WordPiece (the caller then tries the other files).
-std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& path, const DirConfig& c) {
-  json j = read_json(path);
+std::unique_ptr<Tokenizer> from_tokenizer_json(const json& j, const std::string& path, const DirConfig& c) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return nullptr;
   const json& m = j["model"];
   std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>()
@@ -398,7 +398,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& dir) {
     // models go through the tokenizer.json reader, except that a folder with a vocab.txt keeps
     // using it (as sieve always did), and a SentencePiece Precompiled normalizer, which the
     // reader refuses, yields to the folder's SentencePiece model.
-    if (auto tok = from_tokenizer_json(tj, c)) return tok;
+    const json j = read_json(tj);
+    if (auto tok = from_tokenizer_json(j, tj, c)) return tok;
     std::string sp = find_sentencepiece_model(dir);
     if (is_file(vt)) {
       log_debug("tokenizer.json is not WordPiece and the folder has vocab.txt; using vocab.txt");
@@ -406,13 +407,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& dir) {
       apply_config(c, o);
       return make_wordpiece_tokenizer(read_vocab_txt(vt), o);
     }
-    if (!sp.empty() && uses_precompiled(read_json(tj))) {
+    if (!sp.empty() && uses_precompiled(j)) {
       log_debug("tokenizer.json uses a Precompiled normalizer; reading '" + sp + "' instead");
       return make_sentencepiece_tokenizer(sp, resolve_max_length(c));
     }
     TokenizerJsonOptions o;
     if (c.sbert_max || c.max_length) o.model_max_length = resolve_max_length(c);
-    return load_tokenizer_json(tj, o);
+    return hf::make_tokenizer(j, o, tj);
   }
   if (is_file(vt)) {
     WordPieceOptions o;
