@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,10 +27,13 @@ struct EncodeCall {
   bool token_states = false;   ///< also return the final-layer token states of every text
 };
 
-/// The final-layer states of one text: `length` rows of `dim` floats, row-major, padding removed.
+/// The final-layer states of one text: `length` rows of `dim` floats, row-major, padding removed,
+/// and the token id of each row when known (empty otherwise: a verifier with the exact-match
+/// channel needs them; the encoder and Index::tokens with an encoder fill them).
 struct TokenStates {
   size_t length = 0;
   std::vector<float> values;
+  std::vector<int32_t> ids;  ///< `length` ids, or empty
 };
 
 /// Output of Encoder::encode, in input order.

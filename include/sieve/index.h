@@ -155,6 +155,10 @@ class Index {
   /// The decoded, L2-normalised token states the encoder produced for `doc` (sieve::Error when
   /// out of range, damaged, or the index has no token store).
   virtual TokenStates tokens(uint32_t doc) const = 0;
+  /// The token ids of tokens(doc)'s rows, from the document's text through the encoder's
+  /// tokenizer (the store keeps states only). sieve::Error when opened without the encoder, or when
+  /// the text no longer gives as many tokens as were stored.
+  virtual std::vector<int32_t> token_ids(uint32_t doc) const = 0;
   /// The stored pooled unit key of `doc` (dim floats).
   virtual std::vector<float> key(uint32_t doc) const = 0;
   /// The query encoder (nullptr when opened without one).

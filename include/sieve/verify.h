@@ -35,6 +35,7 @@ struct F3Options {
   int mlp_hidden = 128;
   bool augmented = true;   ///< channels [M, row max, column max]; false: [M]
   double dropout = 0.1;
+  bool exact_match = false;  ///< one more channel: E_ij = 1 where the two tokens' ids are equal
 };
 
 /// F4: 8x8 conv patches of phi(M) -> [CLS] + learned positions -> LayerNorm -> pre-LN encoder
@@ -48,6 +49,10 @@ struct F4Options {
   int patch = 8;
   bool augmented = true;
   double dropout = 0.1;
+  /// One more channel beside phi(M): E_ij = 1 where query token i and candidate token j have the
+  /// same id (a lexical alignment the contextual cosines blur; an extension of the paper's phi).
+  /// The verifier then needs the token ids with the states (TokenStates::ids).
+  bool exact_match = false;
 };
 
 /// Optional score mode: final = F1 - beta * sigmoid(20 (F1 - tau_p)) * (1 - raw).
@@ -69,6 +74,9 @@ struct VerifierConfig {
   PenaltyOptions penalty;
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold (calibrated)
 };
+
+/// True when the verifier reads token ids beside the states (F3/F4 with the exact-match channel).
+bool reads_token_ids(const VerifierConfig& c);
 
 /// Where one score() call spent its time (seconds): building the maps, running the verifier.
 struct ScoreTiming {

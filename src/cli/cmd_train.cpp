@@ -198,6 +198,10 @@ void register_train(CLI::App& app) {
     cmd->add_option("--f4-width", o->verifier.f4.width, "F4 width (0 = the encoder's)")->capture_default_str();
     cmd->add_option("--f4-layers", o->verifier.f4.layers, "F4 layers")->capture_default_str();
     cmd->add_option("--f4-heads", o->verifier.f4.heads, "F4 attention heads")->capture_default_str();
+    cmd->add_flag_callback(
+        "--exact-match", [o] { o->verifier.f3.exact_match = o->verifier.f4.exact_match = true; },
+        "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id "
+        "(docs/verifiers.md, \"Exact-match channel\")");
     add_common(cmd, o->common);
     on_run(cmd, [o, kind, regime] {
       o->verifier.kind = verifier_kind_from_name(*kind);

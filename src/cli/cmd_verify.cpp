@@ -126,6 +126,9 @@ void register_verify(CLI::App& app) {
     cmd->add_option("--f4-layers", o->c.f4.layers, "F4 encoder layers")->capture_default_str();
     cmd->add_option("--f4-heads", o->c.f4.heads, "F4 attention heads")->capture_default_str();
     cmd->add_option("--f4-ff", o->c.f4.ff, "F4 FFN width")->capture_default_str();
+    cmd->add_flag_callback(
+        "--exact-match", [o] { o->c.f3.exact_match = o->c.f4.exact_match = true; },
+        "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id");
     cmd->add_flag("--penalty", o->c.penalty.enabled, "Score with the conditional penalty (base F1)");
     on_run(cmd, [o] {
       o->c.kind = verifier_kind_from_name(o->kind);

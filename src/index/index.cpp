@@ -73,6 +73,17 @@ class IndexImpl final : public Index {
     return tokens_->get(doc);
   }
 
+  std::vector<int32_t> token_ids(uint32_t doc) const override {
+    SIEVE_THROW_IF_NOT(encoder_ != nullptr, "token ids need the index's encoder (opened without one)");
+    EncodeOptions eo;
+    eo.max_length = encoder_->max_length();
+    std::vector<int32_t> ids = encoder_->tokenizer().encode(encoder_text(document(doc)), eo).ids;
+    const size_t stored = tokens_ ? tokens_->length(doc) : 0;
+    SIEVE_THROW_IF_NOT(ids.size() == stored, "document " << doc << " gives " << ids.size() << " tokens, the token store holds "
+                                                         << stored << " (damaged index)");
+    return ids;
+  }
+
   SearchResult search(const std::string& query, const SearchParams& p) const override {
     return std::move(search_batch({query}, p)[0]);
   }

@@ -27,6 +27,12 @@ TokenStore::TokenStore(const std::string& dir, const Manifest& m) : dim_(m.dim) 
   log_ = RecordLogReader(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
 }
 
+size_t TokenStore::length(size_t doc) const {
+  auto r = log_.record(doc);
+  SIEVE_THROW_IF_NOT(r.size % codec_->code_size() == 0, "token record " << doc << " is not a whole number of codes (damaged)");
+  return r.size / codec_->code_size();
+}
+
 TokenStates TokenStore::get(size_t doc) const {
   auto r = log_.record(doc);
   size_t cs = codec_->code_size();

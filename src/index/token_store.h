@@ -20,6 +20,8 @@ class TokenStore {
   size_t code_size() const { return codec_->code_size(); }
   /// Decodes document `doc`'s token states; rows are re-normalised to unit length.
   TokenStates get(size_t doc) const;
+  /// Number of token rows stored for document `doc` (without decoding them).
+  size_t length(size_t doc) const;
   void verify() const { log_.verify_data(); }
   const TokenCodec& codec() const { return *codec_; }
 

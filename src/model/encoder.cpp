@@ -112,6 +112,7 @@ class BertEncoder final : public Encoder {
           TokenStates& ts = out.tokens[order[start + r]];
           ts.length = len;
           ts.values.assign(sp + r * L * out.dim, sp + (r * L + len) * out.dim);
+          ts.ids = out.encodings[order[start + r]].ids;
         }
       }
     }

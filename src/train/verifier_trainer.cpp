@@ -30,6 +30,7 @@ using namespace train;
 // Token states of a batch of texts with masks: [B, L, d] and [B, L] (float).
 struct Side {
   at::Tensor states, mask;
+  at::Tensor ids;  ///< [B, L] int64 when the verifier reads token ids, else undefined
 };
 
 // Where a step's token states come from: a cache of the frozen encoder's outputs, or the
@@ -69,6 +70,7 @@ class CachedStates final : public TokenSource {
     for (const auto& t : texts) ptrs.push_back(&cache_.at(t));
     Side s;
     verify::pack_tokens(ptrs, dim_, max_tokens_, s.states, s.mask);
+    s.ids = verify::pack_ids(ptrs, max_tokens_, s.states.size(1));
     return s;
   }
 
@@ -86,6 +88,7 @@ class LiveStates final : public TokenSource {
     const int64_t L = std::min<int64_t>(b.ids.size(1), max_tokens_);
     s.states = enc_.states(b).narrow(1, 0, L);
     s.mask = b.mask.narrow(1, 0, L).to(at::kFloat);
+    s.ids = b.ids.narrow(1, 0, L).to(at::kLong).masked_fill(s.mask == 0, -1);
     return s;
   }
 
@@ -189,6 +192,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
 
   const size_t warmup = static_cast<size_t>(std::ceil(c.warmup_ratio * static_cast<double>(c.steps)));
   const auto B = static_cast<int64_t>(c.batch_size);
+  const bool with_ids = reads_token_ids(vm.config());
   Budget budget(c);
   Progress progress("train verifier", c.progress ? c.steps : 0);
   progress.add(state.step);
@@ -218,10 +222,18 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
       if (live) P.requires_grad_(true);
     }
     // S[i][k] = V(anchor i, positive k) for this rank's anchors: b x B maps in one batch.
-    verify::Maps all = verify::similarity_maps(a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0),
-                                               P.repeat({b, 1, 1}), Pm.repeat({b, 1}));
+    // Token ids for the exact-match channel travel like the masks (gathered with the positives).
+    at::Tensor Pid = p.ids;
+    if (with_ids && dp.active()) {
+      const int64_t L = p.states.size(1);
+      const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
+      Pid = dp.all_gather(at::constant_pad_nd(p.ids, {0, Lmax - L}, -1));
+    }
+    verify::Maps all = verify::similarity_maps(
+        a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0), P.repeat({b, 1, 1}), Pm.repeat({b, 1}),
+        with_ids ? a.ids.repeat_interleave(B, 0) : at::Tensor(), with_ids ? Pid.repeat({b, 1}) : at::Tensor());
     at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
-    at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask), false);
+    at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask, a.ids, n.ids), false);
     at::Tensor loss = verifier_infonce(S, neg, o.tau, begin, B);
     if (o.pointwise_weight > 0) {
       at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);

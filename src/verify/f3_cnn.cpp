@@ -7,7 +7,7 @@ namespace sieve::verify {
 F3CnnImpl::F3CnnImpl(const F3Options& o, int64_t map_size) : o_(o), size_(map_size) {
   convs_ = register_module("convs", torch::nn::ModuleList());
   norms_ = register_module("norms", torch::nn::ModuleList());
-  int64_t in = o.augmented ? 3 : 1;
+  int64_t in = phi_channels(o.augmented, o.exact_match);
   for (int b = 0; b < o.blocks; ++b) {
     int64_t out = static_cast<int64_t>(o.hidden) << b;
     convs_->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, o.kernel).padding(o.kernel / 2)));
@@ -20,7 +20,7 @@ F3CnnImpl::F3CnnImpl(const F3Options& o, int64_t map_size) : o_(o), size_(map_si
 }
 
 at::Tensor F3CnnImpl::forward(const Maps& m) {
-  at::Tensor x = phi(m, size_, o_.augmented, /*zero_invalid=*/false);
+  at::Tensor x = phi(m, size_, o_.augmented, /*zero_invalid=*/false, o_.exact_match);
   for (size_t b = 0; b < convs_->size(); ++b) {
     x = convs_[b]->as<torch::nn::Conv2d>()->forward(x);
     x = norms_[b]->as<torch::nn::BatchNorm2d>()->forward(x);

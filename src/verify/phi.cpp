@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "sieve/error.h"
+
 namespace sieve::verify {
 
 at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols) {
@@ -10,7 +12,7 @@ at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols) {
   return at::constant_pad_nd(y, {0, cols - y.size(2), 0, rows - y.size(1)}, 0.0);
 }
 
-at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid) {
+at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid, bool exact_match) {
   at::Tensor M = pad_to(m.M, rows, cols);
   at::Tensor P = pad_to(m.pair, rows, cols);
   at::Tensor x;
@@ -24,6 +26,11 @@ at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool z
     row = row.masked_fill(at::isinf(row), 0.0).expand_as(M);
     col = col.masked_fill(at::isinf(col), 0.0).expand_as(M);
     x = at::stack({M, row, col}, 1);
+  }
+  if (exact_match) {
+    SIEVE_THROW_IF_NOT(m.match.defined(),
+                       "this verifier reads token ids (its exact-match channel), and the token states carry none");
+    x = at::cat({x, pad_to(m.match, rows, cols).to(x.scalar_type()).unsqueeze(1)}, 1);
   }
   if (zero_invalid) x = x * P.unsqueeze(1);
   return x;

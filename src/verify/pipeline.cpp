@@ -66,8 +66,12 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   auto t0 = Clock::now();
   // Decoding is independent per candidate (Index accessors are thread-safe).
   std::vector<TokenStates> cands(r.hits.size());
+  const bool ids = reads_token_ids(verifier.config());
   parallel_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) cands[i] = index.tokens(r.hits[i].doc);
+    for (size_t i = begin; i < end; ++i) {
+      cands[i] = index.tokens(r.hits[i].doc);
+      if (ids) cands[i].ids = index.token_ids(r.hits[i].doc);
+    }
   });
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;

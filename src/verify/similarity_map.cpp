@@ -9,7 +9,8 @@
 
 namespace sieve::verify {
 
-Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Tensor& C, const at::Tensor& c_mask) {
+Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Tensor& C, const at::Tensor& c_mask,
+                     const at::Tensor& q_ids, const at::Tensor& c_ids) {
   SIEVE_ASSERT(Q.dim() == 3 && C.dim() == 3 && Q.size(0) == C.size(0) && Q.size(2) == C.size(2));
   // Zero rows (padding) stay zero: their norm is clamped rather than divided by zero.
   at::Tensor qn = Q / Q.norm(2, -1, true).clamp_min(1e-12);
@@ -19,7 +20,28 @@ Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Te
   m.c_mask = c_mask.to(Q.scalar_type());
   m.pair = m.q_mask.unsqueeze(2) * m.c_mask.unsqueeze(1);
   m.M = at::bmm(qn, cn.transpose(1, 2)) * m.pair;
+  if (q_ids.defined() && c_ids.defined()) m.match = match_map(q_ids, c_ids, m.pair);
   return m;
+}
+
+at::Tensor match_map(const at::Tensor& q_ids, const at::Tensor& c_ids, const at::Tensor& pair) {
+  SIEVE_ASSERT(q_ids.dim() == 2 && c_ids.dim() == 2 && pair.dim() == 3 && q_ids.size(0) == pair.size(0) &&
+               c_ids.size(0) == pair.size(0) && q_ids.size(1) == pair.size(1) && c_ids.size(1) == pair.size(2));
+  return (q_ids.unsqueeze(2) == c_ids.unsqueeze(1)).to(pair.scalar_type()) * pair;
+}
+
+at::Tensor pack_ids(const std::vector<const TokenStates*>& states, size_t max_tokens, int64_t len) {
+  const int64_t B = static_cast<int64_t>(states.size());
+  at::Tensor out = at::full({B, len}, -1, at::kLong);
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    const TokenStates& t = *states[b];
+    const int64_t rows = std::min<int64_t>(len, static_cast<int64_t>(std::min(t.length, max_tokens)));
+    if (rows == 0) continue;
+    if (t.ids.size() != t.length) return {};
+    std::copy(t.ids.begin(), t.ids.begin() + rows, o + b * len);
+  }
+  return out;
 }
 
 void pack_tokens(const std::vector<const TokenStates*>& states, size_t dim, size_t max_tokens, at::Tensor& out,
@@ -82,6 +104,8 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
     std::fill(cm + b * n, cm + b * n + std::min<int64_t>(n, static_cast<int64_t>(candidates[b]->length)), 1.f);
   maps.pair = maps.q_mask.unsqueeze(2) * maps.c_mask.unsqueeze(1);
   maps.M = (Mt * inv).transpose(1, 2).contiguous() * maps.pair;
+  at::Tensor q_ids = pack_ids({&query}, max_tokens, m), c_ids = pack_ids(candidates, max_tokens, n);
+  if (q_ids.defined() && c_ids.defined()) maps.match = match_map(q_ids.expand({B, m}), c_ids, maps.pair);
   return maps;
 }
 

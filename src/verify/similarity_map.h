@@ -15,18 +15,29 @@ struct Maps {
   at::Tensor pair;    ///< [B, m, n] float, q_mask_i * c_mask_j
   at::Tensor q_mask;  ///< [B, m] float
   at::Tensor c_mask;  ///< [B, n] float
+  at::Tensor match;   ///< [B, m, n] float, 1 at valid pairs of equal token ids; undefined when ids are unknown
 };
 
 /// M = normalize(Q) normalize(C)^T over the last dimension, batched; Q [B, m, d], C [B, n, d],
-/// masks [B, m] and [B, n] (1 = real token). Differentiable.
-Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Tensor& C, const at::Tensor& c_mask);
+/// masks [B, m] and [B, n] (1 = real token). Differentiable. With token ids ([B, m] and [B, n]
+/// integers) also the exact-match map.
+Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Tensor& C, const at::Tensor& c_mask,
+                     const at::Tensor& q_ids = {}, const at::Tensor& c_ids = {});
+
+/// E_bij = [q_ids_bi == c_ids_bj] * pair_bij: [B, m] and [B, n] integer ids, pair [B, m, n].
+at::Tensor match_map(const at::Tensor& q_ids, const at::Tensor& c_ids, const at::Tensor& pair);
+
+/// The ids of the states' leading rows (at most max_tokens, padded with -1 to `len` columns) as
+/// [B, len] int64, or an undefined tensor when any of them carries no ids.
+at::Tensor pack_ids(const std::vector<const TokenStates*>& states, size_t max_tokens, int64_t len);
 
 /// Packs token states (rows of `dim` floats) into a zero-padded [B, max_len, dim] tensor and a
 /// [B, max_len] mask, keeping at most `max_tokens` leading rows of each.
 void pack_tokens(const std::vector<const TokenStates*>& states, size_t dim, size_t max_tokens, at::Tensor& out,
                  at::Tensor& mask);
 
-/// The maps of one query against K candidates (the query repeated along the batch).
+/// The maps of one query against K candidates (the query repeated along the batch); the match
+/// map too when the query and every candidate carry token ids.
 Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>& candidates, size_t dim,
                 size_t max_tokens);
 

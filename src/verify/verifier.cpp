@@ -23,11 +23,14 @@ namespace {
 using namespace sieve::verify;
 
 constexpr const char* kMetadataKey = "sieve_verifier";
-constexpr int kVerifierFormatVersion = 1;
+// Version 2 adds the exact-match channel; a file without it is still written as version 1, so
+// that older readers keep reading what they can.
+constexpr int kVerifierFormatVersion = 2;
 
 nlohmann::json config_to_json(const VerifierConfig& c) {
+  const bool v2 = reads_token_ids(c);
   nlohmann::json j = {
-      {"format_version", kVerifierFormatVersion},
+      {"format_version", v2 ? kVerifierFormatVersion : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -40,13 +43,18 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
       {"penalty", {{"enabled", c.penalty.enabled}, {"beta", c.penalty.beta}, {"tau_p", c.penalty.tau_p}}},
   };
   if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
+  if (v2) {
+    j["f3"]["exact_match"] = c.f3.exact_match;
+    j["f4"]["exact_match"] = c.f4.exact_match;
+  }
   return j;
 }
 
 VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what) {
   try {
-    SIEVE_THROW_IF_NOT(j.value("format_version", 0) == kVerifierFormatVersion,
-                       what << ": verifier format version " << j.value("format_version", 0) << "; this sieve reads "
+    const int version = j.value("format_version", 0);
+    SIEVE_THROW_IF_NOT(version >= 1 && version <= kVerifierFormatVersion,
+                       what << ": verifier format version " << version << "; this sieve reads 1 to "
                             << kVerifierFormatVersion);
     VerifierConfig c;
     c.kind = verifier_kind_from_name(j.at("kind").get<std::string>());
@@ -59,6 +67,8 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
     c.f3 = {f3.at("hidden"), f3.at("kernel"), f3.at("blocks"), f3.at("mlp_hidden"), f3.at("augmented"), f3.at("dropout")};
     const auto& f4 = j.at("f4");
     c.f4 = {f4.at("width"), f4.at("layers"), f4.at("heads"), f4.at("ff"), f4.at("patch"), f4.at("augmented"), f4.at("dropout")};
+    c.f3.exact_match = f3.value("exact_match", false);
+    c.f4.exact_match = f4.value("exact_match", false);
     const auto& p = j.at("penalty");
     c.penalty = {p.at("enabled"), p.at("beta"), p.at("tau_p")};
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
@@ -186,6 +196,10 @@ void VerifierModule::load_weights(const SafetensorsFile& f) {
 }
 
 }  // namespace verify
+
+bool reads_token_ids(const VerifierConfig& c) {
+  return (c.kind == VerifierKind::F3 && c.f3.exact_match) || (c.kind == VerifierKind::F4 && c.f4.exact_match);
+}
 
 const char* verifier_kind_name(VerifierKind k) {
   static const char* const kNames[] = {"F0", "F1", "F2", "F3", "F4"};

@@ -404,14 +404,16 @@ TEST(VerifierTraining, EndToEndChangesTheEncoderAndNamesIt) {
 }
 
 TEST(VerifierTraining, TwoProcessDataParallelGradientsEqualOneProcess) {
-  // F4 frozen (with and without the pointwise term, whose rows are the rank's share) and F1 end
-  // to end, batch 8 split 4 + 4 over two processes, no dropout: the summed gradients (verifier
-  // and encoder) equal one process's.
+  // F4 frozen (with and without the pointwise term, whose rows are the rank's share), F1 end to
+  // end, and F4 with the exact-match channel (token ids gathered with the positives) both ways,
+  // batch 8 split 4 + 4 over two processes, no dropout: the summed gradients (verifier and
+  // encoder) equal one process's.
   std::string dir = test::make_temp_dir("train_ver_dp");
   write_fixture_model(dir + "/model", test::tiny_model_options(12));
   std::string data = write_swaps(dir, 24, 6);
   for (std::string mode :
-       {"--kind F4 --regime frozen", "--kind F4 --regime frozen --pointwise-weight 1", "--kind F1 --regime end-to-end"}) {
+       {"--kind F4 --regime frozen", "--kind F4 --regime frozen --pointwise-weight 1", "--kind F1 --regime end-to-end",
+        "--kind F4 --regime frozen --exact-match", "--kind F4 --regime end-to-end --exact-match"}) {
     const std::string base = test::cli_path() + " train verifier -m " + dir + "/model --train " + data + " " + mode +
                              " --max-tokens 16 --f4-width 16 --f4-heads 2 --steps 2 --batch-size 8 --dropout 0"
                              " --verifier-dropout 0 --threads 1";

@@ -164,5 +164,55 @@ TEST(Pipeline, VerifiesReranksAndGatesStageOneHits) {
   for (size_t i = 0; i < cos.size(); ++i) EXPECT_NEAR(cos[i].verifier_score, stage1.hits[i].score, 1e-5);
 }
 
+TEST(Pipeline, ExactMatchVerifierGetsTheDocumentsTokenIds) {
+  std::string dir = test::make_temp_dir("pipeline_em");
+  std::string model = dir + "/model";
+  write_fixture_model(model, test::tiny_model_options());
+  const char* texts[] = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat"};
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 4; ++i) f << "d" << i << "\t" << texts[i] << "\n";
+  }
+  build_index(model, dir + "/c.tsv", dir + "/ix");
+  auto index = Index::open(dir + "/ix");
+  auto enc = Encoder::load(model);
+  EncodeCall call;
+  call.token_states = true;
+  std::vector<std::string> all = {"the dog bit the man"};
+  for (const char* t : texts) all.push_back(t);
+  Embeddings e = enc->encode(all, call);
+  for (uint32_t doc = 0; doc < 4; ++doc) {
+    const size_t i = std::stoul(index->document(doc).id.substr(1)) + 1;
+    // The ids the encoder saw for this text (the vocabulary's, through its own tokenizer call).
+    EXPECT_EQ(index->token_ids(doc), e.encodings[i].ids);
+    EXPECT_EQ(e.tokens[i].ids, e.encodings[i].ids);
+    EXPECT_EQ(index->token_ids(doc).size(), index->tokens(doc).length);
+    EXPECT_TRUE(index->tokens(doc).ids.empty());  // the store keeps states only
+  }
+  VerifierConfig c;
+  c.kind = VerifierKind::F4;
+  c.encoder_dim = enc->dim();
+  c.encoder_identity = index->stats().model_identity;
+  c.f4.exact_match = true;
+  auto v = Verifier::create(c, 5);
+  PipelineParams pp;
+  pp.candidates = 4;
+  pp.k = 4;
+  pp.rerank = false;
+  auto kept = search_verified(*index, *v, all[0], pp);
+  ASSERT_EQ(kept.size(), 4u);
+  for (const auto& h : kept) {
+    const size_t i = std::stoul(h.hit.id.substr(1)) + 1;
+    // Against the fp32 states with the encoder's ids (the stored ones are SQ8-compressed).
+    EXPECT_NEAR(h.verifier_score, v->score(e.tokens[0], {&e.tokens[i]})[0], 0.02) << h.hit.id;
+  }
+  TokenStates bare = index->tokens(0);
+  test::expect_error([&] { v->score(e.tokens[0], {&bare}); }, "token ids");
+  IndexOpenOptions bare_open;
+  bare_open.load_encoder = false;
+  auto no_encoder = Index::open(dir + "/ix", bare_open);
+  test::expect_error([&] { no_encoder->token_ids(0); }, "encoder");
+}
+
 }  // namespace
 }  // namespace sieve
