@@ -218,7 +218,7 @@ void register_aggregate(CLI::App* group) {
 void register_paraphrase_sets(CLI::App* group) {
   struct Opts {
     eval::ParaphraseSetOptions p;
-    std::string out, positives = "synonym,passive,contraction,coordination,possessive,adverb_move";
+    std::string out, positives = "synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym";
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(

@@ -26,7 +26,7 @@ void register_nearmiss(CLI::App& app) {
   cmd->add_option("--source", o->source, "Instead of --in: wordnet-examples or wordnet-glosses (installed with WordNet)")
       ->check(CLI::IsMember({"wordnet-examples", "wordnet-glosses"}));
   cmd->add_option("--kinds", o->kinds,
-                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move")
+                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move, determiner, negated_antonym")
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output: CSV (sentence1,sentence2,category), .tsv, or .jsonl")->required();
   cmd->add_option("--layout", o->layout, "pairs or triplets (anchor,positive,negative,category)")

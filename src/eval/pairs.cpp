@@ -60,6 +60,7 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 const std::vector<std::string>& default_positive_categories() {
   static const std::vector<std::string> names = {
       "synonym",         "passive",         "contraction",    "coordination", "possessive", "adverb_move",
+      "determiner",      "negated_antonym",
       "paws_paraphrase", "mrpc_paraphrase", "sts_paraphrase", "paraphrase",   "positive",   "entailment"};
   return names;
 }

@@ -13,7 +13,7 @@ struct SentencePair {
 
 /// Categories that mark a positive (meaning-preserving) pair when a command is not told otherwise:
 /// the near-miss generator's rewrite kinds (synonym, passive, contraction, coordination,
-/// possessive, adverb_move), the paraphrase sets' positives (paws_paraphrase, mrpc_paraphrase,
+/// possessive, adverb_move, determiner, negated_antonym), the paraphrase sets' positives (paws_paraphrase, mrpc_paraphrase,
 /// sts_paraphrase) and the generic paraphrase, positive, entailment.
 const std::vector<std::string>& default_positive_categories();
 /// The same, comma-separated (for option defaults).

@@ -25,8 +25,9 @@ struct ParaphraseSetOptions {
   /// (`sieve nearmiss generate --layout pairs`); they join the mixed set's evaluation part only.
   std::string generated;
   /// Categories of `generated` that are meaning-preserving rewrites (label 1); others are near-misses.
-  std::vector<std::string> generated_positive = {"synonym",      "passive",    "contraction",
-                                                 "coordination", "possessive", "adverb_move"};
+  std::vector<std::string> generated_positive = {"synonym",    "passive",     "contraction",
+                                                 "coordination", "possessive", "adverb_move",
+                                                 "determiner", "negated_antonym"};
   double eval_fraction = 0.5;          ///< share of components that go to the evaluation part
   uint64_t seed = 0;                   ///< mixed into the component hash (0 = the documented split)
   double sts_min_score = 4.6;          ///< STS-B pairs at or above this score are paraphrases

@@ -313,6 +313,38 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
     case Kind::AdverbMove:
       d.intended = d.shape == "move";
       break;
+    case Kind::Determiner:
+      // B is A with one rule applied at one place ("all the" -> "all of the" diffs as an insertion).
+      for (const auto& r : determiner_rules()) {
+        const Words from = diff_words(r.first), to = diff_words(r.second);
+        for (size_t i = 0; i + from.size() <= A.size() && !d.intended; ++i) {
+          if (!std::equal(from.begin(), from.end(), A.begin() + static_cast<std::ptrdiff_t>(i))) continue;
+          Words c(A.begin(), A.begin() + static_cast<std::ptrdiff_t>(i));
+          c.insert(c.end(), to.begin(), to.end());
+          c.insert(c.end(), A.begin() + static_cast<std::ptrdiff_t>(i + from.size()), A.end());
+          d.intended = c == B;
+        }
+      }
+      break;
+    case Kind::NegatedAntonym:
+      // [not X] -> [Y] (after a copula or modal), or [do-form not X] -> [Y inflected as the do-form].
+      if ((d.shape == "replace" || d.shape == "replace1") && b.size() == 1 && a.size() >= 2 && a.size() <= 3 &&
+          is_neg_token(a[a.size() - 2]) && a[a.size() - 2] != "never") {
+        const std::string& x = a.back();
+        if (a.size() == 2) {
+          for (const auto* pairs : {&complementary_adjectives(), &complementary_verbs()})
+            for (const auto& pr : *pairs)
+              if (pr.first == x && pr.second == b[0] && lexical_relation(x, b[0], true, lex)) d.intended = true;
+        } else if (is_do(a[0])) {
+          for (const auto& pr : complementary_verbs()) {
+            if (pr.first != x) continue;
+            const std::string form = a[0] == "did" ? lex.verb_past(pr.second)
+                                     : a[0] == "does" ? lex.verb_third_person(pr.second) : pr.second;
+            if (form == b[0] && lexical_relation(x, pr.second, true, lex)) d.intended = true;
+          }
+        }
+      }
+      break;
   }
   return d;
 }

@@ -60,6 +60,42 @@ const std::vector<SpatialRule>& spatial_rules() {
 }
 
 
+const std::vector<std::pair<std::string, std::string>>& determiner_rules() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"every", "each"},          {"each", "every"},          {"all the", "all of the"}, {"all of the", "all the"},
+      {"both the", "both of the"}, {"both of the", "both the"}, {"a lot of", "lots of"},  {"lots of", "a lot of"}};
+  return v;
+}
+
+namespace {
+// Both directions of each pair.
+std::vector<std::pair<std::string, std::string>> both_ways(
+    std::initializer_list<std::pair<const char*, const char*>> pairs) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const auto& p : pairs) {
+    v.emplace_back(p.first, p.second);
+    v.emplace_back(p.second, p.first);
+  }
+  return v;
+}
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& complementary_adjectives() {
+  static const auto v = both_ways({{"dead", "alive"},         {"absent", "present"},     {"possible", "impossible"},
+                                   {"legal", "illegal"},      {"visible", "invisible"},  {"correct", "incorrect"},
+                                   {"true", "false"},         {"complete", "incomplete"}, {"asleep", "awake"},
+                                   {"equal", "unequal"},      {"married", "unmarried"},  {"finite", "infinite"},
+                                   {"mortal", "immortal"},    {"literate", "illiterate"}, {"legitimate", "illegitimate"},
+                                   {"open", "closed"},        {"same", "different"},     {"guilty", "innocent"},
+                                   {"necessary", "unnecessary"}, {"audible", "inaudible"}});
+  return v;
+}
+
+const std::vector<std::pair<std::string, std::string>>& complementary_verbs() {
+  static const auto v = both_ways({{"forget", "remember"}, {"fail", "succeed"}});
+  return v;
+}
+
 namespace {
 
 using Words = std::vector<std::string>;
@@ -73,7 +109,8 @@ const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap
                            {Kind::Antonym, "antonym"},           {Kind::Synonym, "synonym"},
                            {Kind::Passive, "passive"},           {Kind::Contraction, "contraction"},
                            {Kind::Coordination, "coordination"}, {Kind::Possessive, "possessive"},
-                           {Kind::AdverbMove, "adverb_move"},    {Kind::PassiveRoleSwap, "passive_role_swap"}};
+                           {Kind::AdverbMove, "adverb_move"},    {Kind::PassiveRoleSwap, "passive_role_swap"},
+                           {Kind::Determiner, "determiner"},     {Kind::NegatedAntonym, "negated_antonym"}};
 
 bool starts_upper(const std::string& w) { return !w.empty() && std::isupper(static_cast<unsigned char>(w[0])); }
 
@@ -1338,6 +1375,106 @@ void adverb_move_candidates(const Sentence& s, const Lexicon& lex, std::vector<S
   }
 }
 
+// ---- determiner -------------------------------------------------------------------------------
+
+void determiner_candidates(const Sentence& s, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  // "each other", "every so often", "every now and then", "each of": idioms or pronouns.
+  static const std::set<std::string> kNotAfterEach = {"other", "so", "now", "once", "of", "and", "or"};
+  for (size_t i = 0; i < t.size(); ++i) {
+    for (const auto& [from_text, to_text] : determiner_rules()) {
+      Words from = split_words(from_text);
+      const size_t e = i + from.size();
+      if (e >= t.size()) continue;  // a noun phrase must follow
+      bool match = true;
+      for (size_t k = 0; k < from.size(); ++k)
+        if (lower(t[i + k].text) != from[k]) match = false;
+      if (!match) continue;
+      const Tag next = t[e].tag;
+      if (from_text == "every" || from_text == "each") {
+        if (!(next == Tag::Noun || next == Tag::Adj) || kNotAfterEach.count(lower(t[e].text))) continue;
+        if (i > 0 && (t[i - 1].tag == Tag::Det || t[i - 1].tag == Tag::Poss)) continue;  // "his every move"
+      } else if (!(next == Tag::Noun || next == Tag::Adj || next == Tag::Num || next == Tag::Det ||
+                   next == Tag::Poss || next == Tag::Quant)) {
+        continue;
+      }
+      // Not a longer determiner or an idiom: "all the more", "all the same", "all the way".
+      const std::string after = lower(t[e].text);
+      if (after == "more" || after == "same" || after == "way") continue;
+      Sentence r = s;
+      Words to = split_words(to_text);
+      std::vector<Token> repl;
+      for (size_t k = 0; k < to.size(); ++k)
+        repl.push_back(make_token(k == 0 ? case_like(t[i].text, to[k]) : to[k], k == 0 ? t[i].space_before : " ",
+                                  k == 0 ? t[i].tag : (to[k] == "of" ? Tag::Prep : Tag::Det)));
+      r.tokens.erase(r.tokens.begin() + static_cast<std::ptrdiff_t>(i), r.tokens.begin() + static_cast<std::ptrdiff_t>(e));
+      r.tokens.insert(r.tokens.begin() + static_cast<std::ptrdiff_t>(i), repl.begin(), repl.end());
+      out.push_back(r);
+    }
+  }
+}
+
+// ---- negated antonym ---------------------------------------------------------------------------
+
+// The complementary antonym of `w` (a base form) from `pairs`, when WordNet agrees; else "".
+std::string complement_of(const std::string& w, Pos p, const std::vector<std::pair<std::string, std::string>>& pairs,
+                          const Lexicon& lex) {
+  for (const auto& [x, y] : pairs) {
+    if (x != w) continue;
+    for (const auto& a : lex.antonyms(x, p))
+      if (lower(a) == y) return y;
+  }
+  return "";
+}
+
+bool clause_ends(const Sentence& s, size_t e) {
+  return e >= s.tokens.size() || s.tokens[e].tag == Tag::Punct || s.tokens[e].tag == Tag::Conj;
+}
+
+void negated_antonym_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  for (size_t i = 1; i + 1 < t.size(); ++i) {
+    const std::string neg = lower(t[i].text);
+    if (t[i].tag != Tag::Neg || (neg != "not" && neg != "n't")) continue;
+    const Tag aux = t[i - 1].tag;
+    const std::string word = lower(t[i + 1].text);
+    Sentence r = s;
+    if (aux == Tag::Be) {
+      // "is not dead" -> "is alive": a predicative adjective that ends its clause.
+      if (t[i + 1].tag != Tag::Adj || !clause_ends(s, i + 2)) continue;
+      const std::string y = complement_of(word, Pos::Adj, complementary_adjectives(), lex);
+      if (y.empty()) continue;
+      r.tokens[i + 1].text = case_like(t[i + 1].text, y);
+      r.tokens.erase(r.tokens.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (aux == Tag::Do || (aux == Tag::Modal && neg == "not")) {
+      // "did not forget" -> "remembered", "will not forget" -> "will remember".
+      if (!lex.has(word, Pos::Verb)) continue;
+      const std::string y = complement_of(word, Pos::Verb, complementary_verbs(), lex);
+      if (y.empty()) continue;
+      // "fail" / "succeed" take different objects ("fail the test", "succeed in"): only where
+      // the clause ends, or "succeed in" -> "fail in".
+      if ((word == "fail" || word == "succeed") && !clause_ends(s, i + 2) &&
+          !(word == "succeed" && lower(t[i + 2].text) == "in"))
+        continue;
+      std::string form = y;
+      const std::string d = lower(t[i - 1].text);
+      if (aux == Tag::Do) form = d == "did" ? lex.verb_past(y) : d == "does" ? lex.verb_third_person(y) : y;
+      if (form.empty()) continue;
+      r.tokens[i + 1].text = form;
+      if (aux == Tag::Do) {
+        r.tokens[i + 1].space_before = t[i - 1].space_before;
+        r.tokens[i + 1].text = case_like(t[i - 1].text, form);
+        r.tokens.erase(r.tokens.begin() + static_cast<std::ptrdiff_t>(i - 1), r.tokens.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      } else {
+        r.tokens.erase(r.tokens.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    } else {
+      continue;
+    }
+    out.push_back(r);
+  }
+}
+
 // ---- input guards ------------------------------------------------------------------------------
 
 bool acceptable_input(const std::string& text, const Sentence& s, const PerturbOptions& o) {
@@ -1418,6 +1555,10 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
     case Kind::Possessive: possessive_candidates(s, lex_, cands); break;
     case Kind::AdverbMove:
       if (!is_question(s)) adverb_move_candidates(s, lex_, cands);
+      break;
+    case Kind::Determiner: determiner_candidates(s, cands); break;
+    case Kind::NegatedAntonym:
+      if (!is_question(s)) negated_antonym_candidates(s, lex_, cands);
       break;
     case Kind::PassiveRoleSwap: break;  // composed of two kinds above
   }

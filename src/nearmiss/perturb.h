@@ -29,18 +29,26 @@ enum class Kind {
   AdverbMove /*positive*/,
   /// A role swap that looks like a paraphrase: the passive of the role-swapped sentence ("the dog
   /// bit the man" -> "the dog was bitten by the man"); the subject stays first, as in the source.
-  PassiveRoleSwap
+  PassiveRoleSwap,
+  /// A determiner rewrite that keeps the meaning ("every" <-> "each", "all the" <-> "all of the",
+  /// "both the" <-> "both of the", "a lot of" <-> "lots of").
+  Determiner /*positive*/,
+  /// A negated word replaced by its complementary antonym ("is not dead" -> "is alive", "did not
+  /// forget" -> "remembered"), only for pairs that WordNet lists as antonyms and that leave no
+  /// middle ground (a fixed list: not "not hot" -> "cold").
+  NegatedAntonym /*positive*/
 };
 
 /// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive",
-/// "contraction", "coordination", "possessive", "adverb_move".
+/// "contraction", "coordination", "possessive", "adverb_move", "passive_role_swap", "determiner",
+/// "negated_antonym".
 const char* kind_name(Kind k);
 
 /// True for the meaning-preserving kinds (synonym, passive, contraction, coordination, possessive,
-/// adverb_move), false for the structural near-misses.
+/// adverb_move, determiner, negated_antonym), false for the structural near-misses.
 inline bool is_positive(Kind k) {
   return k == Kind::Synonym || k == Kind::Passive || k == Kind::Contraction || k == Kind::Coordination ||
-         k == Kind::Possessive || k == Kind::AdverbMove;
+         k == Kind::Possessive || k == Kind::AdverbMove || k == Kind::Determiner || k == Kind::NegatedAntonym;
 }
 
 /// Inverse of kind_name; throws sieve::Error listing the valid names.
@@ -80,7 +88,13 @@ class Perturber {
   ///    for a plural in -s), for "the X of the Y" with common nouns, not partitives, measures,
   ///    parts or nouns whose "of" is their object ("the fear of the dark");
   ///  - adverb_move (a positive): a manner adverb from a fixed list moved between the verb and the
-  ///    end of a simple clause ("she quickly opened the door" <-> "she opened the door quickly").
+  ///    end of a simple clause ("she quickly opened the door" <-> "she opened the door quickly");
+  ///  - determiner (a positive): "every" <-> "each" before a noun phrase (not "each other", "every
+  ///    so often"), "all the" <-> "all of the", "both the" <-> "both of the", "a lot of" <-> "lots of";
+  ///  - negated_antonym (a positive): "is not dead" -> "is alive" (a predicative adjective that
+  ///    ends its clause) and "did not forget" -> "remembered", "will not forget" -> "will
+  ///    remember" (fail/succeed only without an object), for the complementary pairs of
+  ///    perturb_tables.h that WordNet lists as antonyms; not in questions.
   std::optional<std::string> apply(const std::string& sentence, Kind k, std::mt19937_64& rng) const;
 
  private:
@@ -109,7 +123,9 @@ class Perturber {
 /// antonym / synonym of the word (any sense, any part of speech); passive: b has exactly a's words
 /// with the verb replaced by a form of "be", its past participle and "by"; contraction: the
 /// "contraction" shape; coordination: "X and Y" -> "Y and X" (X != Y, the rest unchanged);
-/// possessive: the "possessive" shape; adverb_move: "move" of an -ly adverb.
+/// possessive: the "possessive" shape; adverb_move: "move" of an -ly adverb; determiner: a
+/// replace(1) by a rule of determiner_rules(); negated_antonym: "not X" -> "Y" or "do-form not X"
+/// -> Y in the do-form's inflection, for a complementary pair WordNet lists as antonyms.
 struct DiffCheck {
   std::string shape;
   bool intended = false;

@@ -21,4 +21,12 @@ struct SpatialRule {
 /// The spatial pairs (each direction listed).
 const std::vector<SpatialRule>& spatial_rules();
 
+/// Determiner rewrites that keep the meaning (each direction listed), as lower-case word strings.
+const std::vector<std::pair<std::string, std::string>>& determiner_rules();
+/// Complementary antonyms (no middle ground: "not X" means Y), each direction listed; a pair is
+/// used only when WordNet also lists it as an antonym pair. Adjectives after a copula, verbs
+/// after do-support or a modal.
+const std::vector<std::pair<std::string, std::string>>& complementary_adjectives();
+const std::vector<std::pair<std::string, std::string>>& complementary_verbs();
+
 }  // namespace sieve::nearmiss
