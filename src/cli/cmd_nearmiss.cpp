@@ -1,10 +1,13 @@
 // `sieve nearmiss generate`: typed structural near-misses of sentences (docs/nearmiss.md).
+#include <array>
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "eval/pairs.h"
 #include "nearmiss/generate.h"
 #include "sieve/error.h"
 
@@ -19,12 +22,24 @@ void register_nearmiss(CLI::App& app) {
     uint64_t seed = 42;
     size_t max_inputs = 0, max_per_category = 0;
     bool reversed = false;
+    std::string paraphrases, paraphrase_category;
+    double min_overlap = 0;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand("generate", "Perturb each input sentence by each kind; write pairs or identity triplets");
   cmd->add_option("--in", o->in, "Sentences, one per line ('-' = stdin)");
   cmd->add_option("--source", o->source, "Instead of --in: wordnet-examples or wordnet-glosses (installed with WordNet)")
       ->check(CLI::IsMember({"wordnet-examples", "wordnet-glosses"}));
+  cmd->add_option("--paraphrases", o->paraphrases,
+                  "Instead of --in: given paraphrase pairs (.jsonl anchor/positive/category as `sieve corpus build` "
+                  "writes pairs.jsonl, .tsv or .csv sentence1/sentence2/category); each first sentence is perturbed and "
+                  "the triplets pair its near-misses with its given paraphrases (category KIND+CATEGORY)");
+  cmd->add_option("--paraphrase-category", o->paraphrase_category,
+                  "With --paraphrases: keep only pairs of this category (e.g. definition_definition)");
+  cmd->add_option("--min-overlap", o->min_overlap,
+                  "With --paraphrases: keep only pairs sharing at least this share of their distinct words (Jaccard)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--kinds", o->kinds,
                   "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move, determiner, negated_antonym")
       ->capture_default_str();
@@ -41,7 +56,10 @@ void register_nearmiss(CLI::App& app) {
                 "Triplets: also each rewrite as the anchor, the sentence as its positive (category ..._reversed)");
   cmd->add_option("--wordnet", o->wordnet, "WordNet 3.0 database directory")->capture_default_str();
   on_run(cmd, [o] {
-    SIEVE_THROW_IF_NOT(o->in.empty() != o->source.empty(), "give exactly one of --in FILE and --source NAME");
+    SIEVE_THROW_IF_NOT(int(!o->in.empty()) + int(!o->source.empty()) + int(!o->paraphrases.empty()) == 1,
+                       "give exactly one of --in FILE, --source NAME and --paraphrases FILE");
+    SIEVE_THROW_IF_NOT(o->paraphrases.empty() || o->layout == "triplets",
+                       "--paraphrases makes triplets: add --layout triplets");
     std::vector<nearmiss::Kind> kinds;
     std::stringstream ks(o->kinds);
     for (std::string k; std::getline(ks, k, ',');)
@@ -51,7 +69,21 @@ void register_nearmiss(CLI::App& app) {
                        "WordNet is not installed in '" << o->wordnet << "' (apt install wordnet-base)");
     auto lex = nearmiss::Lexicon::load(o->wordnet);
     std::vector<std::string> sentences;
-    if (!o->source.empty()) {
+    std::vector<std::array<std::string, 3>> given;
+    if (!o->paraphrases.empty()) {
+      std::set<std::string> kept;  // the first sentences read (at most --max-inputs of them)
+      for (auto& p : eval::read_pairs(o->paraphrases)) {
+        if (!o->paraphrase_category.empty() && p.category != o->paraphrase_category) continue;
+        if (p.sentence1 == p.sentence2 || nearmiss::word_overlap(p.sentence1, p.sentence2) < o->min_overlap) continue;
+        if (!kept.count(p.sentence1)) {
+          if (o->max_inputs && sentences.size() >= o->max_inputs) continue;
+          kept.insert(p.sentence1);
+          sentences.push_back(p.sentence1);
+        }
+        given.push_back({p.sentence1, p.sentence2, p.category});
+      }
+      SIEVE_THROW_IF_NOT(!sentences.empty(), "'" << o->paraphrases << "' has no pair that passes the filters");
+    } else if (!o->source.empty()) {
       sentences = o->source == "wordnet-examples" ? lex->example_sentences(o->max_inputs) : lex->glosses(o->max_inputs);
     } else {
       std::ifstream file;
@@ -68,6 +100,7 @@ void register_nearmiss(CLI::App& app) {
     }
     nearmiss::GenerateReport report;
     auto rows = nearmiss::generate(sentences, kinds, o->seed, *lex, &report);
+    if (!given.empty()) rows = nearmiss::add_given_paraphrases(rows, given);
     const size_t written = nearmiss::write_nearmisses(
         o->out, rows, o->layout == "pairs" ? nearmiss::Layout::Pairs : nearmiss::Layout::Triplets, o->max_per_category,
         o->reversed);

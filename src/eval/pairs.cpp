@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sieve/error.h"
 
@@ -71,9 +72,54 @@ std::string default_positive_categories_list() {
   return out;
 }
 
+namespace {
+
+const std::initializer_list<const char*> kSentence1 = {"sentence1", "premise", "anchor", "query", "original", "text1"};
+const std::initializer_list<const char*> kSentence2 = {"sentence2", "hypothesis", "candidate", "near_miss",
+                                                       "negative",  "text2",      "positive"};
+const std::initializer_list<const char*> kLabel = {"label", "score", "is_same"};
+
+// JSON lines: one object per line, keys as the column names (first match in each list).
+std::vector<SentencePair> read_pairs_jsonl(std::istream& in, const std::string& path) {
+  auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  auto field = [&](const nlohmann::json& j, std::initializer_list<const char*> names, std::string& out) {
+    for (const char* n : names)
+      if (j.contains(n)) {
+        out = text(j.at(n));
+        return true;
+      }
+    return false;
+  };
+  std::vector<SentencePair> pairs;
+  std::string line;
+  for (size_t line_no = 1; std::getline(in, line); ++line_no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      SIEVE_THROW(path << ":" << line_no << ": not a JSON object: " << e.what());
+    }
+    SIEVE_THROW_IF_NOT(j.is_object(), path << ":" << line_no << ": not a JSON object");
+    SentencePair p;
+    SIEVE_THROW_IF_NOT(field(j, kSentence1, p.sentence1) && field(j, kSentence2, p.sentence2),
+                       path << ":" << line_no << ": needs a sentence1 and a sentence2 field (or anchor/positive, "
+                            << "premise/hypothesis, ...)");
+    field(j, {"category"}, p.category);
+    field(j, kLabel, p.label);
+    pairs.push_back(std::move(p));
+  }
+  return pairs;
+}
+
+}  // namespace
+
 std::vector<SentencePair> read_pairs(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   SIEVE_THROW_IF_NOT(in.is_open(), "cannot open pairs file '" << path << "'");
+  if (path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0) return read_pairs_jsonl(in, path);
   const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
   std::string line;
   size_t line_no = 0;
@@ -92,10 +138,10 @@ std::vector<SentencePair> read_pairs(const std::string& path) {
     if (!line.empty()) header = split(line);
   }
   SIEVE_THROW_IF_NOT(!header.empty(), path << ": empty file (a header row is required)");
-  int s1 = find_column(header, {"sentence1", "premise", "anchor", "query", "original", "text1"});
-  int s2 = find_column(header, {"sentence2", "hypothesis", "candidate", "near_miss", "negative", "text2"});
+  int s1 = find_column(header, kSentence1);
+  int s2 = find_column(header, kSentence2);
   int cat = find_column(header, {"category"});
-  int lab = find_column(header, {"label", "score", "is_same"});
+  int lab = find_column(header, kLabel);
   SIEVE_THROW_IF_NOT(s1 >= 0 && s2 >= 0, path << ":" << line_no << ": the header needs a sentence1 and a sentence2 "
                                                << "column (or premise/hypothesis, anchor/negative, original/near_miss)");
   std::vector<SentencePair> pairs;

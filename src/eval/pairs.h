@@ -20,9 +20,11 @@ const std::vector<std::string>& default_positive_categories();
 std::string default_positive_categories_list();
 
 /// Reads pairs from a file with a header row: `.csv` is comma-separated with RFC 4180 quoting
-/// (on one line), anything else tab-separated. Column names: sentence1 (or premise, anchor,
-/// query, original), sentence2 (or hypothesis, candidate, near_miss, negative), optional category,
-/// optional label (or score, is_same). Throws sieve::Error naming the file and line at fault.
+/// (on one line), `.jsonl` one JSON object per line (no header; keys as the column names),
+/// anything else tab-separated. Column names: sentence1 (or premise, anchor, query, original),
+/// sentence2 (or hypothesis, candidate, near_miss, negative, text2, and last positive: a triplet
+/// file gives its negative), optional category, optional label (or score, is_same). Throws
+/// sieve::Error naming the file and line at fault.
 std::vector<SentencePair> read_pairs(const std::string& path);
 
 /// Splits one CSV line (RFC 4180 quotes, doubled quotes inside quoted fields); throws

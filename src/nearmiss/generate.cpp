@@ -1,7 +1,10 @@
 #include "nearmiss/generate.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/file_util.h"
 #include "sieve/error.h"
@@ -54,6 +57,55 @@ std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const 
   return out;
 }
 
+std::string row_category(const NearMiss& r) { return r.given.empty() ? kind_name(r.kind) : r.given; }
+bool row_positive(const NearMiss& r) { return !r.given.empty() || is_positive(r.kind); }
+
+std::vector<NearMiss> add_given_paraphrases(const std::vector<NearMiss>& rows,
+                                            const std::vector<std::array<std::string, 3>>& pairs) {
+  std::unordered_map<std::string, std::vector<const std::array<std::string, 3>*>> by_source;
+  for (const auto& p : pairs) by_source[p[0]].push_back(&p);
+  std::vector<NearMiss> out;
+  out.reserve(rows.size() + pairs.size());
+  for (size_t begin = 0; begin < rows.size();) {
+    size_t end = begin + 1;
+    while (end < rows.size() && rows[end].source == rows[begin].source) ++end;
+    out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin), rows.begin() + static_cast<std::ptrdiff_t>(end));
+    if (auto it = by_source.find(rows[begin].source); it != by_source.end())
+      for (const auto* p : it->second) {
+        NearMiss g;
+        g.source = (*p)[0];
+        g.perturbed = (*p)[1];
+        g.given = (*p)[2].empty() ? "given" : (*p)[2];
+        out.push_back(std::move(g));
+      }
+    begin = end;
+  }
+  return out;
+}
+
+double word_overlap(const std::string& a, const std::string& b) {
+  auto words = [](const std::string& s) {
+    std::set<std::string> w;
+    std::string cur;
+    for (char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (std::isalnum(c) || c >= 0x80) {
+        cur += static_cast<char>(std::tolower(c));
+      } else if (!cur.empty()) {
+        w.insert(cur);
+        cur.clear();
+      }
+    }
+    if (!cur.empty()) w.insert(cur);
+    return w;
+  };
+  const std::set<std::string> x = words(a), y = words(b);
+  if (x.empty() && y.empty()) return 1.0;
+  size_t common = 0;
+  for (const auto& w : x) common += y.count(w);
+  return static_cast<double>(common) / static_cast<double>(x.size() + y.size() - common);
+}
+
 std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows, bool reversed) {
   std::vector<Triplet> out;
   for (size_t begin = 0; begin < rows.size();) {
@@ -62,13 +114,13 @@ std::vector<Triplet> to_triplets(const std::vector<NearMiss>& rows, bool reverse
     while (end < rows.size() && rows[end].source == rows[begin].source) ++end;
     std::vector<const NearMiss*> rewrites;
     for (size_t i = begin; i < end; ++i)
-      if (is_positive(rows[i].kind)) rewrites.push_back(&rows[i]);
+      if (row_positive(rows[i])) rewrites.push_back(&rows[i]);
     for (size_t i = begin; i < end; ++i) {
       const NearMiss& r = rows[i];
-      if (is_positive(r.kind)) continue;
+      if (row_positive(r)) continue;
       out.push_back({r.source, r.source, r.perturbed, kind_name(r.kind)});
       for (const NearMiss* p : rewrites) {
-        const std::string cat = std::string(kind_name(r.kind)) + "+" + kind_name(p->kind);
+        const std::string cat = std::string(kind_name(r.kind)) + "+" + row_category(*p);
         out.push_back({r.source, p->perturbed, r.perturbed, cat});
         // The rewrite as the anchor: a query may be the passive of a document, not only the
         // reverse; a near-miss of the source is a near-miss of its rewrite too.
@@ -99,7 +151,7 @@ size_t write_nearmisses(const std::string& path, const std::vector<NearMiss>& ro
   if (!jsonl) o << "\n";
   std::vector<std::vector<std::string>> fields;
   if (layout == Layout::Pairs) {
-    for (const NearMiss& r : rows) fields.push_back({r.source, r.perturbed, kind_name(r.kind)});
+    for (const NearMiss& r : rows) fields.push_back({r.source, r.perturbed, row_category(r)});
   } else {
     for (Triplet& t : to_triplets(rows, reversed))
       fields.push_back({std::move(t.anchor), std::move(t.positive), std::move(t.negative), std::move(t.category)});

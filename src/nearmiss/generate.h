@@ -2,6 +2,7 @@
 // writing the pairs / identity triplets in the paper's formats (CSV as the paper, TSV, JSONL).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -16,7 +17,23 @@ namespace sieve::nearmiss {
 struct NearMiss {
   std::string source, perturbed;
   Kind kind = Kind::Negation;
+  /// Non-empty: not a perturbation but a given paraphrase of `source` (e.g. a mined
+  /// "definition_definition" pair), named so in the output; `kind` is then ignored.
+  std::string given;
 };
+
+/// A row's category name (its kind's, or `given`) and whether it keeps the meaning.
+std::string row_category(const NearMiss& r);
+bool row_positive(const NearMiss& r);
+
+/// Given paraphrase pairs (sentence, paraphrase, category) added to the rows of their sentences
+/// as positives (NearMiss::given), so that to_triplets pairs them with the sentences' near-misses.
+/// A sentence without rows of its own gains none (it has no near-miss). Order of `rows` is kept.
+std::vector<NearMiss> add_given_paraphrases(const std::vector<NearMiss>& rows,
+                                            const std::vector<std::array<std::string, 3>>& pairs);
+
+/// Share of distinct lower-case words two texts have in common (Jaccard; 1 for two empty texts).
+double word_overlap(const std::string& a, const std::string& b);
 
 /// What a run did: inputs read, inputs that yielded no pair of any kind (unusable lines: empty,
 /// markup, too long, mostly non-English; or no applicable edit), and per kind the pairs made.

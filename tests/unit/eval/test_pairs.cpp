@@ -36,6 +36,24 @@ TEST(Pairs, CsvQuoting) {
   EXPECT_EQ(split_csv_line("x,,\"\""), (std::vector<std::string>{"x", "", ""}));
 }
 
+TEST(Pairs, JsonLinesWithAliases) {
+  // The corpus's pairs.jsonl (anchor/positive), a triplet row (its negative is sentence2), numbers
+  // as labels, a blank line and a BOM.
+  auto p = read_pairs(write("p.jsonl",
+                            "\xEF\xBB\xBF{\"anchor\":\"a dog\",\"positive\":\"a hound\",\"category\":\"synonym\"}\n\n"
+                            "{\"anchor\":\"x\",\"positive\":\"x\",\"negative\":\"not x\"}\n"
+                            "{\"sentence1\":\"s\",\"sentence2\":\"t\",\"label\":1}\r\n"));
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].sentence1, "a dog");
+  EXPECT_EQ(p[0].sentence2, "a hound");
+  EXPECT_EQ(p[0].category, "synonym");
+  EXPECT_EQ(p[1].sentence2, "not x");
+  EXPECT_EQ(p[2].label, "1");
+  test::expect_error([] { read_pairs(write("p.jsonl", "{\"anchor\":\"a\"}\n")); }, ":1: needs a sentence1 and a sentence2");
+  test::expect_error([] { read_pairs(write("p.jsonl", "\n[1, 2]\n")); }, ":2: not a JSON object");
+  test::expect_error([] { read_pairs(write("p.jsonl", "{\"anchor\": \n")); }, ":1: not a JSON object");
+}
+
 TEST(Pairs, Errors) {
   test::expect_error([] { read_pairs(write("p.tsv", "a\tb\nx\ty\n")); }, ":1: the header needs a sentence1");
   test::expect_error([] { read_pairs(write("p.tsv", "sentence1\tsentence2\nonly one\n")); }, ":2: 1 field(s)");

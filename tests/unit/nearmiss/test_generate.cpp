@@ -158,6 +158,39 @@ TEST(NearmissPaperCategories, Mapping) {
   EXPECT_STREQ(paper_category(Kind::RoleSwap), "");
 }
 
+TEST(WriteNearmisses, GivenParaphrasesJoinTheirSentencesRows) {
+  std::vector<NearMiss> rows = {{"s1", "s1 neg", Kind::Negation}, {"s1", "s1 syn", Kind::Synonym},
+                                {"s2", "s2 swap", Kind::RoleSwap}};
+  // s1 gets two given paraphrases, s2 one without a category, s3 has no rows (no near-miss).
+  auto all = add_given_paraphrases(rows, {{"s1", "s1 def", "definition_definition"}, {"s3", "s3 def", "x"},
+                                          {"s2", "s2 other", ""}, {"s1", "s1 def2", "definition_definition"}});
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[2].perturbed, "s1 def");
+  EXPECT_EQ(all[3].perturbed, "s1 def2");
+  EXPECT_EQ(all[5].given, "given");
+  EXPECT_TRUE(row_positive(all[2]));
+  EXPECT_FALSE(row_positive(all[0]));
+  EXPECT_EQ(row_category(all[2]), "definition_definition");
+  const std::vector<std::vector<std::string>> want = {
+      {"s1", "s1", "s1 neg", "negation"},
+      {"s1", "s1 syn", "s1 neg", "negation+synonym"},
+      {"s1", "s1 def", "s1 neg", "negation+definition_definition"},
+      {"s1", "s1 def2", "s1 neg", "negation+definition_definition"},
+      {"s2", "s2", "s2 swap", "role_swap"},
+      {"s2", "s2 other", "s2 swap", "role_swap+given"}};
+  auto t = to_triplets(all);
+  ASSERT_EQ(t.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ((std::vector<std::string>{t[i].anchor, t[i].positive, t[i].negative, t[i].category}), want[i]) << i;
+}
+
+TEST(WriteNearmisses, WordOverlapByHand) {
+  EXPECT_DOUBLE_EQ(word_overlap("The dog, the man.", "a MAN bit a dog"), 2.0 / 5.0);  // {the,dog,man} vs {a,man,bit,dog}: 2 of 5
+  EXPECT_DOUBLE_EQ(word_overlap("same words", "words same"), 1.0);
+  EXPECT_DOUBLE_EQ(word_overlap("", ""), 1.0);
+  EXPECT_DOUBLE_EQ(word_overlap("x", ""), 0.0);
+}
+
 TEST_F(GenerateTest, Cli) {
   std::string dir = test::make_temp_dir("nearmiss_cli");
   {
@@ -173,6 +206,26 @@ TEST_F(GenerateTest, Cli) {
   EXPECT_EQ(j["per_kind"]["negation"], 2);
   std::string out = read_file(dir + "/out.tsv");
   EXPECT_NE(out.find("The box is above the shelf\tThe box is below the shelf\tspatial_flip\n"), std::string::npos) << out;
+  // Given paraphrases (the corpus's pairs.jsonl shape): filtered by category and word overlap.
+  {
+    std::ofstream f(dir + "/pairs.jsonl");
+    f << "{\"anchor\":\"the dog bit the man\",\"positive\":\"the dog has bitten the man\",\"category\":\"definition_definition\"}\n"
+      << "{\"anchor\":\"the dog bit the man\",\"positive\":\"an unrelated text\",\"category\":\"definition_definition\"}\n"
+      << "{\"anchor\":\"the cat saw the bird\",\"positive\":\"the cat saw a bird\",\"category\":\"synonym\"}\n";
+  }
+  auto g = test::run_command(test::cli_path() + " nearmiss generate --paraphrases " + dir + "/pairs.jsonl --paraphrase-category " +
+                             "definition_definition --min-overlap 0.5 --kinds negation --layout triplets --out " + dir +
+                             "/tri.tsv 2>/dev/null");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["inputs"], 1);
+  std::string tri = read_file(dir + "/tri.tsv");
+  EXPECT_NE(tri.find("the dog bit the man\tthe dog has bitten the man\tthe dog did not bite the man\t"
+                     "negation+definition_definition\n"), std::string::npos) << tri;
+  EXPECT_EQ(tri.find("unrelated"), std::string::npos) << tri;
+  EXPECT_EQ(tri.find("the cat"), std::string::npos) << tri;
+  auto pairs_layout = test::run_command(test::cli_path() + " nearmiss generate --paraphrases " + dir + "/pairs.jsonl --out " +
+                                        dir + "/x.tsv 2>&1");
+  EXPECT_NE(pairs_layout.out.find("--layout triplets"), std::string::npos) << pairs_layout.out;
   auto bad = test::run_command(test::cli_path() + " nearmiss generate --in " + dir + "/in.txt --kinds nonsense --out " + dir +
                                "/x.csv 2>&1");
   EXPECT_EQ(bad.exit_code, 1);
