@@ -59,17 +59,56 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 }
 }  // namespace
 
-at::Tensor ModernLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                    const at::Tensor& bias) {
+namespace {
+int64_t g_attention_block = 256;
+}  // namespace
+
+void set_modernbert_attention_block(int64_t queries) {
+  SIEVE_THROW_IF_NOT(queries > 0, "the attention block must hold at least one query");
+  g_attention_block = queries;
+}
+int64_t modernbert_attention_block() { return g_attention_block; }
+
+at::Tensor ModernLayerImpl::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool train) const {
+  const int64_t n = q.size(1), dh = q.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  // A local layer sees keys within `half` positions either side of the query.
+  const int64_t half = global_ ? n : cfg_.local_attention / 2;
+  const int64_t block = g_attention_block;
+  std::vector<at::Tensor> out;
+  for (int64_t s = 0; s < n; s += block) {
+    const int64_t e = std::min(n, s + block);
+    const int64_t ks = std::max<int64_t>(0, s - half), ke = std::min(n, e + half);
+    at::Tensor scores = at::matmul(q.narrow(1, s, e - s), k.narrow(1, ks, ke - ks).transpose(-1, -2)).mul_(scale);
+    if (!global_) {
+      at::Tensor qi = at::arange(s, e, at::TensorOptions().dtype(at::kLong).device(q.device()));
+      at::Tensor kj = at::arange(ks, ke, qi.options());
+      at::Tensor far = (qi.view({-1, 1}) - kj.view({1, -1})).abs().gt(half);
+      scores = scores.masked_fill(far, std::numeric_limits<float>::lowest());
+    }
+    at::Tensor probs = at::softmax(scores, -1);
+    if (train) probs = at::dropout(probs, dropout_, true);
+    out.push_back(at::matmul(probs, v.narrow(1, ks, ke - ks)));  // [heads, e - s, dh]
+  }
+  at::Tensor ctx = out.size() == 1 ? out[0] : at::cat(out, 1);
+  return ctx.transpose(0, 1).reshape({n, cfg_.hidden_size});
+}
+
+at::Tensor ModernLayerImpl::forward(const at::Tensor& x, const std::vector<int64_t>& offsets, const at::Tensor& cos,
+                                    const at::Tensor& sin) {
   const bool train = is_training() && dropout_ > 0;
-  const int64_t B = x.size(0), L = x.size(1), H = cfg_.hidden_size, nh = cfg_.num_attention_heads, dh = H / nh;
+  const int64_t T = x.size(0), H = cfg_.hidden_size, nh = cfg_.num_attention_heads, dh = H / nh;
   at::Tensor h = attn_norm ? attn_norm->forward(x) : x;
-  at::Tensor heads = attn->Wqkv->forward(h).view({B, L, 3, nh, dh}).permute({2, 0, 3, 1, 4});  // [3, B, nh, L, dh]
-  at::Tensor q = rotate(heads[0], cos, sin), k = rotate(heads[1], cos, sin);
-  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(1.0 / std::sqrt(static_cast<double>(dh))).add_(bias);
-  at::Tensor probs = at::softmax(scores, -1);
-  if (train) probs = at::dropout(probs, dropout_, true);
-  at::Tensor ctx = at::matmul(probs, heads[2]).permute({0, 2, 1, 3}).reshape({B, L, H});
+  at::Tensor qkv = attn->Wqkv->forward(h).view({T, 3, nh, dh});
+  std::vector<at::Tensor> ctxs;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int64_t n = offsets[b + 1] - offsets[b];
+    if (n == 0) continue;
+    at::Tensor heads = qkv.narrow(0, offsets[b], n).permute({1, 2, 0, 3});  // [3, nh, n, dh]
+    at::Tensor c = cos.narrow(0, 0, n), si = sin.narrow(0, 0, n);
+    ctxs.push_back(attend(rotate(heads[0], c, si), rotate(heads[1], c, si), heads[2], train));
+  }
+  at::Tensor ctx = ctxs.empty() ? at::zeros({0, H}, x.options()) : ctxs.size() == 1 ? ctxs[0] : at::cat(ctxs, 0);
   at::Tensor a = attn->Wo->forward(ctx);
   if (train) a = at::dropout(a, dropout_, true);
   at::Tensor y = x + a;
@@ -106,31 +145,32 @@ at::Tensor ModernBertModelImpl::forward(const at::Tensor& input_ids, const at::T
   SIEVE_THROW_IF_NOT(input_ids.size(1) <= cfg_.max_position_embeddings,
                      "sequence length " << input_ids.size(1) << " exceeds max_position_embeddings "
                                         << cfg_.max_position_embeddings);
-  at::Tensor x = embeddings->norm->forward(embeddings->tok_embeddings->forward(input_ids));
-  if (is_training() && dropout_ > 0) x = at::dropout(x, dropout_, true);
-  const int64_t B = x.size(0), L = x.size(1), dh = cfg_.hidden_size / cfg_.num_attention_heads;
-  // Additive biases: padding keys get the lowest float; local layers also every key farther than
-  // local_attention / 2. masked_fill (not a sum) keeps every value finite.
-  const float lowest = std::numeric_limits<float>::lowest();
-  at::Tensor keep = attention_mask.ne(0).view({B, 1, 1, L});
-  at::Tensor zeros = at::zeros({B, 1, 1, L}, x.options());
-  at::Tensor global_bias = zeros.masked_fill(keep.logical_not(), lowest);
-  at::Tensor local_bias;
-  if (cfg_.global_attn_every_n_layers > 1 && cfg_.num_hidden_layers > 1) {  // some layer is local
-    at::Tensor pos = at::arange(L, input_ids.options());
-    at::Tensor near = (pos.view({L, 1}) - pos.view({1, L})).abs().le(cfg_.local_attention / 2).view({1, 1, L, L});
-    local_bias = at::zeros({B, 1, L, L}, x.options()).masked_fill(keep.logical_and(near).logical_not(), lowest);
+  SIEVE_THROW_IF_NOT(attention_mask.sizes() == input_ids.sizes(), "attention_mask must have input_ids' shape");
+  const int64_t B = input_ids.size(0), L = input_ids.size(1), dh = cfg_.hidden_size / cfg_.num_attention_heads;
+  // Unpad: the real tokens of every text, packed in order (right padding: a prefix of each row).
+  at::Tensor keep = attention_mask.ne(0);
+  at::Tensor lengths = keep.sum(1).to(at::kCPU).to(at::kLong).contiguous();
+  std::vector<int64_t> offsets(static_cast<size_t>(B) + 1, 0);
+  for (int64_t b = 0; b < B; ++b) offsets[b + 1] = offsets[b] + lengths.data_ptr<int64_t>()[b];
+  at::Tensor index = keep.flatten().nonzero().squeeze(1);
+  SIEVE_THROW_IF_NOT(index.size(0) == offsets.back(), "attention_mask must mark a prefix of each row");
+  {
+    // Right padding: in row b the real tokens are exactly positions 0 .. length - 1.
+    at::Tensor expect = at::arange(L, lengths.options()).view({1, L}).lt(lengths.view({B, 1}));
+    SIEVE_THROW_IF_NOT(at::equal(expect, keep.to(at::kCPU)), "ModernBERT needs right-padded rows (real tokens first)");
   }
+  at::Tensor x = embeddings->norm->forward(embeddings->tok_embeddings->forward(input_ids.flatten().index_select(0, index)));
+  if (is_training() && dropout_ > 0) x = at::dropout(x, dropout_, true);
   auto global_rot = rotary_tables(L, dh, cfg_.global_rope_theta, x.options());
   auto local_rot = rotary_tables(L, dh, cfg_.local_rope_theta, x.options());
   for (const auto& m : *layers) {
     auto* layer = m->as<ModernLayerImpl>();
     const auto& rot = layer->is_global() ? global_rot : local_rot;
-    x = layer->forward(x, rot.first, rot.second, layer->is_global() ? global_bias : local_bias);
+    x = layer->forward(x, offsets, rot.first, rot.second);
   }
   x = final_norm->forward(x);
-  if (!is_training()) x = x * attention_mask.ne(0).unsqueeze(-1).to(x.scalar_type());  // padded rows 0
-  return x;
+  // Back to [B, L, H] with padded rows 0.
+  return at::zeros({B * L, x.size(1)}, x.options()).index_copy(0, index, x).view({B, L, x.size(1)});
 }
 
 void ModernBertModelImpl::load_weights(const SafetensorsFile& file) {

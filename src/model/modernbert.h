@@ -1,11 +1,16 @@
 // ModernBERT (Warner et al. 2024; model_type "modernbert", e.g. GTE-ModernBERT-base) as libtorch
 // modules named after Hugging Face's keys ("embeddings.tok_embeddings", "layers.3.attn.Wqkv",
 // "final_norm", ...). Pre-norm layers, rotary positions, alternating global and sliding-window
-// attention, a GeGLU feed-forward. Runs on padded batches with masks: the unpadded long-input
-// path of the reference implementation is not done. Internal to sieve.
+// attention, a GeGLU feed-forward. Runs unpadded, as the reference implementation does: the
+// batch's real tokens are packed into one [T, H] matrix for every projection, and attention runs
+// per text in blocks of queries, so that a sliding-window layer costs O(n * window) time and
+// memory rather than O(n^2), and a global layer holds one block of scores at a time (long inputs,
+// 8,192 tokens, without a quadratic mask). Internal to sieve.
 #pragma once
 
 #include <ATen/ATen.h>
+
+#include <vector>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -46,9 +51,11 @@ TORCH_MODULE(ModernMlp);
 
 struct ModernLayerImpl : torch::nn::Module {
   ModernLayerImpl(const BertConfig& c, int64_t layer_id, double dropout);
-  /// x [B, L, H]; cos/sin [L, head_dim] of this layer's rotary base; bias [B, 1, L, L] or
-  /// [B, 1, 1, L] additive (0 or the lowest float).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias);
+  /// x [T, H]: the real tokens of the batch's texts, packed one text after another; `offsets`
+  /// (B + 1 entries) says where each text starts. cos/sin [Lmax, head_dim] of this layer's rotary
+  /// base, for positions 0.. of every text.
+  at::Tensor forward(const at::Tensor& x, const std::vector<int64_t>& offsets, const at::Tensor& cos,
+                     const at::Tensor& sin);
   bool is_global() const { return global_; }
 
   ModernNorm attn_norm{nullptr};  ///< absent (identity) on layer 0
@@ -58,11 +65,18 @@ struct ModernLayerImpl : torch::nn::Module {
 
  private:
   at::Tensor activation(const at::Tensor& x) const;
+  /// Attention of one text: q, k, v [heads, n, head_dim] (rotated) -> [n, H].
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool train) const;
   BertConfig cfg_;
   bool global_;
   double dropout_;
 };
 TORCH_MODULE(ModernLayer);
+
+/// Queries per attention block (default 256). A test hook: results do not depend on it beyond
+/// float rounding. Process-wide; not thread-safe against running models.
+void set_modernbert_attention_block(int64_t queries);
+int64_t modernbert_attention_block();
 
 struct ModernBertModelImpl : EncoderBackbone {
   ModernBertModelImpl(const BertConfig& c, double dropout);

@@ -14,6 +14,7 @@
 #include "sieve/train.h"
 #include "support/test_util.h"
 #include "unit/model/naive_bert.h"
+#include "model/modernbert.h"
 #include "unit/model/naive_modernbert.h"
 
 namespace sieve {
@@ -151,6 +152,57 @@ INSTANTIATE_TEST_SUITE_P(ModernBert, FamilyVsReference,
                                            FamilyCase{"modernbert", Pooling::Mean, true, false, 6},
                                            FamilyCase{"modernbert", Pooling::Cls, false, true, 2}),
                          family_name);
+
+// The unpadded path attends in blocks of queries; every block size (a block of one query, blocks
+// that end inside the local window, one block for the whole text) must give the reference.
+TEST(ModernBertBlocks, AnyQueryBlockGivesTheReference) {
+  auto f = family_fixture("modernbert", Pooling::Mean);
+  f.seed = 23;
+  std::string dir = make_temp_dir("family_blocks");
+  write_fixture_model(dir, f);
+  const int64_t saved = modernbert_attention_block();
+  for (int64_t block : {1, 3, 5, 256}) {
+    set_modernbert_attention_block(block);
+    double err = max_diff_from_reference(dir, Pooling::Mean);
+    EXPECT_LT(err, 1e-4) << "block " << block;
+  }
+  set_modernbert_attention_block(saved);
+  EXPECT_THROW(set_modernbert_attention_block(0), Error);
+}
+
+// A text far longer than the local window and than one block: 700 tokens, window |i - j| <= 8,
+// blocks of 64 queries, global and local layers mixed.
+TEST(ModernBertBlocks, LongTextMatchesTheReference) {
+  auto f = family_fixture("modernbert", Pooling::Mean);
+  f.config.max_position_embeddings = 1024;
+  f.max_seq_length = 1024;
+  f.config.local_attention = 16;
+  f.seed = 29;
+  std::string dir = make_temp_dir("family_long");
+  write_fixture_model(dir, f);
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += (i % 7 == 0 ? "the dog bit the man " : "a ") + std::to_string(i) + " ";
+  EncoderOptions eo;
+  eo.threads = 1;
+  auto enc = Encoder::load(dir, eo);
+  const int64_t saved = modernbert_attention_block();
+  set_modernbert_attention_block(64);
+  EncodeCall call;
+  call.token_states = true;
+  Embeddings e = enc->encode({text, "short text"}, call);
+  set_modernbert_attention_block(saved);
+  ASSERT_GT(e.tokens[0].length, 600u);
+  test::NaiveModernBert ref(dir);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& ids32 = e.encodings[i].ids;
+    auto states = ref.forward(std::vector<int>(ids32.begin(), ids32.end()));
+    ASSERT_EQ(states.size(), e.tokens[i].length);
+    double err = 0;
+    for (size_t t = 0; t < states.size(); ++t)
+      for (size_t h = 0; h < e.dim; ++h) err = std::max(err, std::abs(states[t][h] - e.tokens[i].values[t * e.dim + h]));
+    EXPECT_LT(err, 1e-4) << "text " << i;
+  }
+}
 
 TEST(RobertaFixture, HuggingFaceLayoutAndTokenizer) {
   std::string dir = make_temp_dir("family_layout");
