@@ -61,6 +61,10 @@ class Encoder {
   virtual size_t max_length() const = 0;
   /// Encodes texts (any count, any lengths; empty texts give [CLS][SEP]).
   virtual Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call = {}) const = 0;
+  /// Encodes pre-tokenized inputs: each a list of vocabulary ids used exactly as given (special
+  /// tokens included, token type 0, no truncation). sieve::Error names the input when one is
+  /// empty, longer than max_length(), or holds an id outside the vocabulary.
+  virtual Embeddings encode_ids(const std::vector<std::vector<int32_t>>& ids, const EncodeCall& call = {}) const = 0;
 
   /// Loads a BERT model directory in Hugging Face layout; throws sieve::Error on any problem,
   /// naming the file or tensor at fault.

@@ -1,9 +1,11 @@
 // `sieve embed` and `sieve similarity`: pooled unit keys (and token states) of texts.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
 #include "sieve/model.h"
 #include "sieve/encoder.h"
+#include "sieve/error.h"
 
 namespace sieve::cli {
 namespace {
@@ -41,12 +43,36 @@ struct EncoderFlags {
   }
 };
 
+// `{"ids": [101, 7592, 102]}` per input line (blank lines skipped) -> the id lists.
+std::vector<std::vector<int32_t>> parse_id_lines(const std::vector<std::string>& lines) {
+  std::vector<std::vector<int32_t>> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(lines[i]);
+      SIEVE_THROW_IF_NOT(j.is_object() && j.contains("ids") && j.at("ids").is_array(),
+                         "input line " << i + 1 << ": expected {\"ids\": [...]}");
+      std::vector<int32_t> ids;
+      for (const auto& v : j.at("ids")) {
+        SIEVE_THROW_IF_NOT(v.is_number_integer(), "input line " << i + 1 << ": ids must be integers, got " << v.dump());
+        const auto id = v.get<int64_t>();
+        SIEVE_THROW_IF_NOT(id >= 0 && id <= INT32_MAX, "input line " << i + 1 << ": token id " << id << " is out of range");
+        ids.push_back(static_cast<int32_t>(id));
+      }
+      out.push_back(std::move(ids));
+    } catch (const nlohmann::json::exception& e) {
+      SIEVE_THROW("input line " << i + 1 << ": not JSON: " << e.what());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_embed(CLI::App& app) {
   struct Opts {
     EncoderFlags enc;
-    bool tokens = false;
+    bool tokens = false, ids = false;
     TextSource src;
   };
   auto o = std::make_shared<Opts>();
@@ -54,12 +80,26 @@ void register_embed(CLI::App& app) {
       app.add_subcommand("embed", "Embed texts: one JSON line per text with its unit key (and token states)");
   o->enc.add(cmd);
   cmd->add_flag("--tokens", o->tokens, "Also write the final-layer token states (\"tokens\": [[...], ...])");
+  cmd->add_flag("--ids", o->ids,
+                "Inputs are pre-tokenized JSON lines {\"ids\": [...]}: vocabulary ids used exactly as given (special "
+                "tokens included, no truncation)");
   o->src.add_options(cmd);
   on_run(cmd, [o] {
     auto texts = o->src.read();
-    Embeddings e = o->enc.encode(texts, o->tokens);
+    Embeddings e;
+    size_t n = texts.size();
+    if (o->ids) {
+      const auto ids = parse_id_lines(texts);
+      n = ids.size();
+      EncodeCall call;
+      call.batch_size = o->enc.batch_size;
+      call.token_states = o->tokens;
+      e = o->enc.load()->encode_ids(ids, call);
+    } else {
+      e = o->enc.encode(texts, o->tokens);
+    }
     std::string line;
-    for (size_t i = 0; i < texts.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       line = "{\"embedding\":";
       append_float_array(line, &e.pooled[i * e.dim], e.dim);
       if (o->tokens) {

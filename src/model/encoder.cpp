@@ -56,11 +56,7 @@ class BertEncoder final : public Encoder {
   Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call) const override {
     SIEVE_THROW_IF_NOT(call.batch_size > 0, "batch size must be positive");
     Embeddings out;
-    out.dim = dim();
-    const size_t n = texts.size();
-    out.pooled.assign(n * out.dim, 0.f);
-    if (call.token_states) out.tokens.resize(n);
-    out.encodings.reserve(n);
+    out.encodings.reserve(texts.size());
     EncodeOptions eo;
     eo.max_length = max_length_;
     for (const auto& t : texts) {
@@ -70,6 +66,39 @@ class BertEncoder final : public Encoder {
     if (out.truncated > 0)
       log_warn_once("encoder.truncate", std::to_string(out.truncated) + " text(s) longer than " +
                                             std::to_string(max_length_) + " tokens were truncated");
+    run(out, call);
+    return out;
+  }
+
+  Embeddings encode_ids(const std::vector<std::vector<int32_t>>& ids, const EncodeCall& call) const override {
+    SIEVE_THROW_IF_NOT(call.batch_size > 0, "batch size must be positive");
+    const auto vocab = static_cast<int64_t>(info_.config.vocab_size);
+    Embeddings out;
+    out.encodings.reserve(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      SIEVE_THROW_IF_NOT(!ids[i].empty(), "input " << i + 1 << ": no token ids");
+      SIEVE_THROW_IF_NOT(ids[i].size() <= max_length_, "input " << i + 1 << ": " << ids[i].size()
+                                                                << " token ids, more than the model's " << max_length_);
+      for (int32_t id : ids[i])
+        SIEVE_THROW_IF_NOT(id >= 0 && id < vocab,
+                           "input " << i + 1 << ": token id " << id << " is outside the vocabulary (0.." << vocab - 1 << ")");
+      Encoding e;
+      e.ids = ids[i];
+      e.type_ids.assign(ids[i].size(), 0);
+      out.encodings.push_back(std::move(e));
+    }
+    run(out, call);
+    return out;
+  }
+
+ private:
+  // Runs the model over out.encodings (any count and lengths) and fills the keys and, when asked,
+  // the token states with their ids.
+  void run(Embeddings& out, const EncodeCall& call) const {
+    out.dim = dim();
+    const size_t n = out.encodings.size();
+    out.pooled.assign(n * out.dim, 0.f);
+    if (call.token_states) out.tokens.resize(n);
 
     // Longest first, so each batch pads to a length close to all its members.
     std::vector<size_t> order(n);
@@ -116,10 +145,8 @@ class BertEncoder final : public Encoder {
         }
       }
     }
-    return out;
   }
 
- private:
   c10::Device device_;
   ModelInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;

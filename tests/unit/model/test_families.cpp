@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "sieve/encoder.h"
 #include "sieve/error.h"
@@ -202,6 +203,65 @@ TEST(ModernBertBlocks, LongTextMatchesTheReference) {
       for (size_t h = 0; h < e.dim; ++h) err = std::max(err, std::abs(states[t][h] - e.tokens[i].values[t * e.dim + h]));
     EXPECT_LT(err, 1e-4) << "text " << i;
   }
+}
+
+// `sieve embed --ids`: ids used exactly as given, for every family, against the scalar reference
+// run on the same ids (ids that the tokenizer would not produce: no [CLS], a repeated id).
+TEST(EmbedIds, EveryFamilyMatchesTheReferenceOnTheGivenIds) {
+  for (const char* arch : {"bert", "roberta", "mpnet", "modernbert"}) {
+    auto f = family_fixture(arch, Pooling::Mean);
+    f.seed = 31;
+    std::string dir = make_temp_dir(std::string("embed_ids_") + arch);
+    write_fixture_model(dir, f);
+    const std::vector<std::vector<int>> inputs = {{5, 9, 9, 12}, {7}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};
+    {
+      std::ofstream in(dir + "/ids.jsonl");
+      for (const auto& ids : inputs) {
+        in << "{\"ids\": [";
+        for (size_t i = 0; i < ids.size(); ++i) in << (i ? "," : "") << ids[i];
+        in << "]}\n\n";
+      }
+    }
+    auto r = test::run_command(test::cli_path() + " embed --ids -m " + dir + " --batch-size 2 --input " + dir +
+                               "/ids.jsonl 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << arch;
+    std::istringstream lines(r.out);
+    std::string line;
+    size_t n = 0;
+    const bool modern = std::string(arch) == "modernbert";
+    for (; std::getline(lines, line); ++n) {
+      ASSERT_LT(n, inputs.size());
+      auto got = nlohmann::json::parse(line)["embedding"].get<std::vector<double>>();
+      std::vector<std::vector<double>> states =
+          modern ? test::NaiveModernBert(dir).forward(inputs[n])
+                 : test::NaiveBert(dir).forward(inputs[n], std::vector<int>(inputs[n].size(), 0));
+      auto key = test::NaiveBert::pool(states, "mean");
+      ASSERT_EQ(got.size(), key.size());
+      for (size_t h = 0; h < key.size(); ++h) EXPECT_NEAR(got[h], key[h], 1e-5) << arch << " input " << n;
+    }
+    EXPECT_EQ(n, inputs.size()) << arch;
+  }
+  std::string dir = make_temp_dir("embed_ids_bad");
+  write_fixture_model(dir, family_fixture("bert", Pooling::Mean));
+  for (auto [input, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"ids\": [1, 999999]}", "outside the vocabulary"},
+           {"{\"ids\": []}", "no token ids"},
+           {"{\"ids\": [1, \"a\"]}", "must be integers"},
+           {"[1, 2]", "expected {\"ids\""},
+           {"{\"ids\": [1,", "not JSON"}}) {
+    {
+      std::ofstream(dir + "/bad.jsonl") << "{\"ids\": [1, 2]}\n" << input << "\n";
+    }
+    auto r = test::run_command(test::cli_path() + " embed --ids -m " + dir + " --input " + dir + "/bad.jsonl 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << input;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    EXPECT_TRUE(r.out.find("line 2") != std::string::npos || r.out.find("input 2") != std::string::npos) << r.out;
+  }
+  std::string long_ids = "{\"ids\": [1";
+  for (int i = 0; i < 70; ++i) long_ids += ",2";
+  std::ofstream(dir + "/long.jsonl") << long_ids << "]}\n";
+  auto r = test::run_command(test::cli_path() + " embed --ids -m " + dir + " --input " + dir + "/long.jsonl 2>&1");
+  EXPECT_NE(r.out.find("more than the model's 64"), std::string::npos) << r.out;
 }
 
 TEST(RobertaFixture, HuggingFaceLayoutAndTokenizer) {
