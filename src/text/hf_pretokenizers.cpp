@@ -227,6 +227,9 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
           make_pre_tokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]"));
     return std::make_unique<Sequence>(std::move(parts));
   }
+  SIEVE_THROW_IF_NOT(type != "UnicodeScripts" && type != "FixedLength",
+                     where << ": the '" << type << "' pre-tokenizer is one of Hugging Face's that sieve does not "
+                           << "implement (no model sieve targets uses it)");
   SIEVE_THROW(where << ": unknown type '" << type
                     << "' (supported pre-tokenizers: ByteLevel, Split, Metaspace, Whitespace, "
                        "WhitespaceSplit, Punctuation, Digits, BertPreTokenizer, "

@@ -108,5 +108,53 @@ TEST_F(QuickProfile, VerifiersTrainsEveryKindAndRegimeAndTabulates) {
   EXPECT_TRUE(exists(out + "/plots/verifiers_nearmiss_auc.svg"));
 }
 
+// The paper's fourth backbone is GTE-ModernBERT-base: a ModernBERT folder (byte-level BPE
+// tokenizer.json, global and sliding-window layers) goes through both experiments, end-to-end
+// verifier training and the float16 export as a BERT does.
+TEST_F(QuickProfile, ModernBertBackboneRunsBothExperimentsAndExports) {
+  const std::string mb = dir_ + "/modernbert";
+  auto r = run_command(cli_path() + " make-fixture --arch modernbert --out " + mb +
+                       " --hidden 64 --layers 3 --heads 2 --ffn 96 --local-attention 8 --global-every 3"
+                       " --init-std 0.02 --max-positions 256 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string tr = dir_ + "/mb_tradeoff";
+  r = run_command(cli_path() + " experiment tradeoff --profile quick --seeds 42 --steps 8 --backbone " + mb +
+                  " --train " + scifact_ + " --beir " + scifact_ + " --max-queries 20 --out " + tr + " 2>" + dir_ +
+                  "/mb_tradeoff.log");
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/mb_tradeoff.log");
+  const auto t = nlohmann::json::parse(slurp(tr + "/seed_42/results.json"));
+  for (const char* model : {"model_a", "model_b"}) {
+    const double v = t[model]["scifact"]["ndcg@10"].get<double>();
+    EXPECT_GE(v, 0.0);
+    EXPECT_LE(v, 1.0);
+  }
+  const auto cfg = nlohmann::json::parse(slurp(tr + "/seed_42/model_b/last/config.json"));
+  EXPECT_EQ(cfg["model_type"], "modernbert");
+  EXPECT_TRUE(exists(tr + "/seed_42/model_b/last/tokenizer.json"));
+
+  const std::string ve = dir_ + "/mb_verifiers";
+  r = run_command(cli_path() + " experiment verifiers --profile quick --kinds F1,F4 --steps-f4 6 --steps-light 4"
+                  " --encoder " + mb + " --beir " + scifact_ + " --max-queries 10 --out " + ve + " 2>" + dir_ +
+                  "/mb_verifiers.log");
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/mb_verifiers.log");
+  EXPECT_NE(r.out.find("| F4       | End-to-end"), std::string::npos) << r.out;
+  const std::string e2e = ve + "/seed_42/end_to_end/F4/encoder";
+  EXPECT_EQ(nlohmann::json::parse(slurp(e2e + "/config.json"))["model_type"], "modernbert");
+
+  // Export the end-to-end encoder in float16; it embeds like the float32 one within fp16 rounding.
+  r = run_command(cli_path() + " model export --in " + e2e + " --out " + dir_ + "/mb_export 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto a = run_command(cli_path() + " embed -m " + e2e + " 'the dog bit the man' 2>/dev/null");
+  auto b = run_command(cli_path() + " embed -m " + dir_ + "/mb_export 'the dog bit the man' 2>/dev/null");
+  ASSERT_EQ(a.exit_code, 0);
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  auto ka = nlohmann::json::parse(a.out)["embedding"].get<std::vector<double>>();
+  auto kb = nlohmann::json::parse(b.out)["embedding"].get<std::vector<double>>();
+  ASSERT_EQ(ka.size(), kb.size());
+  double dot = 0;
+  for (size_t i = 0; i < ka.size(); ++i) dot += ka[i] * kb[i];
+  EXPECT_GT(dot, 0.999);
+}
+
 }  // namespace
 }  // namespace sieve::test

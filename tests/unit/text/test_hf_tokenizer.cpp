@@ -194,6 +194,14 @@ TEST(HfTokenizer, ErrorsNameTheJsonPath) {
   e = error_of(bpe);
   EXPECT_NE(e.find("model.dropout"), std::string::npos) << e;
 
+  for (const char* refused : {"UnicodeScripts", "FixedLength"}) {
+    j = tiny();
+    j["pre_tokenizer"] = {{"type", refused}};
+    e = error_of(j);
+    EXPECT_NE(e.find(std::string("pre_tokenizer: the '") + refused + "' pre-tokenizer"), std::string::npos) << e;
+    EXPECT_NE(e.find("does not implement"), std::string::npos) << e;
+  }
+
   j = tiny();
   j["model"]["type"] = "Mystery";
   EXPECT_NE(error_of(j).find("model: unknown type 'Mystery'"), std::string::npos);
