@@ -62,6 +62,7 @@ long peak_rss_kb() {
 
 int main(int argc, char** argv) {
   sieve::ensure_fast_blas(argv);
+  sieve::tune_allocator();  // as the sieve CLI does
   std::string which = "32x128", model = "/tmp/sieve_bench_gte_modernbert";
   int threads = 0, iters = 1;
   for (int i = 1; i + 1 < argc; i += 2) {

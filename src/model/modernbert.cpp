@@ -70,7 +70,7 @@ void set_modernbert_attention_block(int64_t queries) {
 int64_t modernbert_attention_block() { return g_attention_block; }
 
 at::Tensor ModernLayerImpl::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool train) const {
-  const int64_t n = q.size(1), dh = q.size(2);
+  const int64_t G = q.size(0), n = q.size(2), dh = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   // A local layer sees keys within `half` positions either side of the query.
   const int64_t half = global_ ? n : cfg_.local_attention / 2;
@@ -79,7 +79,7 @@ at::Tensor ModernLayerImpl::attend(const at::Tensor& q, const at::Tensor& k, con
   for (int64_t s = 0; s < n; s += block) {
     const int64_t e = std::min(n, s + block);
     const int64_t ks = std::max<int64_t>(0, s - half), ke = std::min(n, e + half);
-    at::Tensor scores = at::matmul(q.narrow(1, s, e - s), k.narrow(1, ks, ke - ks).transpose(-1, -2)).mul_(scale);
+    at::Tensor scores = at::matmul(q.narrow(2, s, e - s), k.narrow(2, ks, ke - ks).transpose(-1, -2)).mul_(scale);
     if (!global_) {
       at::Tensor qi = at::arange(s, e, at::TensorOptions().dtype(at::kLong).device(q.device()));
       at::Tensor kj = at::arange(ks, ke, qi.options());
@@ -88,10 +88,10 @@ at::Tensor ModernLayerImpl::attend(const at::Tensor& q, const at::Tensor& k, con
     }
     at::Tensor probs = at::softmax(scores, -1);
     if (train) probs = at::dropout(probs, dropout_, true);
-    out.push_back(at::matmul(probs, v.narrow(1, ks, ke - ks)));  // [heads, e - s, dh]
+    out.push_back(at::matmul(probs, v.narrow(2, ks, ke - ks)));  // [G, heads, e - s, dh]
   }
-  at::Tensor ctx = out.size() == 1 ? out[0] : at::cat(out, 1);
-  return ctx.transpose(0, 1).reshape({n, cfg_.hidden_size});
+  at::Tensor ctx = out.size() == 1 ? out[0] : at::cat(out, 2);
+  return ctx.transpose(1, 2).reshape({G * n, cfg_.hidden_size});
 }
 
 at::Tensor ModernLayerImpl::forward(const at::Tensor& x, const std::vector<int64_t>& offsets, const at::Tensor& cos,
@@ -101,12 +101,18 @@ at::Tensor ModernLayerImpl::forward(const at::Tensor& x, const std::vector<int64
   at::Tensor h = attn_norm ? attn_norm->forward(x) : x;
   at::Tensor qkv = attn->Wqkv->forward(h).view({T, 3, nh, dh});
   std::vector<at::Tensor> ctxs;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+  // Consecutive texts of one length (the encoder sorts a batch by length) attend together.
+  for (size_t b = 0; b + 1 < offsets.size();) {
     const int64_t n = offsets[b + 1] - offsets[b];
-    if (n == 0) continue;
-    at::Tensor heads = qkv.narrow(0, offsets[b], n).permute({1, 2, 0, 3});  // [3, nh, n, dh]
-    at::Tensor c = cos.narrow(0, 0, n), si = sin.narrow(0, 0, n);
-    ctxs.push_back(attend(rotate(heads[0], c, si), rotate(heads[1], c, si), heads[2], train));
+    size_t end = b + 1;
+    while (end + 1 < offsets.size() && offsets[end + 1] - offsets[end] == n) ++end;
+    const auto G = static_cast<int64_t>(end - b);
+    if (n > 0) {
+      at::Tensor heads = qkv.narrow(0, offsets[b], G * n).view({G, n, 3, nh, dh}).permute({2, 0, 3, 1, 4});  // [3, G, nh, n, dh]
+      at::Tensor c = cos.narrow(0, 0, n), si = sin.narrow(0, 0, n);
+      ctxs.push_back(attend(rotate(heads[0], c, si), rotate(heads[1], c, si), heads[2], train));
+    }
+    b = end;
   }
   at::Tensor ctx = ctxs.empty() ? at::zeros({0, H}, x.options()) : ctxs.size() == 1 ? ctxs[0] : at::cat(ctxs, 0);
   at::Tensor a = attn->Wo->forward(ctx);

@@ -65,7 +65,7 @@ struct ModernLayerImpl : torch::nn::Module {
 
  private:
   at::Tensor activation(const at::Tensor& x) const;
-  /// Attention of one text: q, k, v [heads, n, head_dim] (rotated) -> [n, H].
+  /// Attention of G texts of one length n: q, k, v [G, heads, n, head_dim] (rotated) -> [G * n, H].
   at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool train) const;
   BertConfig cfg_;
   bool global_;

@@ -239,6 +239,8 @@ class HfReference : public ::testing::Test {
   void compare(const std::string& name, const json& tj, bool require_offsets = true) {
     std::string path = *dir_ + "/" + name + ".json";
     std::ofstream(path) << tj.dump();
+    // bench/bench_tokenizer.sh takes the tokenizer.json files built here from real vocabularies.
+    if (const char* keep = std::getenv("SIEVE_HF_REFERENCE_KEEP")) std::ofstream(std::string(keep) + "/" + name + ".json") << tj.dump();
     std::unique_ptr<Tokenizer> tok;
     try {
       tok = load_tokenizer_json(path);
