@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   sieve::cli::register_corpus(app);
   sieve::cli::register_vocab(app);
   sieve::cli::register_model(app);
+  sieve::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

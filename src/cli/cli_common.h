@@ -76,5 +76,6 @@ void register_experiment(CLI::App& app);
 void register_corpus(CLI::App& app);
 void register_vocab(CLI::App& app);
 void register_model(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -1,0 +1,108 @@
+// `sieve serve`: the search service over HTTP (docs/server.md). Flags only; the service is
+// src/serve/.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "cli/cli_common.h"
+#include "serve/http_server.h"
+#include "sieve/error.h"
+
+namespace sieve::cli {
+
+namespace {
+int g_signal_pipe[2] = {-1, -1};
+void on_signal(int sig) {
+  const int saved = errno;
+  if (::write(g_signal_pipe[1], &sig, sizeof sig) < 0) {
+  }
+  errno = saved;
+}
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  struct Opts {
+    serve::ServeOptions s;
+    serve::HttpOptions h;
+    DeviceFlags dev;
+    std::string api_key_file;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve search, embeddings (OpenAI- and TEI-compatible), reranking and verification over HTTP/JSON");
+  cmd->add_option("--index", o->s.index_dir, "Index to search (none: embedding and verification only)");
+  cmd->add_option("-m,--model", o->s.model_dir, "Model directory (default: the index's model, else sieve-mini)");
+  cmd->add_option("--verifier", o->s.verifier,
+                  "Stage-2 verifier: file or F0, F1, F2 (default: the model folder's verifier.safetensors, else F1)");
+  cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
+  cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "File holding the API key: every request but /health then needs 'Authorization: Bearer KEY'");
+  cmd->add_option("--max-body", o->h.max_body, "Largest request body in bytes (larger: 413)")->capture_default_str();
+  cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
+  cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-wait-ms", o->s.batching.max_wait_ms, "How long a text waits for others to batch with")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queue", o->s.batching.max_queue, "Texts waiting for the encoder; more: 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--connections", o->h.connection_threads, "Requests served at once (threads)")->capture_default_str();
+  o->dev.add(cmd);
+  on_run(cmd, [o] {
+    if (!o->api_key_file.empty()) {
+      std::ifstream f(o->api_key_file);
+      SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << o->api_key_file << "'");
+      std::getline(f, o->h.api_key);
+      while (!o->h.api_key.empty() && (o->h.api_key.back() == '\r' || o->h.api_key.back() == ' ')) o->h.api_key.pop_back();
+      SIEVE_THROW_IF_NOT(!o->h.api_key.empty(), "the API key file '" << o->api_key_file << "' is empty");
+    }
+    o->s.encoder = o->dev.options();
+    // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
+    // writes the signal number to a pipe (async-signal-safe, whichever thread it lands on); a
+    // waiting thread reads it and stops the server.
+    SIEVE_THROW_IF_NOT(::pipe(g_signal_pipe) == 0, "cannot create a pipe for signal handling");
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    serve::HttpServer server(o->h, [o] {
+      auto s = std::make_unique<serve::Service>(o->s);
+      std::fprintf(stderr, "sieve serve: ready\n");
+      return s;
+    });
+    const int port = server.bind();
+    std::fprintf(stderr, "sieve serve: listening on http://%s:%d (loading the model)\n", o->h.host.c_str(), port);
+    std::thread waiter([&] {
+      int sig = 0;
+      if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
+      std::fprintf(stderr, "sieve serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      server.stop();
+    });
+    auto finish = [&] {
+      const int zero = 0;  // wakes the waiter when no signal came
+      if (::write(g_signal_pipe[1], &zero, sizeof zero) < 0) std::perror("sieve serve");
+      waiter.join();
+      signal(SIGTERM, SIG_DFL);
+      signal(SIGINT, SIG_DFL);
+    };
+    try {
+      server.run();
+    } catch (...) {
+      finish();
+      throw;
+    }
+    finish();
+    std::fprintf(stderr, "sieve serve: stopped\n");
+  });
+}
+
+}  // namespace sieve::cli

@@ -1,0 +1,109 @@
+#include "serve/batcher.h"
+
+#include <chrono>
+
+namespace sieve::serve {
+
+EmbedBatcher::EmbedBatcher(const Encoder& encoder, BatcherOptions opt) : enc_(encoder), opt_(opt) {
+  if (opt_.max_batch == 0) opt_.max_batch = 1;
+  stats_.batch_sizes.assign(10, 0);
+  worker_ = std::thread([this] { loop(); });
+}
+
+EmbedBatcher::~EmbedBatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+Embeddings EmbedBatcher::encode(const std::vector<std::string>& texts, bool token_states) {
+  if (texts.empty()) return enc_.encode({}, {});
+  Job job;
+  job.texts = texts;
+  job.token_states = token_states;
+  std::future<Embeddings> f = job.done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queued_texts_ > 0 && queued_texts_ + texts.size() > opt_.max_queue)
+      throw QueueFull("the encoder queue is full (" + std::to_string(queued_texts_) + " texts waiting)");
+    queue_.push_back(&job);
+    queued_texts_ += texts.size();
+  }
+  cv_.notify_one();
+  return f.get();
+}
+
+BatcherStats EmbedBatcher::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BatcherStats s = stats_;
+  s.queued_texts = queued_texts_;
+  return s;
+}
+
+void EmbedBatcher::loop() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and nothing left
+    // The first job waits at most max_wait_ms for more texts, unless the batch is full already.
+    const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(opt_.max_wait_ms * 1000));
+    cv_.wait_until(lock, deadline, [&] { return stop_ || queued_texts_ >= opt_.max_batch; });
+    std::vector<Job*> jobs;
+    size_t n = 0;
+    while (!queue_.empty() && (jobs.empty() || n + queue_.front()->texts.size() <= opt_.max_batch)) {
+      jobs.push_back(queue_.front());
+      n += queue_.front()->texts.size();
+      queue_.pop_front();
+    }
+    queued_texts_ -= n;
+    lock.unlock();
+    run(jobs);
+    lock.lock();
+    ++stats_.batches;
+    stats_.texts += n;
+    size_t bucket = 0;
+    while (bucket + 1 < stats_.batch_sizes.size() && (size_t{1} << bucket) < n) ++bucket;
+    ++stats_.batch_sizes[bucket];
+  }
+}
+
+void EmbedBatcher::run(std::vector<Job*>& jobs) {
+  std::vector<std::string> texts;
+  bool tokens = false;
+  for (Job* j : jobs) {
+    texts.insert(texts.end(), j->texts.begin(), j->texts.end());
+    tokens = tokens || j->token_states;
+  }
+  EncodeCall call;
+  call.batch_size = opt_.max_batch;
+  call.token_states = tokens;
+  Embeddings all;
+  try {
+    all = enc_.encode(texts, call);
+  } catch (...) {
+    for (Job* j : jobs) j->done.set_exception(std::current_exception());
+    return;
+  }
+  // Hand each job its rows.
+  size_t at = 0;
+  for (Job* j : jobs) {
+    const size_t k = j->texts.size();
+    Embeddings e;
+    e.dim = all.dim;
+    e.pooled.assign(all.pooled.begin() + static_cast<std::ptrdiff_t>(at * all.dim),
+                    all.pooled.begin() + static_cast<std::ptrdiff_t>((at + k) * all.dim));
+    for (size_t i = at; i < at + k; ++i) {
+      e.encodings.push_back(std::move(all.encodings[i]));
+      if (e.encodings.back().truncated) ++e.truncated;
+      if (j->token_states) e.tokens.push_back(std::move(all.tokens[i]));
+    }
+    at += k;
+    j->done.set_value(std::move(e));
+  }
+}
+
+}  // namespace sieve::serve

@@ -1,0 +1,72 @@
+// Dynamic batching of encoder calls (as Hugging Face's Text Embeddings Inference does): texts of
+// concurrent requests wait briefly in one bounded queue and are encoded together.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sieve/encoder.h"
+
+namespace sieve::serve {
+
+struct BatcherOptions {
+  size_t max_batch = 32;     ///< texts per forward pass (a request larger than this runs alone)
+  double max_wait_ms = 2.0;  ///< how long the first waiting text waits for company
+  size_t max_queue = 1024;   ///< texts waiting; a request that would exceed it is refused
+};
+
+/// Counters the service exports as metrics.
+struct BatcherStats {
+  size_t queued_texts = 0;   ///< texts waiting now
+  size_t batches = 0;        ///< forward passes run
+  size_t texts = 0;          ///< texts encoded
+  std::vector<size_t> batch_sizes;  ///< histogram: texts per pass, buckets 1, 2, 4, ... 256, more
+};
+
+/// Thrown by EmbedBatcher::encode when the queue is full (the service answers 503).
+struct QueueFull : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One worker thread runs the encoder over batches gathered from the queue. encode() may be
+/// called from any number of threads; it blocks until its texts are done. Each request's
+/// results are exactly what Encoder::encode gives for its texts alone (batching pads with masks).
+class EmbedBatcher {
+ public:
+  EmbedBatcher(const Encoder& encoder, BatcherOptions opt);
+  ~EmbedBatcher();
+  EmbedBatcher(const EmbedBatcher&) = delete;
+  EmbedBatcher& operator=(const EmbedBatcher&) = delete;
+
+  /// Encodes `texts` (with token states when asked); QueueFull when the queue cannot take them;
+  /// sieve::Error from the encoder otherwise.
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states);
+  BatcherStats stats() const;
+
+ private:
+  struct Job {
+    std::vector<std::string> texts;
+    bool token_states = false;
+    std::promise<Embeddings> done;
+  };
+  void loop();
+  void run(std::vector<Job*>& jobs);
+
+  const Encoder& enc_;
+  BatcherOptions opt_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job*> queue_;
+  size_t queued_texts_ = 0;
+  bool stop_ = false;
+  BatcherStats stats_;
+  std::thread worker_;
+};
+
+}  // namespace sieve::serve

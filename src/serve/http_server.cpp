@@ -1,0 +1,136 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "sieve/error.h"
+
+namespace sieve::serve {
+
+namespace {
+
+void send(httplib::Response& res, const Response& r) {
+  res.status = r.status;
+  for (const auto& [k, v] : r.headers) res.set_header(k, v);
+  res.set_content(r.body, r.content_type.c_str());
+}
+
+const char* error_type(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "unauthorized";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 413: return "payload_too_large";
+    case 503: return "unavailable";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+}  // namespace
+
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
+    : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
+  const size_t threads = std::max<size_t>(4, opt_.connection_threads);
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr_->set_payload_max_length(opt_.max_body);
+  svr_->set_keep_alive_max_count(100000);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<Service> s = std::atomic_load(&service_);
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    if (!s) {
+      Response r = error_response(503, "unavailable",
+                                  load_error_.empty() ? "the model is loading" : "loading failed: " + load_error_);
+      r.headers.emplace_back("Retry-After", "5");
+      send(res, r);
+      return;
+    }
+    if (!opt_.api_key.empty() && req.path != "/health") {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string want = "Bearer " + opt_.api_key;
+      if (!equal_constant_time(auth, want)) {
+        Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
+        r.headers.emplace_back("WWW-Authenticate", "Bearer");
+        send(res, r);
+        s->count(req.path, 401, seconds());
+        return;
+      }
+    }
+    std::map<std::string, std::string> query;
+    for (const auto& [k, v] : req.params) query[k] = v;
+    send(res, s->handle(req.method, req.path, req.body, query));
+  };
+  svr_->Get(".*", handler);
+  svr_->Post(".*", handler);
+  svr_->Put(".*", handler);
+  svr_->Delete(".*", handler);
+  svr_->Patch(".*", handler);
+  // Errors httplib answers itself (413 for a body over the limit, 400 for a bad request line).
+  svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string msg = res.status == 413 ? "the request body is larger than " + std::to_string(opt_.max_body) + " bytes"
+                                        : "request rejected (HTTP " + std::to_string(res.status) + ")";
+    send(res, error_response(res.status, error_type(res.status), msg));
+    if (auto s = std::atomic_load(&service_)) s->count(req.path, res.status, 0);
+  });
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (loader_.joinable()) loader_.join();
+}
+
+int HttpServer::bind() {
+  if (opt_.port == 0) {
+    port_ = svr_->bind_to_any_port(opt_.host);
+    SIEVE_THROW_IF_NOT(port_ > 0, "cannot bind to " << opt_.host << " (any port)");
+  } else {
+    SIEVE_THROW_IF_NOT(svr_->bind_to_port(opt_.host, opt_.port),
+                       "cannot bind to " << opt_.host << ":" << opt_.port << " (in use, or not a local address?)");
+    port_ = opt_.port;
+  }
+  return port_;
+}
+
+void HttpServer::run() {
+  loader_ = std::thread([this] {
+    try {
+      std::shared_ptr<Service> s(load_());
+      std::atomic_store(&service_, s);
+      ready_ = true;
+    } catch (const std::exception& e) {
+      load_error_ = e.what();
+      stop();
+    }
+  });
+  in_run_ = true;
+  if (!stop_requested_) svr_->listen_after_bind();
+  in_run_ = false;
+  loader_.join();
+  SIEVE_THROW_IF_NOT(load_error_.empty(), load_error_);
+}
+
+void HttpServer::stop() {
+  stop_requested_ = true;
+  if (!svr_) return;
+  // httplib's stop() does nothing before its listener runs: a stop that comes while run() is
+  // starting waits (briefly) for the listener.
+  for (int i = 0; i < 300 && in_run_ && !svr_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  svr_->stop();
+}
+
+}  // namespace sieve::serve

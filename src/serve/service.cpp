@@ -1,0 +1,509 @@
+#include "serve/service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sieve/error.h"
+
+namespace sieve::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+constexpr size_t kNumLatency = sizeof(kLatencyBuckets) / sizeof(kLatencyBuckets[0]);
+
+HttpError bad(const std::string& message) { return HttpError(400, "invalid_request_error", message); }
+HttpError too_much(const std::string& message) { return HttpError(422, "invalid_request_error", message); }
+
+json parse_object(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    throw bad(std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw bad("the request body must be a JSON object");
+  return j;
+}
+
+// A string or an array of strings; `required` or an empty vector when absent.
+std::vector<std::string> strings_of(const json& j, const char* field, bool required) {
+  if (!j.contains(field)) {
+    if (required) throw bad(std::string("missing field '") + field + "'");
+    return {};
+  }
+  const json& v = j.at(field);
+  if (v.is_string()) return {v.get<std::string>()};
+  if (!v.is_array()) throw bad(std::string("'") + field + "' must be a string or an array of strings");
+  std::vector<std::string> out;
+  for (const auto& x : v) {
+    if (!x.is_string()) throw bad(std::string("'") + field + "' must be a string or an array of strings");
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+bool bool_of(const json& j, const char* field, bool def) {
+  if (!j.contains(field) || j.at(field).is_null()) return def;
+  if (!j.at(field).is_boolean()) throw bad(std::string("'") + field + "' must be true or false");
+  return j.at(field).get<bool>();
+}
+
+size_t count_of(const json& j, const char* field, size_t def, size_t max) {
+  if (!j.contains(field) || j.at(field).is_null()) return def;
+  const json& v = j.at(field);
+  if (!v.is_number_integer() || v.get<int64_t>() < 1) throw bad(std::string("'") + field + "' must be a positive integer");
+  const auto n = v.get<uint64_t>();
+  if (n > max) throw too_much(std::string("'") + field + "' is " + std::to_string(n) + ", more than the limit " + std::to_string(max));
+  return static_cast<size_t>(n);
+}
+
+double number_of(const json& j, const char* field, double def) {
+  if (!j.contains(field) || j.at(field).is_null()) return def;
+  if (!j.at(field).is_number()) throw bad(std::string("'") + field + "' must be a number");
+  return j.at(field).get<double>();
+}
+
+std::string string_of(const json& j, const char* field, const std::string& def) {
+  if (!j.contains(field) || j.at(field).is_null()) return def;
+  if (!j.at(field).is_string()) throw bad(std::string("'") + field + "' must be a string");
+  return j.at(field).get<std::string>();
+}
+
+json floats(const float* v, size_t n) {
+  json a = json::array();
+  for (size_t i = 0; i < n; ++i) a.push_back(v[i]);
+  return a;
+}
+
+std::string base64(const unsigned char* p, size_t n) {
+  static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = (uint32_t(p[i]) << 16) | (i + 1 < n ? uint32_t(p[i + 1]) << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+Response json_response(const json& j, int status = 200) {
+  Response r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+// The endpoint label of a path for metrics (unknown paths share one label).
+std::string endpoint_label(const std::string& path) {
+  static const char* const kKnown[] = {"/health", "/v1/info", "/metrics", "/v1/embeddings", "/embed",
+                                       "/rerank", "/v1/verify", "/v1/search"};
+  for (const char* k : kKnown)
+    if (path == k) return k;
+  return "other";
+}
+
+}  // namespace
+
+Response error_response(int status, const std::string& type, const std::string& message) {
+  return json_response({{"error", {{"message", message}, {"type", type}}}}, status);
+}
+
+Service::Service(const ServeOptions& opt) : opt_(opt) {
+  if (!opt_.index_dir.empty()) {
+    IndexOpenOptions oo;
+    oo.model_dir = opt_.model_dir;
+    oo.encoder = opt_.encoder;
+    index_ = Index::open(opt_.index_dir, oo);
+    encoder_ = index_->encoder();
+    rec_ = recommended_search_for_index(opt_.index_dir, opt_.model_dir);
+  } else {
+    own_encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
+    encoder_ = own_encoder_.get();
+  }
+  model_name_ = encoder_->info().dir;
+  std::string v = opt_.verifier;
+  if (v.empty()) {
+    const std::string beside = encoder_->info().dir + "/verifier.safetensors";
+    std::ifstream probe(beside);
+    v = probe.good() ? beside : "F1";
+  }
+  verifier_ = Verifier::load(v, index_ ? index_->stats().model_identity : "");
+  verifier_name_ = v;
+  batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
+}
+
+Service::~Service() = default;
+
+Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states) {
+  return batcher_->encode(texts, token_states);
+}
+
+double Service::threshold_or(double given) const { return std::isnan(given) ? verifier_->config().threshold : given; }
+
+Response Service::handle(const std::string& method, const std::string& path, const std::string& body,
+                         const std::map<std::string, std::string>& query) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Response r;
+  try {
+    r = route(method, path, body, query);
+  } catch (const HttpError& e) {
+    r = error_response(e.status, e.type, e.what());
+  } catch (const QueueFull& e) {
+    r = error_response(503, "overloaded", e.what());
+    r.headers.emplace_back("Retry-After", "1");
+  } catch (const Error& e) {
+    r = error_response(422, "invalid_request_error", e.what());
+  } catch (const std::exception& e) {
+    r = error_response(500, "server_error", e.what());
+  }
+  count(path, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return r;
+}
+
+void Service::count(const std::string& path, int status, double seconds) {
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  Endpoint& e = endpoints_[endpoint_label(path)];
+  if (e.latency.empty()) e.latency.assign(kNumLatency + 1, 0);
+  ++e.by_status[status];
+  size_t b = 0;
+  while (b < kNumLatency && seconds > kLatencyBuckets[b]) ++b;
+  ++e.latency[b];
+  e.seconds += seconds;
+  ++e.count;
+}
+
+Response Service::route(const std::string& method, const std::string& path, const std::string& body,
+                        const std::map<std::string, std::string>& /*query*/) {
+  struct Route {
+    const char* path;
+    const char* method;
+  };
+  static const Route kRoutes[] = {{"/health", "GET"},      {"/v1/info", "GET"}, {"/metrics", "GET"},
+                                  {"/v1/embeddings", "POST"}, {"/embed", "POST"},  {"/rerank", "POST"},
+                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}};
+  const Route* found = nullptr;
+  for (const Route& r : kRoutes)
+    if (path == r.path) found = &r;
+  if (!found) throw HttpError(404, "not_found", "no route " + path);
+  if (method != found->method)
+    throw HttpError(405, "method_not_allowed", path + " takes " + found->method + ", not " + method);
+  if (path == "/health") return json_response({{"status", "ok"}});
+  if (path == "/v1/info") return info();
+  if (path == "/metrics") {
+    Response r;
+    r.body = metrics();
+    r.content_type = "text/plain; version=0.0.4";
+    return r;
+  }
+  if (path == "/v1/embeddings") return embeddings_openai(body);
+  if (path == "/embed") return embed_tei(body);
+  if (path == "/rerank") return rerank_tei(body);
+  if (path == "/v1/verify") return verify(body);
+  return search(body);
+}
+
+Response Service::info() const {
+  const ModelInfo& mi = encoder_->info();
+  json j = {{"model",
+             {{"path", mi.dir},
+              {"model_type", mi.config.model_type},
+              {"dim", encoder_->dim()},
+              {"max_length", encoder_->max_length()},
+              {"pooling", pooling_name(encoder_->pooling())}}},
+            {"verifier",
+             {{"name", verifier_name_},
+              {"kind", verifier_kind_name(verifier_->config().kind)},
+              {"threshold", std::isnan(verifier_->config().threshold) ? json(nullptr) : json(verifier_->config().threshold)}}},
+            {"limits", {{"max_texts", opt_.max_texts}, {"max_k", opt_.max_k}, {"max_batch", opt_.batching.max_batch},
+                        {"max_queue", opt_.batching.max_queue}}}};
+  if (index_) {
+    const IndexStats& s = index_->stats();
+    j["model"]["identity"] = s.model_identity;
+    j["index"] = {{"path", opt_.index_dir}, {"documents", s.documents}, {"tokens", s.tokens},
+                  {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec}};
+    j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
+                     {"k", 10}, {"candidates", 100}};
+  } else {
+    j["index"] = nullptr;
+  }
+  return json_response(j);
+}
+
+Response Service::embeddings_openai(const std::string& body) {
+  const json j = parse_object(body);
+  if (!j.contains("input")) throw bad("missing field 'input'");
+  const std::string format = string_of(j, "encoding_format", "float");
+  if (format != "float" && format != "base64") throw bad("'encoding_format' must be \"float\" or \"base64\"");
+  const json& in = j.at("input");
+  Embeddings e;
+  // OpenAI's input: a string, strings, or token arrays (one array of ints, or arrays of them).
+  const bool ids = in.is_array() && !in.empty() && (in[0].is_number_integer() || in[0].is_array());
+  if (ids) {
+    std::vector<std::vector<int32_t>> lists;
+    auto take = [&](const json& a) {
+      std::vector<int32_t> l;
+      for (const auto& x : a) {
+        if (!x.is_number_integer()) throw bad("'input' token arrays must hold integers");
+        const auto v = x.get<int64_t>();
+        if (v < 0 || v > INT32_MAX) throw too_much("token id " + std::to_string(v) + " is out of range");
+        l.push_back(static_cast<int32_t>(v));
+      }
+      lists.push_back(std::move(l));
+    };
+    if (in[0].is_number_integer()) {
+      take(in);
+    } else {
+      for (const auto& a : in) {
+        if (!a.is_array()) throw bad("'input' must be a string, strings, or token arrays");
+        take(a);
+      }
+    }
+    if (lists.size() > opt_.max_texts) throw too_much(std::to_string(lists.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
+    e = encoder_->encode_ids(lists);
+  } else {
+    const std::vector<std::string> texts = strings_of(j, "input", true);
+    if (texts.empty()) throw bad("'input' is empty");
+    if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
+    e = encode(texts, false);
+  }
+  json data = json::array();
+  size_t tokens = 0;
+  for (size_t i = 0; i < e.encodings.size(); ++i) {
+    tokens += e.encodings[i].ids.size();
+    const float* v = &e.pooled[i * e.dim];
+    json item = {{"object", "embedding"}, {"index", i}};
+    item["embedding"] = format == "float" ? floats(v, e.dim)
+                                          : json(base64(reinterpret_cast<const unsigned char*>(v), e.dim * sizeof(float)));
+    data.push_back(std::move(item));
+  }
+  return json_response({{"object", "list"},
+                        {"data", data},
+                        {"model", string_of(j, "model", model_name_)},
+                        {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+Response Service::embed_tei(const std::string& body) {
+  const json j = parse_object(body);
+  const std::vector<std::string> texts = strings_of(j, "inputs", true);
+  if (texts.empty()) throw bad("'inputs' is empty");
+  if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
+  const bool normalize = bool_of(j, "normalize", true), truncate = bool_of(j, "truncate", false);
+  Embeddings e = encode(texts, !normalize);
+  if (!truncate && e.truncated > 0)
+    throw too_much("an input is longer than the model's " + std::to_string(encoder_->max_length()) +
+                   " tokens; send \"truncate\": true to cut it");
+  json out = json::array();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (normalize) {
+      out.push_back(floats(&e.pooled[i * e.dim], e.dim));
+      continue;
+    }
+    // The pooled vector before normalisation, from the token states.
+    const TokenStates& t = e.tokens[i];
+    std::vector<float> v(e.dim, 0.f);
+    const Pooling p = encoder_->pooling();
+    if (p == Pooling::Mean) {
+      for (size_t r = 0; r < t.length; ++r)
+        for (size_t d = 0; d < e.dim; ++d) v[d] += t.values[r * e.dim + d] / static_cast<float>(t.length);
+    } else {
+      const size_t r = p == Pooling::Cls ? 0 : t.length - 1;
+      std::copy(t.values.begin() + static_cast<std::ptrdiff_t>(r * e.dim),
+                t.values.begin() + static_cast<std::ptrdiff_t>((r + 1) * e.dim), v.begin());
+    }
+    out.push_back(floats(v.data(), e.dim));
+  }
+  return json_response(out);
+}
+
+Response Service::rerank_tei(const std::string& body) {
+  const json j = parse_object(body);
+  if (!j.contains("query") || !j.at("query").is_string()) throw bad("'query' must be a string");
+  std::vector<std::string> texts = strings_of(j, "texts", true);
+  if (texts.empty()) throw bad("'texts' is empty");
+  if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " texts, more than the limit " + std::to_string(opt_.max_texts));
+  const bool return_text = bool_of(j, "return_text", false), raw = bool_of(j, "raw_scores", false);
+  std::vector<std::string> all = {j.at("query").get<std::string>()};
+  all.insert(all.end(), texts.begin(), texts.end());
+  Embeddings e = encode(all, true);
+  std::vector<const TokenStates*> cands;
+  for (size_t i = 1; i < e.tokens.size(); ++i) cands.push_back(&e.tokens[i]);
+  const std::vector<float> s = verifier_->score(e.tokens[0], cands);
+  std::vector<size_t> order(s.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
+  json out = json::array();
+  for (size_t i : order) {
+    // Verifier scores lie in [-1, 1]; without raw_scores they are mapped onto [0, 1].
+    const double score = raw ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
+    json item = {{"index", i}, {"score", score}};
+    if (return_text) item["text"] = texts[i];
+    out.push_back(std::move(item));
+  }
+  return json_response(out);
+}
+
+Response Service::verify(const std::string& body) {
+  const json j = parse_object(body);
+  if (!j.contains("pairs") || !j.at("pairs").is_array()) throw bad("'pairs' must be an array of [query, candidate]");
+  const json& pairs = j.at("pairs");
+  if (pairs.empty()) throw bad("'pairs' is empty");
+  if (pairs.size() > opt_.max_texts) throw too_much(std::to_string(pairs.size()) + " pairs, more than the limit " + std::to_string(opt_.max_texts));
+  std::vector<std::string> texts;
+  for (const auto& p : pairs) {
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string()) {
+      texts.push_back(p[0].get<std::string>());
+      texts.push_back(p[1].get<std::string>());
+    } else if (p.is_object() && p.contains("query") && p.contains("candidate") && p["query"].is_string() &&
+               p["candidate"].is_string()) {
+      texts.push_back(p["query"].get<std::string>());
+      texts.push_back(p["candidate"].get<std::string>());
+    } else {
+      throw bad("each pair must be [query, candidate] or {\"query\", \"candidate\"} (strings)");
+    }
+  }
+  const double threshold = threshold_or(number_of(j, "threshold", std::nan("")));
+  Embeddings e = encode(texts, true);
+  json results = json::array();
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const float s = verifier_->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
+    results.push_back({{"score", s}, {"accepted", std::isnan(threshold) || s >= threshold}});
+  }
+  return json_response({{"results", results},
+                        {"threshold", std::isnan(threshold) ? json(nullptr) : json(threshold)},
+                        {"verifier", verifier_name_}});
+}
+
+Response Service::search(const std::string& body) {
+  if (!index_) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  const json j = parse_object(body);
+  std::vector<std::string> queries = strings_of(j, "queries", false);
+  if (j.contains("query")) {
+    if (!queries.empty()) throw bad("give 'query' or 'queries', not both");
+    queries = strings_of(j, "query", true);
+  }
+  if (queries.empty()) throw bad("missing field 'query' (or 'queries')");
+  if (queries.size() > opt_.max_texts) throw too_much(std::to_string(queries.size()) + " queries, more than the limit " + std::to_string(opt_.max_texts));
+  SearchParams sp;
+  sp.k = count_of(j, "k", 10, opt_.max_k);
+  sp.mode = rec_.mode;
+  sp.fusion = rec_.fusion;
+  sp.rrf_k = rec_.rrf_k;
+  sp.dense_weight = rec_.dense_weight;
+  try {
+    if (j.contains("mode")) sp.mode = search_mode_from_name(string_of(j, "mode", ""));
+    if (j.contains("fusion")) sp.fusion = fusion_from_name(string_of(j, "fusion", ""));
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  PipelineParams pp;
+  pp.candidates = count_of(j, "candidates", 100, opt_.max_k);
+  pp.gate = bool_of(j, "gate", false);
+  pp.rerank = bool_of(j, "rerank", false);
+  pp.threshold = number_of(j, "threshold", std::nan(""));
+  pp.k = sp.k;
+  pp.stage1 = sp;
+  const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
+  const bool with_text = bool_of(j, "with_text", false);
+  json results = json::array();
+  using Clock = std::chrono::steady_clock;
+  for (const std::string& q : queries) {
+    const auto t0 = Clock::now();
+    json hits = json::array();
+    json timings;
+    if (stage2) {
+      Stage2Timing st;
+      auto vh = search_verified(*index_, *verifier_, q, pp, &st);
+      for (size_t r = 0; r < vh.size(); ++r) {
+        const VerifiedHit& h = vh[r];
+        json x = {{"rank", r + 1},          {"id", h.hit.id},
+                  {"stage1_score", h.hit.score}, {"stage1_rank", h.stage1_rank},
+                  {"verifier_score", h.verifier_score}, {"accepted", h.accepted}};
+        if (with_text) {
+          Document d = index_->document(h.hit.doc);
+          x["title"] = d.title;
+          x["text"] = d.text;
+        }
+        hits.push_back(std::move(x));
+      }
+      const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+      timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
+                 {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
+    } else {
+      SearchResult sr = index_->search(q, sp);
+      for (size_t r = 0; r < sr.hits.size(); ++r) {
+        const Hit& h = sr.hits[r];
+        json x = {{"rank", r + 1}, {"id", h.id}, {"score", h.score}};
+        if (!std::isnan(h.dense_score)) x["dense"] = h.dense_score;
+        if (!std::isnan(h.bm25_score)) x["bm25"] = h.bm25_score;
+        if (with_text) {
+          Document d = index_->document(h.doc);
+          x["title"] = d.title;
+          x["text"] = d.text;
+        }
+        hits.push_back(std::move(x));
+      }
+      timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
+    }
+    results.push_back({{"query", q}, {"hits", hits}, {"timings", timings}});
+  }
+  return json_response({{"results", results},
+                        {"mode", search_mode_name(sp.mode)},
+                        {"verifier", stage2 ? json(verifier_name_) : json(nullptr)}});
+}
+
+std::string Service::metrics() const {
+  std::ostringstream o;
+  std::map<std::string, Endpoint> eps;
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    eps = endpoints_;
+  }
+  o << "# HELP sieve_requests_total Requests answered, by endpoint and status.\n"
+    << "# TYPE sieve_requests_total counter\n";
+  for (const auto& [name, e] : eps)
+    for (const auto& [status, n] : e.by_status)
+      o << "sieve_requests_total{endpoint=\"" << name << "\",status=\"" << status << "\"} " << n << "\n";
+  o << "# HELP sieve_request_duration_seconds Time to answer a request, by endpoint.\n"
+    << "# TYPE sieve_request_duration_seconds histogram\n";
+  for (const auto& [name, e] : eps) {
+    size_t cum = 0;
+    for (size_t b = 0; b <= kNumLatency; ++b) {
+      cum += e.latency[b];
+      o << "sieve_request_duration_seconds_bucket{endpoint=\"" << name << "\",le=\"";
+      if (b < kNumLatency) o << kLatencyBuckets[b];
+      else o << "+Inf";
+      o << "\"} " << cum << "\n";
+    }
+    o << "sieve_request_duration_seconds_sum{endpoint=\"" << name << "\"} " << e.seconds << "\n";
+    o << "sieve_request_duration_seconds_count{endpoint=\"" << name << "\"} " << e.count << "\n";
+  }
+  const BatcherStats bs = batcher_->stats();
+  o << "# HELP sieve_batch_size Texts per encoder forward pass (dynamic batching).\n"
+    << "# TYPE sieve_batch_size histogram\n";
+  size_t cum = 0;
+  for (size_t b = 0; b < bs.batch_sizes.size(); ++b) {
+    cum += bs.batch_sizes[b];
+    o << "sieve_batch_size_bucket{le=\"";
+    if (b + 1 < bs.batch_sizes.size()) o << (size_t{1} << b);
+    else o << "+Inf";
+    o << "\"} " << cum << "\n";
+  }
+  o << "sieve_batch_size_sum " << bs.texts << "\nsieve_batch_size_count " << bs.batches << "\n";
+  o << "# HELP sieve_queue_texts Texts waiting for the encoder.\n# TYPE sieve_queue_texts gauge\n"
+    << "sieve_queue_texts " << bs.queued_texts << "\n";
+  o << "# HELP sieve_documents Documents in the index.\n# TYPE sieve_documents gauge\n"
+    << "sieve_documents " << (index_ ? index_->size() : 0) << "\n";
+  return o.str();
+}
+
+}  // namespace sieve::serve

@@ -1,0 +1,98 @@
+// The search service behind `sieve serve`: JSON requests in, JSON responses out, independent of
+// the HTTP library (serve/http_server.h binds it to sockets). Endpoints and formats:
+// docs/server.md. Loads once; handle() may be called from any number of threads.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/batcher.h"
+#include "sieve/encoder.h"
+#include "sieve/index.h"
+#include "sieve/pipeline.h"
+#include "sieve/verify.h"
+
+namespace sieve::serve {
+
+struct ServeOptions {
+  std::string index_dir;     ///< empty: embedding and verification only
+  std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
+  std::string verifier;      ///< file or F0/F1/F2; empty: the model folder's verifier.safetensors, else F1
+  EncoderOptions encoder;    ///< device and threads
+  BatcherOptions batching;
+  size_t max_texts = 512;    ///< texts (or pairs) per request; more -> 422
+  size_t max_k = 1000;       ///< k and candidates per query; more -> 422
+};
+
+/// An HTTP answer: status, body, content type and extra headers.
+struct Response {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+/// A request error: HTTP status, error type ("invalid_request_error", ...), message.
+struct HttpError : std::runtime_error {
+  HttpError(int s, std::string t, const std::string& m) : std::runtime_error(m), status(s), type(std::move(t)) {}
+  int status;
+  std::string type;
+};
+
+/// `{"error": {"message", "type"}}` with that status.
+Response error_response(int status, const std::string& type, const std::string& message);
+
+class Service {
+ public:
+  /// Loads the model, the index and the verifier; sieve::Error when one cannot be loaded.
+  explicit Service(const ServeOptions& opt);
+  ~Service();
+
+  /// Answers one request. `path` without the query string; `query` the decoded query parameters.
+  /// Never throws: every failure is an error response.
+  Response handle(const std::string& method, const std::string& path, const std::string& body,
+                  const std::map<std::string, std::string>& query = {});
+
+  /// Counts a response that the HTTP layer produced itself (413, 401, 503 while loading).
+  void count(const std::string& path, int status, double seconds);
+  /// Prometheus text format: requests by endpoint and status, latency histograms, batch sizes,
+  /// queue depth, documents.
+  std::string metrics() const;
+
+ private:
+  Response route(const std::string& method, const std::string& path, const std::string& body,
+                 const std::map<std::string, std::string>& query);
+  Response info() const;
+  Response embeddings_openai(const std::string& body);
+  Response embed_tei(const std::string& body);
+  Response rerank_tei(const std::string& body);
+  Response verify(const std::string& body);
+  Response search(const std::string& body);
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states);
+  double threshold_or(double given) const;
+
+  ServeOptions opt_;
+  std::unique_ptr<Index> index_;
+  std::unique_ptr<Encoder> own_encoder_;
+  const Encoder* encoder_ = nullptr;
+  std::unique_ptr<Verifier> verifier_;
+  std::string verifier_name_, model_name_;
+  SearchRecommendation rec_;
+  std::unique_ptr<EmbedBatcher> batcher_;
+
+  struct Endpoint {
+    std::map<int, size_t> by_status;
+    std::vector<size_t> latency;  ///< histogram over kLatencyBuckets, plus +Inf
+    double seconds = 0;
+    size_t count = 0;
+  };
+  mutable std::mutex metrics_mu_;
+  std::map<std::string, Endpoint> endpoints_;
+};
+
+}  // namespace sieve::serve
