@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <sstream>
 #include <condition_variable>
 #include <fstream>
 #include <future>
@@ -347,6 +348,40 @@ TEST(ServeCli, SigtermStopsWithExitZeroAndAFailedLoadIsAnError) {
   auto bad = test::run_command(test::cli_path() + " serve -m /nonexistent/model --port 0 2>&1");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("/nonexistent/model"), std::string::npos) << bad.out;
+}
+
+// OpenAI's own Node client (npm `openai`, installed by set-up into build/npm) against a running
+// `sieve serve` with an API key: the floats it returns are `sieve embed`'s.
+TEST(ServeCli, OpenAiClientGetsTheEmbedKeys) {
+  const std::string npm = SIEVE_NPM_DIR;
+  if (test::run_command("node --version 2>/dev/null").out.empty()) GTEST_SKIP() << "node is not installed";
+  if (!std::ifstream(npm + "/node_modules/openai/package.json").good())
+    GTEST_SKIP() << "npm package openai missing in " << npm << "; run tests/reference/install.sh " << npm;
+  const std::string dir = test::make_temp_dir("serve_openai");
+  write_fixture_model(dir + "/model", test::tiny_model_options(24));
+  std::ofstream(dir + "/key") << "k-123\n";
+  const std::string log = dir + "/log";
+  const std::string script =
+      test::cli_path() + " serve -m " + dir + "/model --port 0 --api-key-file " + dir + "/key 2> " + log +
+      " & pid=$!; for i in $(seq 200); do grep -q ready " + log + " && break; sleep 0.1; done; " +
+      "port=$(sed -n 's/.*127.0.0.1:\\([0-9]*\\).*/\\1/p' " + log + "); NODE_PATH=" + npm +
+      "/node_modules node " + SIEVE_REFERENCE_DIR + "/openai_embeddings.js http://127.0.0.1:$port/v1 k-123 " +
+      "'the dog bit the man' 'hello world' > " + dir + "/out.json; rc=$?; kill -TERM $pid; wait $pid; echo rc=$rc";
+  std::ofstream(dir + "/run.sh") << script << "\n";
+  auto r = test::run_command("bash " + dir + "/run.sh 2>&1");
+  ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
+  std::ifstream f(dir + "/out.json");
+  const json got = json::parse(std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()));
+  auto want = test::run_command(test::cli_path() + " embed -m " + dir + "/model 'the dog bit the man' 'hello world' 2>/dev/null");
+  std::istringstream lines(want.out);
+  std::string line;
+  for (size_t i = 0; std::getline(lines, line); ++i) {
+    auto w = json::parse(line)["embedding"].get<std::vector<double>>();
+    auto g = got["data"][i].get<std::vector<double>>();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t d = 0; d < w.size(); ++d) EXPECT_NEAR(g[d], w[d], 1e-6) << i << " " << d;
+  }
+  EXPECT_GT(got["usage"]["prompt_tokens"].get<int>(), 4);
 }
 
 }  // namespace
