@@ -119,6 +119,10 @@ struct IndexOpenOptions {
   std::string model_dir;        ///< encoder to use; empty = the path recorded at build time
   EncoderOptions encoder;       ///< device and threads (pooling and max length come from the index)
   bool load_encoder = true;     ///< false: no query encoding (bm25 search, documents, tokens only)
+  /// An encoder already loaded for this index's model (Index::shared_encoder() of an earlier
+  /// snapshot of the same index), used instead of loading one: reopening to see added documents
+  /// then costs no model load. Only its width is checked.
+  std::shared_ptr<const Encoder> encoder_instance;
   bool verify = false;          ///< also check the CRC of every data file (reads everything)
 };
 
@@ -163,6 +167,8 @@ class Index {
   virtual std::vector<float> key(uint32_t doc) const = 0;
   /// The query encoder (nullptr when opened without one).
   virtual const Encoder* encoder() const = 0;
+  /// The same encoder, shareable with a later snapshot (IndexOpenOptions::encoder_instance).
+  virtual std::shared_ptr<const Encoder> shared_encoder() const = 0;
 
   /// Searches one query.
   virtual SearchResult search(const std::string& query, const SearchParams& params = {}) const = 0;

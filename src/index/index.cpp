@@ -59,6 +59,7 @@ class IndexImpl final : public Index {
   Document document(uint32_t doc) const override { return corpus_->get(doc); }
   int64_t find(const std::string& id) const override { return corpus_->find(id); }
   const Encoder* encoder() const override { return encoder_.get(); }
+  std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
 
   std::vector<float> key(uint32_t doc) const override {
     auto r = keys_.record(doc);
@@ -156,6 +157,11 @@ class IndexImpl final : public Index {
   }
 
   void load_encoder(const IndexOpenOptions& opt) {
+    if (opt.encoder_instance) {
+      SIEVE_THROW_IF_NOT(opt.encoder_instance->dim() == m_.dim, "the given encoder's dimension differs from the index's");
+      encoder_ = opt.encoder_instance;
+      return;
+    }
     std::string model = opt.model_dir.empty() ? m_.model_path : opt.model_dir;
     SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
                                                     << "model directory (--model)");
@@ -199,7 +205,7 @@ class IndexImpl final : public Index {
   std::unique_ptr<TokenStore> tokens_;
   std::unique_ptr<FaissVectorIndex> vectors_;
   std::unique_ptr<XapianLexicalIndex> lexical_;
-  std::unique_ptr<Encoder> encoder_;
+  std::shared_ptr<const Encoder> encoder_;
 };
 
 }  // namespace

@@ -5,9 +5,13 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "sieve/error.h"
+
+#include <unistd.h>
+#include <cstdio>
 
 namespace sieve::serve {
 
@@ -106,9 +110,10 @@ Response json_response(const json& j, int status = 200) {
 // The endpoint label of a path for metrics (unknown paths share one label).
 std::string endpoint_label(const std::string& path) {
   static const char* const kKnown[] = {"/health", "/v1/info", "/metrics", "/v1/embeddings", "/embed",
-                                       "/rerank", "/v1/verify", "/v1/search"};
+                                       "/rerank", "/v1/verify", "/v1/search", "/v1/documents"};
   for (const char* k : kKnown)
     if (path == k) return k;
+  if (path.rfind("/v1/documents/", 0) == 0) return "/v1/documents/{id}";
   return "other";
 }
 
@@ -124,11 +129,10 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     oo.model_dir = opt_.model_dir;
     oo.encoder = opt_.encoder;
     index_ = Index::open(opt_.index_dir, oo);
-    encoder_ = index_->encoder();
+    encoder_ = index_->shared_encoder();
     rec_ = recommended_search_for_index(opt_.index_dir, opt_.model_dir);
   } else {
-    own_encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
-    encoder_ = own_encoder_.get();
+    encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
   }
   model_name_ = encoder_->info().dir;
   std::string v = opt_.verifier;
@@ -143,6 +147,11 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
 }
 
 Service::~Service() = default;
+
+std::shared_ptr<const Index> Service::snapshot() const {
+  std::lock_guard<std::mutex> lock(index_mu_);
+  return index_;
+}
 
 Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states) {
   return batcher_->encode(texts, token_states);
@@ -190,7 +199,12 @@ Response Service::route(const std::string& method, const std::string& path, cons
   };
   static const Route kRoutes[] = {{"/health", "GET"},      {"/v1/info", "GET"}, {"/metrics", "GET"},
                                   {"/v1/embeddings", "POST"}, {"/embed", "POST"},  {"/rerank", "POST"},
-                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}};
+                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}, {"/v1/documents", "POST"}};
+  static const std::string kDocPrefix = "/v1/documents/";
+  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0) {
+    if (method != "GET") throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, not " + method);
+    return get_document(path.substr(kDocPrefix.size()));
+  }
   const Route* found = nullptr;
   for (const Route& r : kRoutes)
     if (path == r.path) found = &r;
@@ -209,6 +223,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/embed") return embed_tei(body);
   if (path == "/rerank") return rerank_tei(body);
   if (path == "/v1/verify") return verify(body);
+  if (path == "/v1/documents") return add_documents(body);
   return search(body);
 }
 
@@ -226,10 +241,10 @@ Response Service::info() const {
               {"threshold", std::isnan(verifier_->config().threshold) ? json(nullptr) : json(verifier_->config().threshold)}}},
             {"limits", {{"max_texts", opt_.max_texts}, {"max_k", opt_.max_k}, {"max_batch", opt_.batching.max_batch},
                         {"max_queue", opt_.batching.max_queue}}}};
-  if (index_) {
-    const IndexStats& s = index_->stats();
+  if (auto index = snapshot()) {
+    const IndexStats& s = index->stats();
     j["model"]["identity"] = s.model_identity;
-    j["index"] = {{"path", opt_.index_dir}, {"documents", s.documents}, {"tokens", s.tokens},
+    j["index"] = {{"path", opt_.index_dir}, {"documents", index->size()}, {"tokens", s.tokens},
                   {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec}};
     j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
                      {"k", 10}, {"candidates", 100}};
@@ -384,7 +399,8 @@ Response Service::verify(const std::string& body) {
 }
 
 Response Service::search(const std::string& body) {
-  if (!index_) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  const std::shared_ptr<const Index> ix = snapshot();  // this request's snapshot
+  if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
   const json j = parse_object(body);
   std::vector<std::string> queries = strings_of(j, "queries", false);
   if (j.contains("query")) {
@@ -422,14 +438,14 @@ Response Service::search(const std::string& body) {
     json timings;
     if (stage2) {
       Stage2Timing st;
-      auto vh = search_verified(*index_, *verifier_, q, pp, &st);
+      auto vh = search_verified(*ix, *verifier_, q, pp, &st);
       for (size_t r = 0; r < vh.size(); ++r) {
         const VerifiedHit& h = vh[r];
         json x = {{"rank", r + 1},          {"id", h.hit.id},
                   {"stage1_score", h.hit.score}, {"stage1_rank", h.stage1_rank},
                   {"verifier_score", h.verifier_score}, {"accepted", h.accepted}};
         if (with_text) {
-          Document d = index_->document(h.hit.doc);
+          Document d = ix->document(h.hit.doc);
           x["title"] = d.title;
           x["text"] = d.text;
         }
@@ -439,14 +455,14 @@ Response Service::search(const std::string& body) {
       timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
                  {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
     } else {
-      SearchResult sr = index_->search(q, sp);
+      SearchResult sr = ix->search(q, sp);
       for (size_t r = 0; r < sr.hits.size(); ++r) {
         const Hit& h = sr.hits[r];
         json x = {{"rank", r + 1}, {"id", h.id}, {"score", h.score}};
         if (!std::isnan(h.dense_score)) x["dense"] = h.dense_score;
         if (!std::isnan(h.bm25_score)) x["bm25"] = h.bm25_score;
         if (with_text) {
-          Document d = index_->document(h.doc);
+          Document d = ix->document(h.doc);
           x["title"] = d.title;
           x["text"] = d.text;
         }
@@ -459,6 +475,62 @@ Response Service::search(const std::string& body) {
   return json_response({{"results", results},
                         {"mode", search_mode_name(sp.mode)},
                         {"verifier", stage2 ? json(verifier_name_) : json(nullptr)}});
+}
+
+Response Service::add_documents(const std::string& body) {
+  if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  const json j = parse_object(body);
+  if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
+  const json& docs = j.at("documents");
+  if (docs.empty()) throw bad("'documents' is empty");
+  if (docs.size() > opt_.max_texts) throw too_much(std::to_string(docs.size()) + " documents, more than the limit " + std::to_string(opt_.max_texts));
+  std::lock_guard<std::mutex> writer(write_mu_);
+  const std::shared_ptr<const Index> before = snapshot();
+  std::set<std::string> ids;
+  std::string jsonl;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const json& d = docs[i];
+    if (!d.is_object()) throw bad("documents[" + std::to_string(i) + "] must be an object");
+    const std::string id = d.contains("_id") ? string_of(d, "_id", "") : string_of(d, "id", "");
+    if (id.empty()) throw bad("documents[" + std::to_string(i) + "] needs a non-empty \"_id\"");
+    if (!d.contains("text") || !d.at("text").is_string()) throw bad("documents[" + std::to_string(i) + "] needs a \"text\" string");
+    if (!ids.insert(id).second) throw HttpError(409, "conflict", "id '" + id + "' appears twice in this batch");
+    if (before->find(id) >= 0) throw HttpError(409, "conflict", "id '" + id + "' is already in the index");
+    jsonl += json({{"_id", id}, {"title", string_of(d, "title", "")}, {"text", d.at("text").get<std::string>()}})
+                 .dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+  // The library appends from a corpus file; the batch becomes visible (whole) when its manifest
+  // is committed, and durable before this answers.
+  char tmpl[] = "/tmp/sieve_serve_batch_XXXXXX.jsonl";
+  const int fd = ::mkstemps(tmpl, 6);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary corpus file");
+  const std::string tmp = tmpl;
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_tmp{tmp};
+  const bool written = ::write(fd, jsonl.data(), jsonl.size()) == static_cast<ssize_t>(jsonl.size());
+  ::close(fd);
+  if (!written) throw std::runtime_error("cannot write the temporary corpus file " + tmp);
+  BuildReport rep = add_to_index(opt_.index_dir, tmp, IndexBuildOptions{}, opt_.encoder, opt_.model_dir);
+  IndexOpenOptions oo;
+  oo.model_dir = opt_.model_dir;
+  oo.encoder_instance = encoder_;
+  std::shared_ptr<const Index> next = Index::open(opt_.index_dir, oo);
+  {
+    std::lock_guard<std::mutex> lock(index_mu_);
+    index_ = next;
+  }
+  return json_response({{"added", rep.added}, {"documents", next->size()}});
+}
+
+Response Service::get_document(const std::string& id) const {
+  const std::shared_ptr<const Index> ix = snapshot();
+  if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  const int64_t doc = ix->find(id);
+  if (doc < 0) throw HttpError(404, "not_found", "no document '" + id + "'");
+  const Document d = ix->document(static_cast<uint32_t>(doc));
+  return json_response({{"_id", d.id}, {"title", d.title}, {"text", d.text}});
 }
 
 std::string Service::metrics() const {
@@ -502,7 +574,7 @@ std::string Service::metrics() const {
   o << "# HELP sieve_queue_texts Texts waiting for the encoder.\n# TYPE sieve_queue_texts gauge\n"
     << "sieve_queue_texts " << bs.queued_texts << "\n";
   o << "# HELP sieve_documents Documents in the index.\n# TYPE sieve_documents gauge\n"
-    << "sieve_documents " << (index_ ? index_->size() : 0) << "\n";
+    << "sieve_documents " << (snapshot() ? snapshot()->size() : 0) << "\n";
   return o.str();
 }
 

@@ -73,13 +73,18 @@ class Service {
   Response rerank_tei(const std::string& body);
   Response verify(const std::string& body);
   Response search(const std::string& body);
+  Response add_documents(const std::string& body);
+  Response get_document(const std::string& id) const;
+  /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
+  std::shared_ptr<const Index> snapshot() const;
   Embeddings encode(const std::vector<std::string>& texts, bool token_states);
   double threshold_or(double given) const;
 
   ServeOptions opt_;
-  std::unique_ptr<Index> index_;
-  std::unique_ptr<Encoder> own_encoder_;
-  const Encoder* encoder_ = nullptr;
+  std::shared_ptr<const Index> index_;      ///< guarded by index_mu_
+  mutable std::mutex index_mu_;
+  std::mutex write_mu_;                     ///< one document batch at a time
+  std::shared_ptr<const Encoder> encoder_;  ///< shared by every snapshot
   std::unique_ptr<Verifier> verifier_;
   std::string verifier_name_, model_name_;
   SearchRecommendation rec_;

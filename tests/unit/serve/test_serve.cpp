@@ -12,7 +12,10 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <thread>
+
+#include <signal.h>
 
 #include "serve/http_server.h"
 #include "serve/service.h"
@@ -286,6 +289,73 @@ TEST_F(ServeTest, ConcurrentClientsGetTheSequentialAnswers) {
   }
 }
 
+// Live documents: a batch is searchable once answered, whole; ids must be new; readers running
+// meanwhile see the old or the new snapshot, never an error.
+TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
+  const std::string dir = test::make_temp_dir("serve_docs");
+  write_fixture_model(dir + "/model", test::tiny_model_options(25));
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << kTexts[i] << "\n";
+  }
+  build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  Service s(o);
+  auto call = [&](const std::string& m, const std::string& p, const json& b) { return s.handle(m, p, b.dump()); };
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, searches{0};
+  std::thread reader([&] {
+    size_t last = 0;
+    while (!stop) {
+      Response r = call("POST", "/v1/search", {{"query", "zebra giraffe"}, {"mode", "bm25"}, {"k", 50}});
+      if (r.status != 200) ++errors;
+      const size_t n = json::parse(r.body)["results"][0]["hits"].size();
+      if (n < last || n % 2 != 0) ++errors;  // batches of two: never half of one, never fewer later
+      last = n;
+      ++searches;
+    }
+  });
+  for (int b = 0; b < 4; ++b) {
+    json docs = json::array();
+    for (int k = 0; k < 2; ++k)
+      docs.push_back({{"_id", "z" + std::to_string(b * 2 + k)}, {"title", "zoo"}, {"text", "zebra giraffe " + std::to_string(b)}});
+    Response r = call("POST", "/v1/documents", {{"documents", docs}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["documents"], 7 + 2 * (b + 1));
+    // Visible to the next search as soon as it is answered.
+    Response q = call("POST", "/v1/search", {{"query", "zebra giraffe"}, {"mode", "bm25"}, {"k", 50}});
+    EXPECT_EQ(json::parse(q.body)["results"][0]["hits"].size(), size_t(2 * (b + 1)));
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(searches.load(), 0);
+  // Dense search sees them too (the snapshot shares the loaded encoder).
+  Response dense = call("POST", "/v1/search", {{"query", "zebra giraffe 3"}, {"mode", "dense"}, {"k", 15}});
+  EXPECT_NE(dense.body.find("\"z7\""), std::string::npos) << dense.body;
+  Response g = s.handle("GET", "/v1/documents/z3", "");
+  ASSERT_EQ(g.status, 200);
+  EXPECT_EQ(json::parse(g.body)["text"], "zebra giraffe 1");
+  EXPECT_EQ(s.handle("GET", "/v1/documents/nope", "").status, 404);
+  EXPECT_EQ(s.handle("DELETE", "/v1/documents/z3", "").status, 405);
+  // Conflicts: an id already there, an id twice in one batch; nothing of such a batch is added.
+  Response dup = call("POST", "/v1/documents", {{"documents", {{{"_id", "d1"}, {"text", "x"}}}}});
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_NE(dup.body.find("already in the index"), std::string::npos);
+  Response twice = call("POST", "/v1/documents", {{"documents", {{{"_id", "n1"}, {"text", "x"}}, {{"_id", "n1"}, {"text", "y"}}}}});
+  EXPECT_EQ(twice.status, 409);
+  EXPECT_EQ(call("POST", "/v1/documents", {{"documents", {{{"text", "no id"}}}}}).status, 400);
+  EXPECT_EQ(json::parse(s.handle("GET", "/v1/info", "").body)["index"]["documents"], 15);
+  // What was acknowledged is on disk: a fresh open (with a full check) holds it.
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto fresh = Index::open(dir + "/ix", oo);
+  EXPECT_EQ(fresh->size(), 15u);
+  EXPECT_GE(fresh->find("z7"), 0);
+}
+
 TEST(ServeHttp, ApiKeyBodyLimitLoadingAndShutdown) {
   const std::string dir = test::make_temp_dir("serve_http");
   write_fixture_model(dir + "/model", test::tiny_model_options(22));
@@ -348,6 +418,67 @@ TEST(ServeCli, SigtermStopsWithExitZeroAndAFailedLoadIsAnError) {
   auto bad = test::run_command(test::cli_path() + " serve -m /nonexistent/model --port 0 2>&1");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("/nonexistent/model"), std::string::npos) << bad.out;
+}
+
+// kill -9 while a batch is being added: the index still opens and verifies, and holds every
+// batch that was answered (and the interrupted one either whole or not at all).
+TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
+  const std::string dir = test::make_temp_dir("serve_kill");
+  write_fixture_model(dir + "/model", test::tiny_model_options(26));
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << kTexts[i] << "\n";
+  }
+  build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
+  const std::string log = dir + "/log";
+  auto started = test::run_command("bash -c '" + test::cli_path() + " serve --index " + dir + "/ix --port 0 --max-texts 5000 2> " +
+                                   log + " > /dev/null & echo $!'");
+  const int pid = std::stoi(started.out);
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream lf(log);
+    const std::string text((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("127.0.0.1:");
+    if (text.find("ready") != std::string::npos && at != std::string::npos) port = std::stoi(text.substr(at + 10));
+  }
+  ASSERT_GT(port, 0) << "the server did not start";
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto batch = [](int b, int n) {
+    json docs = json::array();
+    for (int k = 0; k < n; ++k)
+      docs.push_back({{"_id", "b" + std::to_string(b) + "_" + std::to_string(k)},
+                      {"text", "batch " + std::to_string(b) + " document " + std::to_string(k) + " about dogs and men"}});
+    return json{{"documents", docs}}.dump();
+  };
+  size_t acknowledged = 7;
+  for (int b = 0; b < 3; ++b) {
+    auto r = cli.Post("/v1/documents", batch(b, 20), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    acknowledged += 20;
+  }
+  // A large batch in flight, then kill -9 while it is (most likely) being encoded or written.
+  std::thread big([&] {
+    httplib::Client c2("127.0.0.1", port);
+    c2.set_read_timeout(60, 0);
+    c2.Post("/v1/documents", batch(99, 3000), "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGKILL);
+  big.join();
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto ix = Index::open(dir + "/ix", oo);
+  EXPECT_TRUE(ix->size() == acknowledged || ix->size() == acknowledged + 3000) << ix->size();
+  for (int b = 0; b < 3; ++b) EXPECT_GE(ix->find("b" + std::to_string(b) + "_19"), 0);
+  // And the next add works (what the killed add left is cleaned up).
+  std::ofstream(dir + "/more.tsv") << "m1\tone more document\n";
+  EXPECT_NO_THROW(add_to_index(dir + "/ix", dir + "/more.tsv"));
+  oo.verify = true;
+  EXPECT_EQ(Index::open(dir + "/ix", oo)->size(), ix->size() + 1);
 }
 
 // OpenAI's own Node client (npm `openai`, installed by set-up into build/npm) against a running
