@@ -22,7 +22,7 @@ S="${SIEVE_BUILD_DIR:-build}/sieve"
 T=(--threads "${THREADS:-0}")
 # Generated kinds: the structural near-misses, and the rewrites that keep the meaning.
 NEAR_KINDS="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
-REWRITE_KINDS="${REWRITE_KINDS:-synonym,passive,contraction,coordination,possessive,adverb_move}"
+REWRITE_KINDS="${REWRITE_KINDS:-synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym}"
 POSITIVES="paws_paraphrase,mrpc_paraphrase,sts_paraphrase,$REWRITE_KINDS"
 [[ -d "$DATA/pairs" ]] || { echo "eval-paraphrase: $DATA/pairs is absent; nothing to measure" >&2; exit 1; }
 if [[ ! -x "$S" ]]; then

@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   wordnet-base dict-gcide dict-foldoc
+  chromium  # the web page test of `sieve serve` (headless)
 )
 # Optional extras (the PyTorch comparison benchmark): `scripts/setup.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then

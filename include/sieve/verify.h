@@ -125,4 +125,26 @@ CosineMap cosine_map(const TokenStates& query, const TokenStates& candidate, siz
 std::string render_map_svg(const CosineMap& map, const std::vector<std::string>& query_tokens,
                            const std::vector<std::string>& candidate_tokens, const std::string& title);
 
+/// Why a candidate was accepted or rejected (`sieve explain`, the server's /v1/explain).
+struct Explanation {
+  std::vector<std::string> query_tokens, candidate_tokens;  ///< as many as the map's rows / columns
+  CosineMap map;
+  double stage1_cosine = 0;   ///< pooled keys' cosine
+  std::string verifier;       ///< "F0".."F4", or "cosine"
+  float score = 0;
+  double threshold = std::numeric_limits<double>::quiet_NaN();
+  std::string decision;       ///< "accept", "reject" or "no threshold"
+  std::string title;          ///< one line for the heatmap
+};
+
+/// Encodes both texts and explains the verdict of `verifier` (nullptr: the pooled cosine is the
+/// score); `threshold` NaN = the verifier file's.
+Explanation explain_pair(const Encoder& encoder, const Verifier* verifier, const std::string& query,
+                         const std::string& candidate, double threshold);
+/// {"query_tokens", "candidate_tokens", "map" (4 decimals), "stage1_cosine", "verifier", "score",
+/// "decision"[, "threshold"][, "svg": svg_path]} as one JSON line (no newline).
+std::string explanation_json(const Explanation& e, const std::string& svg_path = "");
+/// The heatmap of an explanation (render_map_svg with its tokens and title).
+std::string explanation_svg(const Explanation& e);
+
 }  // namespace sieve

@@ -59,7 +59,8 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       send(res, r);
       return;
     }
-    if (!opt_.api_key.empty() && req.path != "/health") {
+    // The page itself holds no data (it asks for the key and sends it with every API call).
+    if (!opt_.api_key.empty() && req.path != "/health" && req.path != "/") {
       const std::string auth = req.get_header_value("Authorization");
       const std::string want = "Bearer " + opt_.api_key;
       if (!equal_constant_time(auth, want)) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "serve/web_page.h"
 #include "sieve/error.h"
 
 #include <unistd.h>
@@ -109,8 +110,9 @@ Response json_response(const json& j, int status = 200) {
 
 // The endpoint label of a path for metrics (unknown paths share one label).
 std::string endpoint_label(const std::string& path) {
-  static const char* const kKnown[] = {"/health", "/v1/info", "/metrics", "/v1/embeddings", "/embed",
-                                       "/rerank", "/v1/verify", "/v1/search", "/v1/documents"};
+  static const char* const kKnown[] = {"/health", "/v1/info",   "/metrics",     "/v1/embeddings", "/embed",
+                                       "/rerank", "/v1/verify", "/v1/search",   "/v1/documents",  "/",
+                                       "/v1/explain", "/v1/explain.svg"};
   for (const char* k : kKnown)
     if (path == k) return k;
   if (path.rfind("/v1/documents/", 0) == 0) return "/v1/documents/{id}";
@@ -192,14 +194,15 @@ void Service::count(const std::string& path, int status, double seconds) {
 }
 
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
-                        const std::map<std::string, std::string>& /*query*/) {
+                        const std::map<std::string, std::string>& query) {
   struct Route {
     const char* path;
     const char* method;
   };
   static const Route kRoutes[] = {{"/health", "GET"},      {"/v1/info", "GET"}, {"/metrics", "GET"},
                                   {"/v1/embeddings", "POST"}, {"/embed", "POST"},  {"/rerank", "POST"},
-                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}, {"/v1/documents", "POST"}};
+                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}, {"/v1/documents", "POST"},
+                                  {"/", "GET"},            {"/v1/explain", "POST"}, {"/v1/explain.svg", "GET"}};
   static const std::string kDocPrefix = "/v1/documents/";
   if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0) {
     if (method != "GET") throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, not " + method);
@@ -212,6 +215,30 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (method != found->method)
     throw HttpError(405, "method_not_allowed", path + " takes " + found->method + ", not " + method);
   if (path == "/health") return json_response({{"status", "ok"}});
+  if (path == "/") {
+    Response r;
+    r.body = web_page();
+    r.content_type = "text/html; charset=utf-8";
+    return r;
+  }
+  if (path == "/v1/explain") {
+    const json j = parse_object(body);
+    if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
+      throw bad("'query' and 'candidate' must be strings");
+    const Explanation x = explain_pair(*encoder_, verifier_.get(), j.at("query").get<std::string>(),
+                                       j.at("candidate").get<std::string>(), number_of(j, "threshold", std::nan("")));
+    Response r;
+    r.body = explanation_json(x);
+    return r;
+  }
+  if (path == "/v1/explain.svg") {
+    auto q = query.find("query"), c = query.find("candidate");
+    if (q == query.end() || c == query.end()) throw bad("give ?query=...&candidate=...");
+    Response r;
+    r.body = explanation_svg(explain_pair(*encoder_, verifier_.get(), q->second, c->second, std::nan("")));
+    r.content_type = "image/svg+xml";
+    return r;
+  }
   if (path == "/v1/info") return info();
   if (path == "/metrics") {
     Response r;

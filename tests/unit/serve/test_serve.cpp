@@ -200,6 +200,40 @@ TEST_F(ServeTest, VerifyAndSearchAreThePipelines) {
   }
 }
 
+TEST_F(ServeTest, ExplainIsTheCosineMapAndTheVerifiersVerdict) {
+  json x = post("/v1/explain", {{"query", kTexts[0]}, {"candidate", kTexts[1]}});
+  Embeddings e = enc_->encode({kTexts[0], kTexts[1]}, EncodeCall{32, true});
+  const auto& q = e.tokens[0];
+  const auto& c = e.tokens[1];
+  ASSERT_EQ(x["map"].size(), q.length);
+  ASSERT_EQ(x["candidate_tokens"].size(), c.length);
+  EXPECT_EQ(x["query_tokens"][1], e.encodings[0].tokens[1]);
+  for (size_t i = 0; i < q.length; ++i)
+    for (size_t j = 0; j < c.length; ++j) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t d = 0; d < e.dim; ++d) {
+        dot += double(q.values[i * e.dim + d]) * c.values[j * e.dim + d];
+        a += double(q.values[i * e.dim + d]) * q.values[i * e.dim + d];
+        b += double(c.values[j * e.dim + d]) * c.values[j * e.dim + d];
+      }
+      EXPECT_NEAR(x["map"][i][j].get<double>(), dot / std::sqrt(a * b), 6e-5);
+    }
+  const float want = Verifier::load(*dir_ + "/v.safetensors")->score(q, {&c})[0];
+  EXPECT_NEAR(x["score"].get<double>(), want, 1e-5);
+  EXPECT_EQ(x["decision"], want >= 0 ? "accept" : "reject");
+  Response svg = service_->handle("GET", "/v1/explain.svg", "", {{"query", kTexts[0]}, {"candidate", kTexts[1]}});
+  EXPECT_EQ(svg.status, 200);
+  EXPECT_EQ(svg.content_type, "image/svg+xml");
+  EXPECT_EQ(svg.body.rfind("<svg", 0), 0u) << svg.body.substr(0, 80);
+  EXPECT_NE(svg.body.find(">dog<"), std::string::npos);
+  EXPECT_EQ(service_->handle("GET", "/v1/explain.svg", "", {{"query", "x"}}).status, 400);
+  Response page = service_->handle("GET", "/", "");
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/v1/search"), std::string::npos);
+  EXPECT_EQ(page.body.find("http://"), std::string::npos);  // nothing fetched from elsewhere
+  EXPECT_EQ(page.body.find("https://"), std::string::npos);
+}
+
 TEST_F(ServeTest, BadInputTable) {
   struct Case {
     std::string method, path, body;
@@ -479,6 +513,53 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   EXPECT_NO_THROW(add_to_index(dir + "/ix", dir + "/more.tsv"));
   oo.verify = true;
   EXPECT_EQ(Index::open(dir + "/ix", oo)->size(), ix->size() + 1);
+}
+
+// The page at / in a real browser (Debian's headless Chromium): the query from the URL runs,
+// the hits are rendered with their decisions, and the first hit's token map is opened.
+TEST(ServeCli, WebPageRendersHitsAndTheMapInChromium) {
+  std::string browser;
+  for (const char* b : {"chromium", "chromium-browser"})
+    if (browser.empty() && test::run_command(std::string("command -v ") + b + " >/dev/null 2>&1").exit_code == 0) browser = b;
+  if (browser.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const std::string dir = test::make_temp_dir("serve_page");
+  write_fixture_model(dir + "/model", test::tiny_model_options(27));
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << kTexts[i] << "\n";
+  }
+  build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
+  VerifierConfig c;
+  c.kind = VerifierKind::F1;
+  c.threshold = 0.9;  // MaxSim: some of the fixture's hits pass, some do not
+  Verifier::create(c)->save(dir + "/v.safetensors");
+  const std::string log = dir + "/log";
+  auto started = test::run_command("bash -c '" + test::cli_path() + " serve --index " + dir + "/ix --verifier " + dir +
+                                   "/v.safetensors --port 0 2> " + log + " > /dev/null & echo $!'");
+  const int pid = std::stoi(started.out);
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream lf(log);
+    const std::string text((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("127.0.0.1:");
+    if (text.find("ready") != std::string::npos && at != std::string::npos) port = std::stoi(text.substr(at + 10));
+  }
+  ASSERT_GT(port, 0) << "the server did not start";
+  auto r = test::run_command("timeout 120 " + browser + " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir +
+                             "/profile --virtual-time-budget=10000 --dump-dom 'http://127.0.0.1:" + std::to_string(port) +
+                             "/?q=the+dog+bit+the+man&rerank=1&map=1' 2>/dev/null");
+  ::kill(pid, SIGTERM);
+  const std::string& dom = r.out;
+  // Seven documents, each a row with its verdict; the map of the first was fetched and inlined.
+  size_t rows = 0;
+  for (size_t at = dom.find("<tr class=\"hit\""); at != std::string::npos; at = dom.find("<tr class=\"hit\"", at + 1)) ++rows;
+  EXPECT_EQ(rows, 7u) << dom;
+  EXPECT_NE(dom.find("data-id=\"d0\""), std::string::npos);
+  EXPECT_NE(dom.find("class=\"accepted\">accepted<"), std::string::npos);
+  EXPECT_NE(dom.find("class=\"rejected\">rejected<"), std::string::npos);
+  EXPECT_NE(dom.find("7 results"), std::string::npos);
+  EXPECT_NE(dom.find("<svg"), std::string::npos);
 }
 
 // OpenAI's own Node client (npm `openai`, installed by set-up into build/npm) against a running

@@ -1,0 +1,54 @@
+// explain_pair: the cosine map of two texts with the verifier's score and decision.
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "sieve/verify.h"
+
+namespace sieve {
+
+Explanation explain_pair(const Encoder& encoder, const Verifier* verifier, const std::string& query,
+                         const std::string& candidate, double threshold) {
+  EncodeCall call;
+  call.token_states = true;
+  Embeddings e = encoder.encode({query, candidate}, call);
+  Explanation x;
+  for (size_t h = 0; h < e.dim; ++h) x.stage1_cosine += double(e.pooled[h]) * e.pooled[e.dim + h];
+  const size_t cap = verifier ? verifier->config().max_tokens : 128;
+  x.score = verifier ? verifier->score(e.tokens[0], {&e.tokens[1]})[0] : static_cast<float>(x.stage1_cosine);
+  x.threshold = std::isnan(threshold) && verifier ? verifier->config().threshold : threshold;
+  x.verifier = verifier ? verifier_kind_name(verifier->config().kind) : "cosine";
+  x.map = cosine_map(e.tokens[0], e.tokens[1], cap);
+  x.query_tokens.assign(e.encodings[0].tokens.begin(), e.encodings[0].tokens.begin() + static_cast<std::ptrdiff_t>(x.map.m));
+  x.candidate_tokens.assign(e.encodings[1].tokens.begin(),
+                            e.encodings[1].tokens.begin() + static_cast<std::ptrdiff_t>(x.map.n));
+  x.decision = std::isnan(x.threshold) ? "no threshold" : (x.score >= x.threshold ? "accept" : "reject");
+  char title[256];
+  std::snprintf(title, sizeof title, "stage-1 cosine %.3f   %s score %.3f   %s", x.stage1_cosine, x.verifier.c_str(),
+                x.score,
+                std::isnan(x.threshold) ? "(no threshold)"
+                                        : (x.decision + " at " + std::to_string(x.threshold).substr(0, 5)).c_str());
+  x.title = title;
+  return x;
+}
+
+std::string explanation_json(const Explanation& x, const std::string& svg_path) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < x.map.m; ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (size_t j = 0; j < x.map.n; ++j) row.push_back(std::round(x.map.values[i * x.map.n + j] * 1e4) / 1e4);
+    rows.push_back(row);
+  }
+  nlohmann::json j = {{"query_tokens", x.query_tokens}, {"candidate_tokens", x.candidate_tokens}, {"map", rows},
+                      {"stage1_cosine", x.stage1_cosine}, {"verifier", x.verifier},
+                      {"score", x.score},                 {"decision", x.decision}};
+  if (!std::isnan(x.threshold)) j["threshold"] = x.threshold;
+  if (!svg_path.empty()) j["svg"] = svg_path;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string explanation_svg(const Explanation& x) {
+  return render_map_svg(x.map, x.query_tokens, x.candidate_tokens, x.title);
+}
+
+}  // namespace sieve
