@@ -55,6 +55,9 @@ void register_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--connections", o->h.connection_threads, "Requests served at once (threads)")->capture_default_str();
+  cmd->add_option("--search-slots", o->s.search_slots,
+                  "Searches computed at once; more wait for a slot (0 = the compute threads)")
+      ->capture_default_str();
   o->dev.add(cmd);
   on_run(cmd, [o] {
     if (!o->api_key_file.empty()) {

@@ -146,6 +146,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   verifier_ = Verifier::load(v, index_ ? index_->stats().model_identity : "");
   verifier_name_ = v;
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
+  slots_ = std::make_unique<Slots>(opt_.search_slots ? opt_.search_slots : static_cast<size_t>(std::max(1, compute_threads())));
 }
 
 Service::~Service() = default;
@@ -251,6 +252,11 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/rerank") return rerank_tei(body);
   if (path == "/v1/verify") return verify(body);
   if (path == "/v1/documents") return add_documents(body);
+  slots_->acquire();
+  struct Release {
+    Slots& s;
+    ~Release() { s.release(); }
+  } release{*slots_};
   return search(body);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,9 @@ struct ServeOptions {
   BatcherOptions batching;
   size_t max_texts = 512;    ///< texts (or pairs) per request; more -> 422
   size_t max_k = 1000;       ///< k and candidates per query; more -> 422
+  /// Searches and explanations computed at once (0: the compute threads); the others wait for a
+  /// slot, so that many connections do not oversubscribe the cores.
+  size_t search_slots = 0;
 };
 
 /// An HTTP answer: status, body, content type and extra headers.
@@ -89,6 +93,30 @@ class Service {
   std::string verifier_name_, model_name_;
   SearchRecommendation rec_;
   std::unique_ptr<EmbedBatcher> batcher_;
+
+  /// Counting semaphore over search_slots.
+  class Slots {
+   public:
+    explicit Slots(size_t n) : free_(n) {}
+    void acquire() {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return free_ > 0; });
+      --free_;
+    }
+    void release() {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++free_;
+      }
+      cv_.notify_one();
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    size_t free_;
+  };
+  std::unique_ptr<Slots> slots_;
 
   struct Endpoint {
     std::map<int, size_t> by_status;
