@@ -390,6 +390,47 @@ TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
   EXPECT_GE(fresh->find("z7"), 0);
 }
 
+// A full encoder queue answers 503 with Retry-After instead of growing; what was admitted is
+// answered normally, and the batches respect max_batch.
+TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
+  const std::string dir = test::make_temp_dir("serve_queue");
+  write_fixture_model(dir + "/model", test::tiny_model_options(28));
+  ServeOptions o;
+  o.model_dir = dir + "/model";
+  // The first text waits 300 ms for company (the batch cannot fill: 64 > the queue's 6), so the
+  // queue admits three 2-text requests and refuses the rest, whatever the machine's speed.
+  o.batching.max_batch = 64;
+  o.batching.max_wait_ms = 300;
+  o.batching.max_queue = 6;
+  Service s(o);
+  std::vector<std::future<Response>> calls;
+  for (int i = 0; i < 12; ++i)
+    calls.push_back(std::async(std::launch::async, [&s, i] {
+      return s.handle("POST", "/v1/embeddings", json{{"input", {"text " + std::to_string(i), "more"}}}.dump());
+    }));
+  int ok = 0, full = 0;
+  for (auto& c : calls) {
+    Response r = c.get();
+    if (r.status == 200) {
+      ++ok;
+      EXPECT_EQ(json::parse(r.body)["data"].size(), 2u);
+    } else {
+      ++full;
+      EXPECT_EQ(r.status, 503) << r.body;
+      EXPECT_NE(r.body.find("queue is full"), std::string::npos) << r.body;
+      ASSERT_EQ(r.headers.size(), 1u);
+      EXPECT_EQ(r.headers[0].first, "Retry-After");
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(full, 9);
+  // The three admitted requests ran as one forward pass of 6 texts (histogram bucket le=8).
+  const std::string m = s.handle("GET", "/metrics", "").body;
+  EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"4\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"8\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("sieve_batch_size_count 1\n"), std::string::npos) << m;
+}
+
 TEST(ServeHttp, ApiKeyBodyLimitLoadingAndShutdown) {
   const std::string dir = test::make_temp_dir("serve_http");
   write_fixture_model(dir + "/model", test::tiny_model_options(22));
