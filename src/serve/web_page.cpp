@@ -23,8 +23,8 @@ const std::string& web_page() {
   .accepted { color: #0a7d28; font-weight: 600; }
   .rejected { color: #b3261e; font-weight: 600; }
   #status { color: #666; margin: 8px 0; }
-  #map { margin-top: 16px; }
-  #map svg { max-width: 100%; height: auto; border: 1px solid #ddd; }
+  #map { margin-top: 16px; overflow: auto; max-height: 80vh; border: 1px solid #ddd; }
+  #map svg { display: block; }
 </style>
 </head>
 <body>
@@ -76,11 +76,14 @@ async function search() {
     const tr = document.createElement("tr");
     tr.className = "hit";
     tr.dataset.id = h.id;
-    tr.append(text("td", h.rank, "num"), text("td", (h.title ? h.title + " " : "") + h.text),
+    const doc = (h.title ? h.title + " " : "") + h.text;
+    const cell = text("td", doc.length > 220 ? doc.slice(0, 220) + " ..." : doc);
+    cell.title = doc;
+    tr.append(text("td", h.rank, "num"), cell,
               text("td", h.stage1_rank, "num"), text("td", h.stage1_score.toFixed(3), "num"),
               text("td", h.verifier_score.toFixed(3), "num"),
               text("td", h.accepted ? "accepted" : "rejected", h.accepted ? "accepted" : "rejected"));
-    tr.addEventListener("click", () => showMap(query, (h.title ? h.title + " " : "") + h.text));
+    tr.addEventListener("click", () => showMap(query, doc));
     tb.append(tr);
   });
   $("results").hidden = false;
