@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   wordnet-base dict-gcide dict-foldoc
   chromium  # the web page test of `sieve serve` (headless)
+  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package and its tests
 )
 # Optional extras (the PyTorch comparison benchmark): `scripts/setup.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then

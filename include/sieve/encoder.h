@@ -71,6 +71,10 @@ class Encoder {
   static std::unique_ptr<Encoder> load(const std::string& model_dir, const EncoderOptions& opt = {});
 };
 
+/// The pooled vector of one text's token states before normalisation (mean of the rows, the
+/// first row for Cls, the last for LastToken) into `out` (dim floats).
+void pool_states(const TokenStates& t, size_t dim, Pooling pooling, float* out);
+
 /// Sets the number of compute threads sieve's tensor code uses (libtorch intra-op and BLAS);
 /// 0 = number of cores. Process-wide.
 void set_compute_threads(int n);

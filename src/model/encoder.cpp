@@ -157,6 +157,19 @@ class BertEncoder final : public Encoder {
 
 }  // namespace
 
+void pool_states(const TokenStates& t, size_t dim, Pooling pooling, float* out) {
+  std::fill(out, out + dim, 0.f);
+  if (t.length == 0) return;
+  if (pooling == Pooling::Mean) {
+    for (size_t r = 0; r < t.length; ++r)
+      for (size_t d = 0; d < dim; ++d) out[d] += t.values[r * dim + d];
+    for (size_t d = 0; d < dim; ++d) out[d] /= static_cast<float>(t.length);
+    return;
+  }
+  const size_t r = pooling == Pooling::Cls ? 0 : t.length - 1;
+  std::copy(t.values.begin() + static_cast<std::ptrdiff_t>(r * dim), t.values.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim), out);
+}
+
 std::unique_ptr<Encoder> Encoder::load(const std::string& model_dir, const EncoderOptions& opt) {
   return std::make_unique<BertEncoder>(model_dir, opt);
 }

@@ -357,17 +357,8 @@ Response Service::embed_tei(const std::string& body) {
       continue;
     }
     // The pooled vector before normalisation, from the token states.
-    const TokenStates& t = e.tokens[i];
-    std::vector<float> v(e.dim, 0.f);
-    const Pooling p = encoder_->pooling();
-    if (p == Pooling::Mean) {
-      for (size_t r = 0; r < t.length; ++r)
-        for (size_t d = 0; d < e.dim; ++d) v[d] += t.values[r * e.dim + d] / static_cast<float>(t.length);
-    } else {
-      const size_t r = p == Pooling::Cls ? 0 : t.length - 1;
-      std::copy(t.values.begin() + static_cast<std::ptrdiff_t>(r * e.dim),
-                t.values.begin() + static_cast<std::ptrdiff_t>((r + 1) * e.dim), v.begin());
-    }
+    std::vector<float> v(e.dim);
+    pool_states(e.tokens[i], e.dim, encoder_->pooling(), v.data());
     out.push_back(floats(v.data(), e.dim));
   }
   return json_response(out);
