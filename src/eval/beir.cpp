@@ -21,6 +21,7 @@ using Fields = std::vector<std::string_view>;
 void for_each_line(const std::string& path, const std::function<void(size_t, std::string_view)>& fn) {
   const std::string content = read_file(path);
   std::string_view rest = content;
+  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // a UTF-8 byte order mark
   size_t line_no = 0;
   while (!rest.empty()) {
     const size_t end = rest.find('\n');

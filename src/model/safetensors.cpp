@@ -368,6 +368,7 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
     const std::string& name = it.key();
     const json& entry = it.value();
     if (name == "__metadata__") {
+      if (entry.is_null()) continue;  // Hugging Face's safetensors accepts a null metadata map
       SIEVE_ST_CHECK(entry.is_object(), "__metadata__ is a JSON " << entry.type_name()
                                                                   << ", not an object of strings");
       for (auto m = entry.begin(); m != entry.end(); ++m) {

@@ -64,6 +64,22 @@ TEST(ReadQueries, TsvWithAndWithoutHeader) {
   }
 }
 
+// A UTF-8 byte order mark (Windows editors write one) is not part of the first id or header.
+TEST(ReadQueries, ByteOrderMarkIsSkippedInEveryLayout) {
+  const std::string bom = "\xEF\xBB\xBF";
+  auto j = read_queries(write_text("q.jsonl", bom + "{\"_id\": \"q1\", \"text\": \"who\"}\n"));
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0].id, "q1");
+  auto t = read_queries(write_text("q.tsv", bom + "query-id\ttext\nq1\twho\n"));
+  ASSERT_EQ(t.size(), 1u);  // the header is recognised, not read as a query
+  EXPECT_EQ(t[0].id, "q1");
+  auto p = read_queries(write_text("q.txt", bom + "who bit the man\n"));
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].text, "who bit the man");
+  auto r = read_qrels(write_text("r.tsv", bom + "query-id\tcorpus-id\tscore\nq1\td1\t1\n"));
+  EXPECT_EQ(r.at("q1").at("d1"), 1);
+}
+
 TEST(ReadQueries, PlainTextNumbersQueriesFromOne) {
   const auto path = write_text("q.txt", "first\n\nsecond line\nthird");
   const auto q = read_queries(path);

@@ -569,7 +569,12 @@ TEST(SafetensorsMalformed, OverlapsAndHoles) {
 TEST(SafetensorsMalformed, Metadata) {
   EXPECT_OPEN_ERROR(make_file(one("\"__metadata__\":[1]"), ""), "__metadata__ is a JSON array");
   EXPECT_OPEN_ERROR(make_file(one("\"__metadata__\":\"pt\""), ""), "__metadata__ is a JSON string");
-  EXPECT_OPEN_ERROR(make_file(one("\"__metadata__\":null"), ""), "__metadata__ is a JSON null");
+  // A null metadata map is accepted, as Hugging Face's safetensors does.
+  const std::string a = entry("a", "U8", "[1]", 0, 1);
+  const auto null_meta = test_dir() + "/null_meta.safetensors";
+  write_bytes(null_meta, make_file(one("\"__metadata__\":null," + a), "q"));
+  EXPECT_TRUE(sieve::SafetensorsFile::open(null_meta)->metadata().empty());
+  EXPECT_TRUE(sieve::SafetensorsFile::open(null_meta)->contains("a"));
   EXPECT_OPEN_ERROR(make_file(one("\"__metadata__\":{\"format\":\"pt\",\"n\":1}"), ""),
                     "__metadata__ value of 'n' is a JSON number");
   EXPECT_OPEN_ERROR(make_file(one("\"__metadata__\":{\"o\":{}}"), ""), "__metadata__ value of 'o' is a JSON object");
