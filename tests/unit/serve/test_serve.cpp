@@ -397,10 +397,11 @@ TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
   write_fixture_model(dir + "/model", test::tiny_model_options(28));
   ServeOptions o;
   o.model_dir = dir + "/model";
-  // The first text waits 300 ms for company (the batch cannot fill: 64 > the queue's 6), so the
-  // queue admits three 2-text requests and refuses the rest, whatever the machine's speed.
+  // The first text waits 3 s for company (the batch cannot fill: 64 > the queue's 6), long
+  // enough for all twelve requests to arrive even on a loaded machine, so the queue admits three
+  // 2-text requests and refuses the rest, and the three run as one pass.
   o.batching.max_batch = 64;
-  o.batching.max_wait_ms = 300;
+  o.batching.max_wait_ms = 3000;
   o.batching.max_queue = 6;
   Service s(o);
   std::vector<std::future<Response>> calls;
