@@ -60,14 +60,15 @@ void EmbedBatcher::loop() {
       queue_.pop_front();
     }
     queued_texts_ -= n;
-    lock.unlock();
-    run(jobs);
-    lock.lock();
+    // Counted before the pass runs, so that a caller woken by its result sees its pass counted.
     ++stats_.batches;
     stats_.texts += n;
     size_t bucket = 0;
     while (bucket + 1 < stats_.batch_sizes.size() && (size_t{1} << bucket) < n) ++bucket;
     ++stats_.batch_sizes[bucket];
+    lock.unlock();
+    run(jobs);
+    lock.lock();
   }
 }
 
