@@ -113,6 +113,10 @@ class Verifier {
   static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
 };
 
+/// Scores pairs whose token states come in order: states[2i] the query, states[2i + 1] its
+/// candidate (what encoding [q0, c0, q1, c1, ...] gives). One score per pair.
+std::vector<float> score_pairs(const Verifier& verifier, const std::vector<TokenStates>& states);
+
 /// A cosine map for display: M_ij = cos(q_i, c_j), m x n row-major, at most max_tokens per side.
 struct CosineMap {
   size_t m = 0, n = 0;

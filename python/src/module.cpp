@@ -210,11 +210,7 @@ PYBIND11_MODULE(_sieve, m) {
           [](const std::string& name, const std::string& model, int threads) {
             auto v = std::make_unique<PyVerifier>();
             const std::string dir = resolve_model_dir(model);
-            std::string file = name;
-            if (file.empty() || file == "default") {
-              file = default_verifier_file();
-              if (!model.empty() || file.empty()) file = "F1";
-            }
+            const std::string file = name.empty() || name == "default" ? default_verifier(model, "F1") : name;
             EncoderOptions eo;
             eo.threads = threads;
             py::gil_scoped_release release;
@@ -239,8 +235,7 @@ PYBIND11_MODULE(_sieve, m) {
           }
           EncodeCall call;
           call.token_states = true;
-          Embeddings e = v.encoder->encode(texts, call);
-          for (size_t i = 0; i < pairs.size(); ++i) out[i] = v.verifier->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
+          out = score_pairs(*v.verifier, v.encoder->encode(texts, call).tokens);
         }
         py::array_t<float> a(out.size());
         if (!out.empty()) std::memcpy(a.mutable_data(), out.data(), out.size() * sizeof(float));

@@ -38,12 +38,6 @@ std::vector<std::string> split_list(const std::string& s, bool lower) {
   return out;
 }
 
-std::string default_verifier(const std::string& model_flag, const std::string& fallback) {
-  if (!model_flag.empty()) return fallback;
-  const std::string f = default_verifier_file();
-  return f.empty() ? fallback : f;
-}
-
 void TextSource::add_options(CLI::App* cmd) {
   cmd->add_option("texts", args, "Texts to process (default: one per line from --input or stdin)");
   cmd->add_option("-i,--input", input_file, "Read texts from FILE, one per line ('-' = stdin)");

@@ -32,9 +32,6 @@ struct TextSource {
   std::vector<std::string> read() const;
 };
 
-/// The verifier a command uses when none is named: with no --model either (so the embedded
-/// sieve-mini encodes), sieve-mini's own verifier when it ships one; otherwise `fallback`.
-std::string default_verifier(const std::string& model_flag, const std::string& fallback);
 
 /// Stage-1 settings of a search command: the model folder's recommendation `rec`, overridden
 /// by whichever of --mode, --fusion, --rrf-k, --dense-weight `cmd` was given (`mode` and `fusion`

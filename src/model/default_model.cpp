@@ -47,4 +47,10 @@ std::string default_verifier_file() {
   return is_file(f) ? f : "";
 }
 
+std::string default_verifier(const std::string& model_flag, const std::string& fallback) {
+  if (!model_flag.empty()) return fallback;
+  const std::string f = default_verifier_file();
+  return f.empty() ? fallback : f;
+}
+
 }  // namespace sieve

@@ -20,8 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-constexpr size_t kNumLatency = sizeof(kLatencyBuckets) / sizeof(kLatencyBuckets[0]);
 
 HttpError bad(const std::string& message) { return HttpError(400, "invalid_request_error", message); }
 HttpError too_much(const std::string& message) { return HttpError(422, "invalid_request_error", message); }
@@ -108,17 +106,6 @@ Response json_response(const json& j, int status = 200) {
   return r;
 }
 
-// The endpoint label of a path for metrics (unknown paths share one label).
-std::string endpoint_label(const std::string& path) {
-  static const char* const kKnown[] = {"/health", "/v1/info",   "/metrics",     "/v1/embeddings", "/embed",
-                                       "/rerank", "/v1/verify", "/v1/search",   "/v1/documents",  "/",
-                                       "/v1/explain", "/v1/explain.svg"};
-  for (const char* k : kKnown)
-    if (path == k) return k;
-  if (path.rfind("/v1/documents/", 0) == 0) return "/v1/documents/{id}";
-  return "other";
-}
-
 }  // namespace
 
 Response error_response(int status, const std::string& type, const std::string& message) {
@@ -182,17 +169,7 @@ Response Service::handle(const std::string& method, const std::string& path, con
   return r;
 }
 
-void Service::count(const std::string& path, int status, double seconds) {
-  std::lock_guard<std::mutex> lock(metrics_mu_);
-  Endpoint& e = endpoints_[endpoint_label(path)];
-  if (e.latency.empty()) e.latency.assign(kNumLatency + 1, 0);
-  ++e.by_status[status];
-  size_t b = 0;
-  while (b < kNumLatency && seconds > kLatencyBuckets[b]) ++b;
-  ++e.latency[b];
-  e.seconds += seconds;
-  ++e.count;
-}
+void Service::count(const std::string& path, int status, double seconds) { requests_.count(path, status, seconds); }
 
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
                         const std::map<std::string, std::string>& query) {
@@ -411,10 +388,9 @@ Response Service::verify(const std::string& body) {
     }
   }
   const double threshold = threshold_or(number_of(j, "threshold", std::nan("")));
-  Embeddings e = encode(texts, true);
+  const std::vector<float> scores = score_pairs(*verifier_, encode(texts, true).tokens);
   json results = json::array();
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const float s = verifier_->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
+  for (const float s : scores) {
     results.push_back({{"score", s}, {"accepted", std::isnan(threshold) || s >= threshold}});
   }
   return json_response({{"results", results},
@@ -559,46 +535,18 @@ Response Service::get_document(const std::string& id) const {
 
 std::string Service::metrics() const {
   std::ostringstream o;
-  std::map<std::string, Endpoint> eps;
-  {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
-    eps = endpoints_;
-  }
-  o << "# HELP sieve_requests_total Requests answered, by endpoint and status.\n"
-    << "# TYPE sieve_requests_total counter\n";
-  for (const auto& [name, e] : eps)
-    for (const auto& [status, n] : e.by_status)
-      o << "sieve_requests_total{endpoint=\"" << name << "\",status=\"" << status << "\"} " << n << "\n";
-  o << "# HELP sieve_request_duration_seconds Time to answer a request, by endpoint.\n"
-    << "# TYPE sieve_request_duration_seconds histogram\n";
-  for (const auto& [name, e] : eps) {
-    size_t cum = 0;
-    for (size_t b = 0; b <= kNumLatency; ++b) {
-      cum += e.latency[b];
-      o << "sieve_request_duration_seconds_bucket{endpoint=\"" << name << "\",le=\"";
-      if (b < kNumLatency) o << kLatencyBuckets[b];
-      else o << "+Inf";
-      o << "\"} " << cum << "\n";
-    }
-    o << "sieve_request_duration_seconds_sum{endpoint=\"" << name << "\"} " << e.seconds << "\n";
-    o << "sieve_request_duration_seconds_count{endpoint=\"" << name << "\"} " << e.count << "\n";
-  }
+  o << requests_.prometheus();
   const BatcherStats bs = batcher_->stats();
+  std::vector<double> bounds;  // texts per pass: 1, 2, 4, ..., then +Inf
+  for (size_t b = 0; b + 1 < bs.batch_sizes.size(); ++b) bounds.push_back(static_cast<double>(size_t{1} << b));
   o << "# HELP sieve_batch_size Texts per encoder forward pass (dynamic batching).\n"
-    << "# TYPE sieve_batch_size histogram\n";
-  size_t cum = 0;
-  for (size_t b = 0; b < bs.batch_sizes.size(); ++b) {
-    cum += bs.batch_sizes[b];
-    o << "sieve_batch_size_bucket{le=\"";
-    if (b + 1 < bs.batch_sizes.size()) o << (size_t{1} << b);
-    else o << "+Inf";
-    o << "\"} " << cum << "\n";
-  }
-  o << "sieve_batch_size_sum " << bs.texts << "\nsieve_batch_size_count " << bs.batches << "\n";
+    << "# TYPE sieve_batch_size histogram\n"
+    << prometheus_histogram("sieve_batch_size", "", bounds, bs.batch_sizes, static_cast<double>(bs.texts));
   o << "# HELP sieve_queue_texts Texts waiting for the encoder.\n# TYPE sieve_queue_texts gauge\n"
     << "sieve_queue_texts " << bs.queued_texts << "\n";
+  const auto ix = snapshot();
   o << "# HELP sieve_documents Documents in the index.\n# TYPE sieve_documents gauge\n"
-    << "sieve_documents " << (snapshot() ? snapshot()->size() : 0) << "\n";
+    << "sieve_documents " << (ix ? ix->size() : 0) << "\n";
   return o.str();
 }
 

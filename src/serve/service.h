@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "serve/metrics.h"
 #include "sieve/encoder.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
@@ -118,14 +119,7 @@ class Service {
   };
   std::unique_ptr<Slots> slots_;
 
-  struct Endpoint {
-    std::map<int, size_t> by_status;
-    std::vector<size_t> latency;  ///< histogram over kLatencyBuckets, plus +Inf
-    double seconds = 0;
-    size_t count = 0;
-  };
-  mutable std::mutex metrics_mu_;
-  std::map<std::string, Endpoint> endpoints_;
+  RequestMetrics requests_;
 };
 
 }  // namespace sieve::serve

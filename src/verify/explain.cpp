@@ -32,6 +32,12 @@ Explanation explain_pair(const Encoder& encoder, const Verifier* verifier, const
   return x;
 }
 
+std::vector<float> score_pairs(const Verifier& verifier, const std::vector<TokenStates>& states) {
+  std::vector<float> out(states.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = verifier.score(states[2 * i], {&states[2 * i + 1]})[0];
+  return out;
+}
+
 std::string explanation_json(const Explanation& x, const std::string& svg_path) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < x.map.m; ++i) {

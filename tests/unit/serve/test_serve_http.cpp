@@ -1,0 +1,211 @@
+// `sieve serve` over sockets: the HTTP layer (API key, body limit, 503 while loading, 405), and
+// the command as a process: SIGTERM, kill -9 during an add, the page in Chromium, OpenAI's client.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <sstream>
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <atomic>
+#include <thread>
+
+#include <signal.h>
+
+#include "serve/http_server.h"
+#include "serve/service.h"
+#include "sieve/encoder.h"
+#include "sieve/index.h"
+#include "sieve/pipeline.h"
+#include "support/fixtures.h"
+#include "support/test_util.h"
+#include "unit/serve/serve_test_util.h"
+
+namespace sieve::serve {
+namespace {
+
+using json = nlohmann::json;
+using namespace test_util;
+
+TEST(ServeHttp, ApiKeyBodyLimitLoadingAndShutdown) {
+  const std::string dir = test::make_temp_dir("serve_http");
+  write_fixture_model(dir + "/model", test::tiny_model_options(22));
+  HttpOptions h;
+  h.port = 0;
+  h.api_key = "s3cret";
+  h.max_body = 4096;
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  HttpServer server(h, [&] {
+    go.wait();  // stays "loading" until the test says so
+    ServeOptions o;
+    o.model_dir = dir + "/model";
+    return std::make_unique<Service>(o);
+  });
+  const int port = server.bind();
+  std::thread t([&] { server.run(); });
+  httplib::Client cli("127.0.0.1", port);
+  auto health = cli.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(health->get_header_value("Retry-After"), "5");
+  release.set_value();
+  for (int i = 0; i < 500 && !server.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(server.ready());
+  EXPECT_EQ(cli.Get("/health")->status, 200);  // no key needed
+  auto no_key = cli.Post("/v1/embeddings", R"({"input": "x"})", "application/json");
+  EXPECT_EQ(no_key->status, 401);
+  EXPECT_NE(no_key->body.find("\"unauthorized\""), std::string::npos);
+  httplib::Headers wrong = {{"Authorization", "Bearer s3creT"}}, right = {{"Authorization", "Bearer s3cret"}};
+  EXPECT_EQ(cli.Post("/v1/embeddings", wrong, R"({"input": "x"})", "application/json")->status, 401);
+  auto ok = cli.Post("/v1/embeddings", right, R"({"input": "x"})", "application/json");
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(json::parse(ok->body)["data"].size(), 1u);
+  auto big = cli.Post("/v1/embeddings", right, std::string(5000, ' '), "application/json");
+  EXPECT_EQ(big->status, 413);
+  EXPECT_NE(big->body.find("larger than 4096 bytes"), std::string::npos) << big->body;
+  EXPECT_EQ(cli.Get("/v1/embeddings", right)->status, 405);
+  server.stop();
+  t.join();
+  EXPECT_FALSE(cli.Get("/health"));  // nothing listens any more
+  EXPECT_TRUE(equal_constant_time("abc", "abc"));
+  EXPECT_FALSE(equal_constant_time("abc", "abd"));
+  EXPECT_FALSE(equal_constant_time("abc", "abcd"));
+}
+
+TEST(ServeCli, SigtermStopsWithExitZeroAndAFailedLoadIsAnError) {
+  const std::string dir = test::make_temp_dir("serve_cli");
+  write_fixture_model(dir + "/model", test::tiny_model_options(23));
+  // Start, wait for "ready", SIGTERM, and expect exit 0 with the shutdown logged.
+  const std::string log = dir + "/log";
+  auto r = test::run_command("bash -c '" + test::cli_path() + " serve -m " + dir + "/model --port 0 2> " + log +
+                             " & pid=$!; for i in $(seq 200); do grep -q ready " + log +
+                             " && break; sleep 0.1; done; kill -TERM $pid; wait $pid; echo exit=$?'");
+  const std::string logged = read_all(log);
+  EXPECT_NE(r.out.find("exit=0"), std::string::npos) << r.out << logged;
+  EXPECT_NE(logged.find("SIGTERM, stopping"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("stopped"), std::string::npos) << logged;
+  auto bad = test::run_command(test::cli_path() + " serve -m /nonexistent/model --port 0 2>&1");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("/nonexistent/model"), std::string::npos) << bad.out;
+}
+
+// kill -9 while a batch is being added: the index still opens and verifies, and holds every
+// batch that was answered (and the interrupted one either whole or not at all).
+TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
+  const std::string dir = test::make_temp_dir("serve_kill");
+  write_text_index(dir, 26);
+  const std::string log = dir + "/log";
+  const CliServer srv = start_cli_server("--index " + dir + "/ix --max-texts 5000", log);
+  const int pid = srv.pid, port = srv.port;
+  ASSERT_GT(port, 0) << "the server did not start";
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto batch = [](int b, int n) {
+    json docs = json::array();
+    for (int k = 0; k < n; ++k)
+      docs.push_back({{"_id", "b" + std::to_string(b) + "_" + std::to_string(k)},
+                      {"text", "batch " + std::to_string(b) + " document " + std::to_string(k) + " about dogs and men"}});
+    return json{{"documents", docs}}.dump();
+  };
+  size_t acknowledged = 7;
+  for (int b = 0; b < 3; ++b) {
+    auto r = cli.Post("/v1/documents", batch(b, 20), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    acknowledged += 20;
+  }
+  // A large batch in flight, then kill -9 while it is (most likely) being encoded or written.
+  std::thread big([&] {
+    httplib::Client c2("127.0.0.1", port);
+    c2.set_read_timeout(60, 0);
+    c2.Post("/v1/documents", batch(99, 3000), "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGKILL);
+  big.join();
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto ix = Index::open(dir + "/ix", oo);
+  EXPECT_TRUE(ix->size() == acknowledged || ix->size() == acknowledged + 3000) << ix->size();
+  for (int b = 0; b < 3; ++b) EXPECT_GE(ix->find("b" + std::to_string(b) + "_19"), 0);
+  // And the next add works (what the killed add left is cleaned up).
+  std::ofstream(dir + "/more.tsv") << "m1\tone more document\n";
+  EXPECT_NO_THROW(add_to_index(dir + "/ix", dir + "/more.tsv"));
+  oo.verify = true;
+  EXPECT_EQ(Index::open(dir + "/ix", oo)->size(), ix->size() + 1);
+}
+
+// The page at / in a real browser (Debian's headless Chromium): the query from the URL runs,
+// the hits are rendered with their decisions, and the first hit's token map is opened.
+TEST(ServeCli, WebPageRendersHitsAndTheMapInChromium) {
+  std::string browser;
+  for (const char* b : {"chromium", "chromium-browser"})
+    if (browser.empty() && test::run_command(std::string("command -v ") + b + " >/dev/null 2>&1").exit_code == 0) browser = b;
+  if (browser.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const std::string dir = test::make_temp_dir("serve_page");
+  write_text_index(dir, 27);
+  VerifierConfig c;
+  c.kind = VerifierKind::F1;
+  c.threshold = 0.9;  // MaxSim: some of the fixture's hits pass, some do not
+  Verifier::create(c)->save(dir + "/v.safetensors");
+  const std::string log = dir + "/log";
+  const CliServer srv = start_cli_server("--index " + dir + "/ix --verifier " + dir + "/v.safetensors", log);
+  const int pid = srv.pid, port = srv.port;
+  ASSERT_GT(port, 0) << "the server did not start";
+  auto r = test::run_command("timeout 120 " + browser + " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir +
+                             "/profile --virtual-time-budget=10000 --dump-dom 'http://127.0.0.1:" + std::to_string(port) +
+                             "/?q=the+dog+bit+the+man&rerank=1&map=1' 2>/dev/null");
+  ::kill(pid, SIGTERM);
+  const std::string& dom = r.out;
+  // Seven documents, each a row with its verdict; the map of the first was fetched and inlined.
+  size_t rows = 0;
+  for (size_t at = dom.find("<tr class=\"hit\""); at != std::string::npos; at = dom.find("<tr class=\"hit\"", at + 1)) ++rows;
+  EXPECT_EQ(rows, 7u) << dom;
+  EXPECT_NE(dom.find("data-id=\"d0\""), std::string::npos);
+  EXPECT_NE(dom.find("class=\"accepted\">accepted<"), std::string::npos);
+  EXPECT_NE(dom.find("class=\"rejected\">rejected<"), std::string::npos);
+  EXPECT_NE(dom.find("7 results"), std::string::npos);
+  EXPECT_NE(dom.find("<svg"), std::string::npos);
+}
+
+// OpenAI's own Node client (npm `openai`, installed by set-up into build/npm) against a running
+// `sieve serve` with an API key: the floats it returns are `sieve embed`'s.
+TEST(ServeCli, OpenAiClientGetsTheEmbedKeys) {
+  const std::string npm = SIEVE_NPM_DIR;
+  if (test::run_command("node --version 2>/dev/null").out.empty()) GTEST_SKIP() << "node is not installed";
+  if (!std::ifstream(npm + "/node_modules/openai/package.json").good())
+    GTEST_SKIP() << "npm package openai missing in " << npm << "; run tests/reference/install.sh " << npm;
+  const std::string dir = test::make_temp_dir("serve_openai");
+  write_fixture_model(dir + "/model", test::tiny_model_options(24));
+  std::ofstream(dir + "/key") << "k-123\n";
+  const std::string log = dir + "/log";
+  const std::string script =
+      test::cli_path() + " serve -m " + dir + "/model --port 0 --api-key-file " + dir + "/key 2> " + log +
+      " & pid=$!; for i in $(seq 200); do grep -q ready " + log + " && break; sleep 0.1; done; " +
+      "port=$(sed -n 's/.*127.0.0.1:\\([0-9]*\\).*/\\1/p' " + log + "); NODE_PATH=" + npm +
+      "/node_modules node " + SIEVE_REFERENCE_DIR + "/openai_embeddings.js http://127.0.0.1:$port/v1 k-123 " +
+      "'the dog bit the man' 'hello world' > " + dir + "/out.json; rc=$?; kill -TERM $pid; wait $pid; echo rc=$rc";
+  std::ofstream(dir + "/run.sh") << script << "\n";
+  auto r = test::run_command("bash " + dir + "/run.sh 2>&1");
+  ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
+  const json got = json::parse(read_all(dir + "/out.json"));
+  auto want = test::run_command(test::cli_path() + " embed -m " + dir + "/model 'the dog bit the man' 'hello world' 2>/dev/null");
+  std::istringstream lines(want.out);
+  std::string line;
+  for (size_t i = 0; std::getline(lines, line); ++i) {
+    auto w = json::parse(line)["embedding"].get<std::vector<double>>();
+    auto g = got["data"][i].get<std::vector<double>>();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t d = 0; d < w.size(); ++d) EXPECT_NEAR(g[d], w[d], 1e-6) << i << " " << d;
+  }
+  EXPECT_GT(got["usage"]["prompt_tokens"].get<int>(), 4);
+}
+
+}  // namespace
+}  // namespace sieve::serve

@@ -1,0 +1,431 @@
+// The service behind `sieve serve`, called directly (no sockets): every endpoint against the
+// library's own results (an independently loaded encoder, index and verifier), the bad-input
+// table, concurrent clients against sequential answers, live documents, the full queue.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <sstream>
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <atomic>
+#include <thread>
+
+#include <signal.h>
+
+#include "serve/http_server.h"
+#include "serve/service.h"
+#include "sieve/encoder.h"
+#include "sieve/index.h"
+#include "sieve/pipeline.h"
+#include "support/fixtures.h"
+#include "support/test_util.h"
+#include "unit/serve/serve_test_util.h"
+
+namespace sieve::serve {
+namespace {
+
+using json = nlohmann::json;
+
+using namespace test_util;
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(test::make_temp_dir("serve"));
+    write_fixture_model(*dir_ + "/model", test::tiny_model_options(21));
+    {
+      std::ofstream f(*dir_ + "/c.tsv");
+      for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << kTexts[i] << "\n";
+    }
+    build_index(*dir_ + "/model", *dir_ + "/c.tsv", *dir_ + "/ix");
+    // A learned verifier with a threshold, so that decisions are exercised.
+    VerifierConfig c;
+    c.kind = VerifierKind::F4;
+    c.encoder_dim = 32;
+    c.encoder_identity = Index::open(*dir_ + "/ix")->stats().model_identity;
+    c.threshold = 0.0;
+    Verifier::create(c, 3)->save(*dir_ + "/v.safetensors");
+    ServeOptions o;
+    o.index_dir = *dir_ + "/ix";
+    o.verifier = *dir_ + "/v.safetensors";
+    o.max_texts = 16;
+    o.max_k = 50;
+    service_ = new Service(o);
+    enc_ = Encoder::load(*dir_ + "/model").release();
+  }
+  static void TearDownTestSuite() {
+    delete service_;
+    delete enc_;
+    delete dir_;
+  }
+  static json post(const std::string& path, const json& body, int want = 200) {
+    Response r = service_->handle("POST", path, body.dump());
+    EXPECT_EQ(r.status, want) << path << " " << body.dump() << " -> " << r.body;
+    return json::parse(r.body);
+  }
+  static std::string* dir_;
+  static Service* service_;
+  static Encoder* enc_;
+};
+std::string* ServeTest::dir_ = nullptr;
+Service* ServeTest::service_ = nullptr;
+Encoder* ServeTest::enc_ = nullptr;
+
+TEST_F(ServeTest, OpenAiEmbeddingsAreTheEncodersKeys) {
+  const std::vector<std::string> texts = {kTexts[0], kTexts[3], ""};
+  json r = post("/v1/embeddings", {{"input", texts}, {"model", "m"}});
+  Embeddings e = enc_->encode(texts);
+  EXPECT_EQ(r["object"], "list");
+  EXPECT_EQ(r["model"], "m");
+  ASSERT_EQ(r["data"].size(), 3u);
+  size_t tokens = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r["data"][i]["index"], i);
+    auto v = r["data"][i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(v.size(), e.dim);
+    for (size_t d = 0; d < e.dim; ++d) EXPECT_FLOAT_EQ(v[d], e.pooled[i * e.dim + d]);
+    tokens += e.encodings[i].ids.size();
+  }
+  EXPECT_EQ(r["usage"]["prompt_tokens"], tokens);
+  // base64: the little-endian float32 bytes of the same vector.
+  json b = post("/v1/embeddings", {{"input", kTexts[0]}, {"encoding_format", "base64"}});
+  const std::string s = b["data"][0]["embedding"].get<std::string>();
+  std::vector<unsigned char> bytes;
+  const std::string alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i + 3 < s.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      v <<= 6;
+      if (s[i + k] == '=') ++pad;
+      else v |= static_cast<uint32_t>(alpha.find(s[i + k]));
+    }
+    bytes.push_back(static_cast<unsigned char>(v >> 16));
+    if (pad < 2) bytes.push_back(static_cast<unsigned char>(v >> 8));
+    if (pad < 1) bytes.push_back(static_cast<unsigned char>(v));
+  }
+  ASSERT_EQ(bytes.size(), e.dim * 4);
+  const auto as_float = post("/v1/embeddings", {{"input", kTexts[0]}})["data"][0]["embedding"].get<std::vector<float>>();
+  for (size_t d = 0; d < e.dim; ++d) {
+    float f;
+    std::memcpy(&f, &bytes[d * 4], 4);
+    EXPECT_EQ(f, as_float[d]);             // the same floats, bit for bit
+    EXPECT_NEAR(f, e.pooled[d], 1e-6);     // (e encoded three texts in one padded batch)
+  }
+  // Token arrays go in as given.
+  json t = post("/v1/embeddings", {{"input", json::array({e.encodings[0].ids})}});
+  auto v = t["data"][0]["embedding"].get<std::vector<float>>();
+  for (size_t d = 0; d < e.dim; ++d) EXPECT_NEAR(v[d], e.pooled[d], 1e-6);
+}
+
+TEST_F(ServeTest, TeiEmbedAndRerankFollowTheLibrary) {
+  json r = post("/embed", {{"inputs", {kTexts[1], kTexts[2]}}});
+  Embeddings e = enc_->encode({kTexts[1], kTexts[2]}, EncodeCall{32, true});
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t d = 0; d < e.dim; ++d) EXPECT_FLOAT_EQ(r[i][d].get<float>(), e.pooled[i * e.dim + d]);
+  // normalize=false: the mean of the token states (the fixture pools by mean), by hand.
+  json raw = post("/embed", {{"inputs", kTexts[1]}, {"normalize", false}});
+  for (size_t d = 0; d < e.dim; ++d) {
+    double m = 0;
+    for (size_t t = 0; t < e.tokens[0].length; ++t) m += e.tokens[0].values[t * e.dim + d];
+    EXPECT_NEAR(raw[0][d].get<double>(), m / e.tokens[0].length, 1e-5);
+  }
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "dog ";
+  EXPECT_NE(post("/embed", {{"inputs", long_text}}, 422)["error"]["message"].get<std::string>().find("truncate"),
+            std::string::npos);
+  EXPECT_EQ(post("/embed", {{"inputs", long_text}, {"truncate", true}}).size(), 1u);
+
+  // rerank: the verifier's scores on the encoder's token states, best first.
+  auto v = Verifier::load(*dir_ + "/v.safetensors");
+  const std::vector<std::string> cands = {kTexts[1], kTexts[4], kTexts[6]};
+  Embeddings q = enc_->encode({kTexts[0], kTexts[1], kTexts[4], kTexts[6]}, EncodeCall{32, true});
+  auto want = v->score(q.tokens[0], {&q.tokens[1], &q.tokens[2], &q.tokens[3]});
+  json rr = post("/rerank", {{"query", kTexts[0]}, {"texts", cands}, {"raw_scores", true}, {"return_text", true}});
+  ASSERT_EQ(rr.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t idx = rr[i]["index"].get<size_t>();
+    EXPECT_NEAR(rr[i]["score"].get<double>(), want[idx], 1e-5);
+    EXPECT_EQ(rr[i]["text"], cands[idx]);
+    if (i) EXPECT_GE(rr[i - 1]["score"].get<double>(), rr[i]["score"].get<double>());
+  }
+  json mapped = post("/rerank", {{"query", kTexts[0]}, {"texts", cands}});
+  EXPECT_NEAR(mapped[0]["score"].get<double>(), (rr[0]["score"].get<double>() + 1) / 2, 1e-6);
+}
+
+TEST_F(ServeTest, VerifyAndSearchAreThePipelines) {
+  auto v = Verifier::load(*dir_ + "/v.safetensors");
+  Embeddings e = enc_->encode({kTexts[0], kTexts[1], kTexts[6]}, EncodeCall{32, true});
+  json r = post("/v1/verify", {{"pairs", {{kTexts[0], kTexts[1]}, {{"query", kTexts[0]}, {"candidate", kTexts[6]}}}}});
+  ASSERT_EQ(r["results"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const float want = v->score(e.tokens[0], {&e.tokens[i + 1]})[0];
+    EXPECT_NEAR(r["results"][i]["score"].get<double>(), want, 1e-5);
+    EXPECT_EQ(r["results"][i]["accepted"].get<bool>(), want >= 0.0);
+  }
+  // Search with stage 2 equals search_verified; without it, Index::search.
+  auto index = Index::open(*dir_ + "/ix");
+  PipelineParams pp;
+  pp.stage1.mode = SearchMode::Dense;
+  pp.candidates = 5;
+  pp.k = 3;
+  pp.rerank = true;
+  auto want = search_verified(*index, *v, "who bit the man", pp);
+  json s = post("/v1/search", {{"query", "who bit the man"}, {"mode", "dense"}, {"candidates", 5}, {"k", 3},
+                               {"rerank", true}, {"with_text", true}});
+  const json& hits = s["results"][0]["hits"];
+  ASSERT_EQ(hits.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(hits[i]["id"], want[i].hit.id);
+    EXPECT_NEAR(hits[i]["verifier_score"].get<double>(), want[i].verifier_score, 1e-6);
+    EXPECT_NEAR(hits[i]["stage1_score"].get<double>(), want[i].hit.score, 1e-6);
+    EXPECT_EQ(hits[i]["stage1_rank"], want[i].stage1_rank);
+    EXPECT_EQ(hits[i]["text"], index->document(want[i].hit.doc).text);
+  }
+  EXPECT_TRUE(s["results"][0]["timings"].contains("verifier_ms"));
+  SearchParams sp;
+  sp.mode = SearchMode::Bm25;
+  sp.k = 4;
+  auto plain = index->search("the dog", sp);
+  json b = post("/v1/search", {{"queries", {"the dog"}}, {"mode", "bm25"}, {"k", 4}});
+  ASSERT_EQ(b["results"][0]["hits"].size(), plain.hits.size());
+  for (size_t i = 0; i < plain.hits.size(); ++i) {
+    EXPECT_EQ(b["results"][0]["hits"][i]["id"], plain.hits[i].id);
+    EXPECT_NEAR(b["results"][0]["hits"][i]["score"].get<double>(), plain.hits[i].score, 1e-9);
+  }
+}
+
+TEST_F(ServeTest, ExplainIsTheCosineMapAndTheVerifiersVerdict) {
+  json x = post("/v1/explain", {{"query", kTexts[0]}, {"candidate", kTexts[1]}});
+  Embeddings e = enc_->encode({kTexts[0], kTexts[1]}, EncodeCall{32, true});
+  const auto& q = e.tokens[0];
+  const auto& c = e.tokens[1];
+  ASSERT_EQ(x["map"].size(), q.length);
+  ASSERT_EQ(x["candidate_tokens"].size(), c.length);
+  EXPECT_EQ(x["query_tokens"][1], e.encodings[0].tokens[1]);
+  for (size_t i = 0; i < q.length; ++i)
+    for (size_t j = 0; j < c.length; ++j) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t d = 0; d < e.dim; ++d) {
+        dot += double(q.values[i * e.dim + d]) * c.values[j * e.dim + d];
+        a += double(q.values[i * e.dim + d]) * q.values[i * e.dim + d];
+        b += double(c.values[j * e.dim + d]) * c.values[j * e.dim + d];
+      }
+      EXPECT_NEAR(x["map"][i][j].get<double>(), dot / std::sqrt(a * b), 6e-5);
+    }
+  const float want = Verifier::load(*dir_ + "/v.safetensors")->score(q, {&c})[0];
+  EXPECT_NEAR(x["score"].get<double>(), want, 1e-5);
+  EXPECT_EQ(x["decision"], want >= 0 ? "accept" : "reject");
+  Response svg = service_->handle("GET", "/v1/explain.svg", "", {{"query", kTexts[0]}, {"candidate", kTexts[1]}});
+  EXPECT_EQ(svg.status, 200);
+  EXPECT_EQ(svg.content_type, "image/svg+xml");
+  EXPECT_EQ(svg.body.rfind("<svg", 0), 0u) << svg.body.substr(0, 80);
+  EXPECT_NE(svg.body.find(">dog<"), std::string::npos);
+  EXPECT_EQ(service_->handle("GET", "/v1/explain.svg", "", {{"query", "x"}}).status, 400);
+  Response page = service_->handle("GET", "/", "");
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/v1/search"), std::string::npos);
+  EXPECT_EQ(page.body.find("http://"), std::string::npos);  // nothing fetched from elsewhere
+  EXPECT_EQ(page.body.find("https://"), std::string::npos);
+}
+
+TEST_F(ServeTest, BadInputTable) {
+  struct Case {
+    std::string method, path, body;
+    int status;
+    std::string message;
+  };
+  const std::string many = json{{"input", std::vector<std::string>(17, "x")}}.dump();
+  for (const Case& c : std::vector<Case>{
+           {"POST", "/v1/embeddings", "{not json", 400, "malformed JSON"},
+           {"POST", "/v1/embeddings", "[1, 2]", 400, "JSON object"},
+           {"POST", "/v1/embeddings", "{}", 400, "missing field 'input'"},
+           {"POST", "/v1/embeddings", R"({"input": 5})", 400, "string or an array"},
+           {"POST", "/v1/embeddings", R"({"input": "x", "encoding_format": "hex"})", 400, "encoding_format"},
+           {"POST", "/v1/embeddings", many, 422, "more than the limit 16"},
+           {"POST", "/embed", R"({"inputs": []})", 400, "empty"},
+           {"POST", "/embed", R"({"inputs": "x", "normalize": "yes"})", 400, "true or false"},
+           {"POST", "/rerank", R"({"texts": ["a"]})", 400, "'query'"},
+           {"POST", "/v1/verify", R"({"pairs": [["a"]]})", 400, "[query, candidate]"},
+           {"POST", "/v1/search", R"({"query": "x", "k": 0})", 400, "positive integer"},
+           {"POST", "/v1/search", R"({"query": "x", "k": 51})", 422, "limit 50"},
+           {"POST", "/v1/search", R"({"query": "x", "mode": "fuzzy"})", 400, "fuzzy"},
+           {"POST", "/v1/search", R"({"query": "x", "queries": ["y"]})", 400, "not both"},
+           {"GET", "/v1/search", "", 405, "takes POST"},
+           {"POST", "/health", "", 405, "takes GET"},
+           {"GET", "/nowhere", "", 404, "no route"},
+       }) {
+    Response r = service_->handle(c.method, c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body << " -> " << r.body;
+    json j = json::parse(r.body);
+    ASSERT_TRUE(j.contains("error")) << r.body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(c.message), std::string::npos) << r.body;
+    EXPECT_TRUE(j["error"]["type"].is_string());
+  }
+  // The metrics count them by endpoint and status.
+  const std::string m = service_->handle("GET", "/metrics", "").body;
+  EXPECT_NE(m.find("sieve_requests_total{endpoint=\"/v1/search\",status=\"405\"} "), std::string::npos) << m;
+  EXPECT_NE(m.find("sieve_request_duration_seconds_bucket{endpoint=\"/v1/embeddings\",le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(m.find("sieve_documents 7"), std::string::npos);
+}
+
+// Equal JSON up to float rounding: concurrent requests are batched with others (other padding),
+// which moves the last bits of a float.
+bool near_json(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return std::abs(a.get<double>() - b.get<double>()) <= 1e-5;
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!near_json(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !near_json(it.value(), b.at(it.key()))) return false;
+    return true;
+  }
+  return a == b;
+}
+
+TEST_F(ServeTest, ConcurrentClientsGetTheSequentialAnswers) {
+  std::vector<std::pair<std::string, json>> requests;
+  for (int i = 0; i < 7; ++i) {
+    requests.push_back({"/v1/embeddings", {{"input", {kTexts[i], kTexts[(i + 2) % 7]}}}});
+    requests.push_back({"/v1/search", {{"query", kTexts[i]}, {"mode", "hybrid"}, {"gate", true}, {"k", 3}}});
+    requests.push_back({"/v1/verify", {{"pairs", json::array({json::array({kTexts[i], kTexts[(i + 1) % 7]})})}}});
+  }
+  auto strip = [](json j) {  // timings differ from call to call
+    if (j.contains("results"))
+      for (auto& r : j["results"]) r.erase("timings");
+    return j;
+  };
+  std::vector<json> sequential;
+  for (auto& [p, b] : requests) sequential.push_back(strip(post(p, b)));
+  std::vector<std::future<std::vector<json>>> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.push_back(std::async(std::launch::async, [&, c] {
+      std::vector<json> got(requests.size());
+      for (size_t k = 0; k < requests.size(); ++k) {
+        const size_t i = (k + static_cast<size_t>(c) * 5) % requests.size();
+        got[i] = strip(json::parse(service_->handle("POST", requests[i].first, requests[i].second.dump()).body));
+      }
+      return got;
+    }));
+  for (auto& f : clients) {
+    auto got = f.get();
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(near_json(got[i], sequential[i])) << requests[i].first << "\n" << got[i] << "\n" << sequential[i];
+  }
+}
+
+// Live documents: a batch is searchable once answered, whole; ids must be new; readers running
+// meanwhile see the old or the new snapshot, never an error.
+TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
+  const std::string dir = test::make_temp_dir("serve_docs");
+  write_text_index(dir, 25);
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  Service s(o);
+  auto call = [&](const std::string& m, const std::string& p, const json& b) { return s.handle(m, p, b.dump()); };
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, searches{0};
+  std::thread reader([&] {
+    size_t last = 0;
+    while (!stop) {
+      Response r = call("POST", "/v1/search", {{"query", "zebra giraffe"}, {"mode", "bm25"}, {"k", 50}});
+      if (r.status != 200) ++errors;
+      const size_t n = json::parse(r.body)["results"][0]["hits"].size();
+      if (n < last || n % 2 != 0) ++errors;  // batches of two: never half of one, never fewer later
+      last = n;
+      ++searches;
+    }
+  });
+  for (int b = 0; b < 4; ++b) {
+    json docs = json::array();
+    for (int k = 0; k < 2; ++k)
+      docs.push_back({{"_id", "z" + std::to_string(b * 2 + k)}, {"title", "zoo"}, {"text", "zebra giraffe " + std::to_string(b)}});
+    Response r = call("POST", "/v1/documents", {{"documents", docs}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["documents"], 7 + 2 * (b + 1));
+    // Visible to the next search as soon as it is answered.
+    Response q = call("POST", "/v1/search", {{"query", "zebra giraffe"}, {"mode", "bm25"}, {"k", 50}});
+    EXPECT_EQ(json::parse(q.body)["results"][0]["hits"].size(), size_t(2 * (b + 1)));
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(searches.load(), 0);
+  // Dense search sees them too (the snapshot shares the loaded encoder).
+  Response dense = call("POST", "/v1/search", {{"query", "zebra giraffe 3"}, {"mode", "dense"}, {"k", 15}});
+  EXPECT_NE(dense.body.find("\"z7\""), std::string::npos) << dense.body;
+  Response g = s.handle("GET", "/v1/documents/z3", "");
+  ASSERT_EQ(g.status, 200);
+  EXPECT_EQ(json::parse(g.body)["text"], "zebra giraffe 1");
+  EXPECT_EQ(s.handle("GET", "/v1/documents/nope", "").status, 404);
+  EXPECT_EQ(s.handle("DELETE", "/v1/documents/z3", "").status, 405);
+  // Conflicts: an id already there, an id twice in one batch; nothing of such a batch is added.
+  Response dup = call("POST", "/v1/documents", {{"documents", {{{"_id", "d1"}, {"text", "x"}}}}});
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_NE(dup.body.find("already in the index"), std::string::npos);
+  Response twice = call("POST", "/v1/documents", {{"documents", {{{"_id", "n1"}, {"text", "x"}}, {{"_id", "n1"}, {"text", "y"}}}}});
+  EXPECT_EQ(twice.status, 409);
+  EXPECT_EQ(call("POST", "/v1/documents", {{"documents", {{{"text", "no id"}}}}}).status, 400);
+  EXPECT_EQ(json::parse(s.handle("GET", "/v1/info", "").body)["index"]["documents"], 15);
+  // What was acknowledged is on disk: a fresh open (with a full check) holds it.
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto fresh = Index::open(dir + "/ix", oo);
+  EXPECT_EQ(fresh->size(), 15u);
+  EXPECT_GE(fresh->find("z7"), 0);
+}
+
+// A full encoder queue answers 503 with Retry-After instead of growing; what was admitted is
+// answered normally, and the batches respect max_batch.
+TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
+  const std::string dir = test::make_temp_dir("serve_queue");
+  write_fixture_model(dir + "/model", test::tiny_model_options(28));
+  ServeOptions o;
+  o.model_dir = dir + "/model";
+  // The first text waits 3 s for company (the batch cannot fill: 64 > the queue's 6), long
+  // enough for all twelve requests to arrive even on a loaded machine, so the queue admits three
+  // 2-text requests and refuses the rest, and the three run as one pass.
+  o.batching.max_batch = 64;
+  o.batching.max_wait_ms = 3000;
+  o.batching.max_queue = 6;
+  Service s(o);
+  std::vector<std::future<Response>> calls;
+  for (int i = 0; i < 12; ++i)
+    calls.push_back(std::async(std::launch::async, [&s, i] {
+      return s.handle("POST", "/v1/embeddings", json{{"input", {"text " + std::to_string(i), "more"}}}.dump());
+    }));
+  int ok = 0, full = 0;
+  for (auto& c : calls) {
+    Response r = c.get();
+    if (r.status == 200) {
+      ++ok;
+      EXPECT_EQ(json::parse(r.body)["data"].size(), 2u);
+    } else {
+      ++full;
+      EXPECT_EQ(r.status, 503) << r.body;
+      EXPECT_NE(r.body.find("queue is full"), std::string::npos) << r.body;
+      ASSERT_EQ(r.headers.size(), 1u);
+      EXPECT_EQ(r.headers[0].first, "Retry-After");
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(full, 9);
+  // The three admitted requests ran as one forward pass of 6 texts (histogram bucket le=8).
+  const std::string m = s.handle("GET", "/metrics", "").body;
+  EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"4\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"8\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("sieve_batch_size_count 1\n"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace sieve::serve
