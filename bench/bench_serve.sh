@@ -22,10 +22,6 @@ mk dense '{query: ., mode: "dense", k: 10}'
 mk gate '{query: ., mode: "dense", k: 10, gate: true, candidates: 100}'
 mk embed '{input: ., model: "sieve-mini"}'
 PORT="${PORT:-18790}"
-"$S" serve --index "$WORK/index" --port "$PORT" 2> "$WORK/serve.log" &
-PID=$!
-trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT
-for _ in $(seq 300); do grep -q ready "$WORK/serve.log" && break; sleep 0.2; done
 # Offline reference for the embeddings: sentences/s of `sieve embed` on the same queries, ten
 # times over (3,000 sentences, so that loading the model is a small part), minus the time of a
 # one-sentence run (the load itself).
@@ -33,19 +29,29 @@ for _ in $(seq 10); do cat "$WORK/queries.txt"; done > "$WORK/queries10.txt"
 t0=$(date +%s.%N); "$S" embed "x" > /dev/null 2>&1; t1=$(date +%s.%N)
 "$S" embed --input "$WORK/queries10.txt" > /dev/null 2>&1; t2=$(date +%s.%N)
 echo "{\"case\": \"offline sieve embed\", \"sentences\": 3000, \"sentences_per_s\": $(echo "3000 / (($t2 - $t1) - ($t1 - $t0))" | bc -l | cut -c1-8)}"
-# The library's own time per query as the server measures it (timings.total_ms), sequential.
-for name in bm25 dense; do
-  head -n 200 "$WORK/$name.jsonl" | while read -r body; do
-    curl -s "http://127.0.0.1:$PORT/v1/search" -d "$body" | jq '.results[0].timings.total_ms'
-  done | sort -g | awk -v n="$name" '{a[NR] = $1} END { printf "{\"case\": \"%s library call\", \"p50_ms\": %.3f}\n", n, a[int(NR / 2)] }'
-done
-for name in bm25 dense gate embed; do
-  path=/v1/search
-  [[ $name == embed ]] && path=/v1/embeddings
-  for c in 1 4 16 64; do
-    line=$(BODIES="$WORK/$name.jsonl" wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${SECS}s" --timeout 30s --latency -s bench/wrk/post.lua \
-      "http://127.0.0.1:$PORT$path" | tail -1)
-    echo "{\"case\": \"$name\", \"connections\": $c, ${line#\{}"
+# Both batching set-ups: one encoder worker on all cores (the default), and one single-threaded
+# worker per core (--encoder-workers N).
+CORES=$(nproc)
+for workers in 1 "$CORES"; do
+  "$S" serve --index "$WORK/index" --port "$PORT" --encoder-workers "$workers" 2> "$WORK/serve.log" &
+  PID=$!
+  trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT
+  for _ in $(seq 300); do grep -q ready "$WORK/serve.log" && break; sleep 0.2; done
+  # The library's own time per query as the server measures it (timings.total_ms), sequential.
+  for name in bm25 dense; do
+    head -n 200 "$WORK/$name.jsonl" | while read -r body; do
+      curl -s "http://127.0.0.1:$PORT/v1/search" -d "$body" | jq '.results[0].timings.total_ms'
+    done | sort -g | awk -v n="$name" -v w="$workers" '{a[NR] = $1} END { printf "{\"case\": \"%s library call\", \"encoder_workers\": %d, \"p50_ms\": %.3f}\n", n, w, a[int(NR / 2)] }'
   done
+  for name in bm25 dense gate embed; do
+    path=/v1/search
+    [[ $name == embed ]] && path=/v1/embeddings
+    for c in 1 4 16 64; do
+      line=$(BODIES="$WORK/$name.jsonl" wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${SECS}s" --timeout 30s --latency -s bench/wrk/post.lua \
+        "http://127.0.0.1:$PORT$path" | tail -1)
+      echo "{\"case\": \"$name\", \"encoder_workers\": $workers, \"connections\": $c, ${line#\{}"
+    done
+  done
+  curl -s "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -E '^sieve_(batch_size_(sum|count)|encoder_busy)' >&2 || true
+  kill -TERM $PID; wait $PID || true
 done
-grep -E '^sieve_batch_size_(sum|count)' <(curl -s "http://127.0.0.1:$PORT/metrics" 2>/dev/null || true) >&2 || true

@@ -12,11 +12,12 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   wordnet-base dict-gcide dict-foldoc
   chromium  # the web page test of `sieve serve` (headless)
-  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package and its tests
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel  # the Python package, its tests and its install
 )
-# Optional extras (the PyTorch comparison benchmark): `scripts/setup.sh --bench`.
+# Optional extras for the benchmarks (PyTorch comparisons, wrk for the service, Boost.Beast for the
+# HTTP library comparison): `scripts/setup.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then
-  PACKAGES+=(python3-torch)
+  PACKAGES+=(python3-torch wrk libboost-dev)
 fi
 
 # The test oracles (npm: Hugging Face tokenizers, gpt-3-encoder) go into build/npm; never fatal.

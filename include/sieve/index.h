@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -47,6 +48,10 @@ struct IndexBuildOptions {
   size_t batch_size = 32;             ///< texts per encoder forward pass
   bool restart = false;               ///< build: ignore an interrupted build's checkpoint
   bool force = false;                 ///< build: replace an existing index at `out`
+  /// Asked after every committed chunk; true stops the build or add with sieve::Error
+  /// ("interrupted ..."). A stopped build resumes from that chunk when run again; a stopped add
+  /// leaves the index as it was. (The Python package maps Ctrl-C to it.)
+  std::function<bool()> interrupted;
 };
 
 /// How `Index::search` finds candidates.
@@ -199,6 +204,18 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
 BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path,
                          const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {},
                          const std::string& model_dir = "");
+
+/// build_index from documents held in memory (ids must be non-empty and unique). The batch is
+/// written as a JSON-lines corpus beside `out` for the build and removed afterwards, so an
+/// interrupted build resumes only when called again with the same documents.
+BuildReport build_index_from_documents(const std::string& model_dir, const std::vector<Document>& docs,
+                                       const std::string& out, IndexBuildOptions opt = {},
+                                       const EncoderOptions& enc = {});
+
+/// add_to_index from documents held in memory: all of the batch or none of it (ids must be
+/// non-empty, unique in the batch and new to the index; sieve::Error otherwise, nothing added).
+BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt = {},
+                          const EncoderOptions& enc = {}, const std::string& model_dir = "");
 
 /// What the encoder reads of a document: `title + " " + text`, or the text when there is no title.
 std::string encoder_text(const Document& doc);

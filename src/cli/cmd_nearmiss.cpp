@@ -17,7 +17,7 @@ void register_nearmiss(CLI::App& app) {
   auto* group = app.add_subcommand("nearmiss", "Rule-based structural near-misses from WordNet (negation, swaps, ...)");
   group->require_subcommand(1);
   struct Opts {
-    std::string in, source, out, kinds = "negation,role_swap,binding_swap,spatial_flip,antonym", layout = "pairs";
+    std::string in, source, out, kinds, layout = "pairs";
     std::string wordnet = nearmiss::Lexicon::kDefaultDir;
     uint64_t seed = 42;
     size_t max_inputs = 0, max_per_category = 0;
@@ -26,6 +26,7 @@ void register_nearmiss(CLI::App& app) {
     double min_overlap = 0;
   };
   auto o = std::make_shared<Opts>();
+  for (nearmiss::Kind k : nearmiss::default_kinds()) o->kinds += (o->kinds.empty() ? "" : ",") + std::string(nearmiss::kind_name(k));
   auto* cmd = group->add_subcommand("generate", "Perturb each input sentence by each kind; write pairs or identity triplets");
   cmd->add_option("--in", o->in, "Sentences, one per line ('-' = stdin)");
   cmd->add_option("--source", o->source, "Instead of --in: wordnet-examples or wordnet-glosses (installed with WordNet)")

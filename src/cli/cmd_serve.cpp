@@ -48,9 +48,14 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-wait-ms", o->s.batching.max_wait_ms, "How long a text waits for others to batch with")
-      ->capture_default_str()
+  cmd->add_option("--max-wait-ms", o->s.batching.max_wait_ms, "How long a text waits for others to batch with (default: 2 with one encoder worker, 0 with several)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--encoder-workers", o->s.batching.workers,
+                  "Batches encoded at once. 1: one at a time on all --threads (lowest latency); N > 1: N "
+                  "single-threaded workers, and every search single-threaded too (highest throughput under "
+                  "many connections; N = the cores)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue", o->s.batching.max_queue, "Texts waiting for the encoder; more: 503 with Retry-After")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -124,6 +124,8 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
     rep.added += docs.size();
     commit(m);
     progress.add(docs.size());
+    if (more && opt.interrupted && opt.interrupted())
+      SIEVE_THROW("interrupted after " << m.documents << " documents");
   }
   progress.finish();
 }

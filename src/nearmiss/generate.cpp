@@ -49,7 +49,7 @@ std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const 
       if (!p) continue;
       any = true;
       ++r.yielded[kind_name(k)];
-      out.push_back({sentences[i], *p, k});
+      out.push_back({sentences[i], *p, k, ""});
     }
     if (!any) ++r.skipped;
   }
@@ -194,6 +194,10 @@ const char* paper_category(Kind k) {
     default:
       return "";
   }
+}
+
+std::vector<Kind> default_kinds() {
+  return {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym};
 }
 
 }  // namespace sieve::nearmiss

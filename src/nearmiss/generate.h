@@ -50,6 +50,10 @@ struct GenerateReport {
 std::vector<NearMiss> generate(const std::vector<std::string>& sentences, const std::vector<Kind>& kinds,
                                uint64_t seed, const Lexicon& lex, GenerateReport* report = nullptr);
 
+/// The kinds `sieve nearmiss generate` makes when none are named: the paper's five structural
+/// near-miss families (negation, role_swap, binding_swap, spatial_flip, antonym).
+std::vector<Kind> default_kinds();
+
 /// Output layouts: pairs `sentence1,sentence2,category`; triplets `anchor,positive,negative,category`
 /// (see to_triplets).
 enum class Layout { Pairs, Triplets };

@@ -1,13 +1,16 @@
 #include "serve/batcher.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace sieve::serve {
 
 EmbedBatcher::EmbedBatcher(const Encoder& encoder, BatcherOptions opt) : enc_(encoder), opt_(opt) {
   if (opt_.max_batch == 0) opt_.max_batch = 1;
+  opt_.workers = std::max<size_t>(1, opt_.workers);
+  if (opt_.max_wait_ms < 0) opt_.max_wait_ms = opt_.workers == 1 ? 2.0 : 0.0;
   stats_.batch_sizes.assign(10, 0);
-  worker_ = std::thread([this] { loop(); });
+  for (size_t i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { loop(); });
 }
 
 EmbedBatcher::~EmbedBatcher() {
@@ -16,7 +19,7 @@ EmbedBatcher::~EmbedBatcher() {
     stop_ = true;
   }
   cv_.notify_all();
-  worker_.join();
+  for (auto& w : workers_) w.join();
 }
 
 Embeddings EmbedBatcher::encode(const std::vector<std::string>& texts, bool token_states) {
@@ -50,8 +53,11 @@ void EmbedBatcher::loop() {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and nothing left
     // The first job waits at most max_wait_ms for more texts, unless the batch is full already.
-    const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(opt_.max_wait_ms * 1000));
-    cv_.wait_until(lock, deadline, [&] { return stop_ || queued_texts_ >= opt_.max_batch; });
+    if (opt_.max_wait_ms > 0) {
+      const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(opt_.max_wait_ms * 1000));
+      cv_.wait_until(lock, deadline, [&] { return stop_ || queued_texts_ >= opt_.max_batch; });
+    }
+    if (queue_.empty()) continue;  // another worker took them
     std::vector<Job*> jobs;
     size_t n = 0;
     while (!queue_.empty() && (jobs.empty() || n + queue_.front()->texts.size() <= opt_.max_batch)) {
@@ -67,8 +73,11 @@ void EmbedBatcher::loop() {
     while (bucket + 1 < stats_.batch_sizes.size() && (size_t{1} << bucket) < n) ++bucket;
     ++stats_.batch_sizes[bucket];
     lock.unlock();
+    const auto t0 = Clock::now();
     run(jobs);
+    const double busy = std::chrono::duration<double>(Clock::now() - t0).count();
     lock.lock();
+    stats_.busy_seconds += busy;
   }
 }
 

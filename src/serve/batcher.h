@@ -17,8 +17,11 @@ namespace sieve::serve {
 
 struct BatcherOptions {
   size_t max_batch = 32;     ///< texts per forward pass (a request larger than this runs alone)
-  double max_wait_ms = 2.0;  ///< how long the first waiting text waits for company
+  /// How long the first waiting text waits for company; negative: 2 ms with one worker, 0 with
+  /// several (an idle worker takes whatever is queued: texts gather while the others are busy).
+  double max_wait_ms = -1;
   size_t max_queue = 1024;   ///< texts waiting; a request that would exceed it is refused
+  size_t workers = 1;        ///< batches encoded at once, each by its own worker thread
 };
 
 /// Counters the service exports as metrics.
@@ -26,6 +29,7 @@ struct BatcherStats {
   size_t queued_texts = 0;   ///< texts waiting now
   size_t batches = 0;        ///< forward passes run
   size_t texts = 0;          ///< texts encoded
+  double busy_seconds = 0;   ///< time spent inside the encoder
   std::vector<size_t> batch_sizes;  ///< histogram: texts per pass, buckets 1, 2, 4, ... 256, more
 };
 
@@ -66,7 +70,7 @@ class EmbedBatcher {
   size_t queued_texts_ = 0;
   bool stop_ = false;
   BatcherStats stats_;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace sieve::serve

@@ -26,6 +26,8 @@ struct ServeOptions {
   std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
   std::string verifier;      ///< file or F0/F1/F2; empty: the model folder's verifier.safetensors, else F1
   EncoderOptions encoder;    ///< device and threads
+  /// Dynamic batching. With batching.workers > 1 every computation is single-threaded
+  /// (encoder.threads is taken as 1) and search_slots defaults to the workers.
   BatcherOptions batching;
   size_t max_texts = 512;    ///< texts (or pairs) per request; more -> 422
   size_t max_k = 1000;       ///< k and candidates per query; more -> 422

@@ -292,27 +292,31 @@ bool near_json(const json& a, const json& b) {
   return a == b;
 }
 
-TEST_F(ServeTest, ConcurrentClientsGetTheSequentialAnswers) {
+// Concurrent clients of `concurrent` get what sequential calls of the test suite's service get.
+void expect_concurrent_answers_are_sequential(Service& concurrent, Service& sequential_service) {
   std::vector<std::pair<std::string, json>> requests;
   for (int i = 0; i < 7; ++i) {
     requests.push_back({"/v1/embeddings", {{"input", {kTexts[i], kTexts[(i + 2) % 7]}}}});
     requests.push_back({"/v1/search", {{"query", kTexts[i]}, {"mode", "hybrid"}, {"gate", true}, {"k", 3}}});
     requests.push_back({"/v1/verify", {{"pairs", json::array({json::array({kTexts[i], kTexts[(i + 1) % 7]})})}}});
   }
-  auto strip = [](json j) {  // timings differ from call to call
-    if (j.contains("results"))
-      for (auto& r : j["results"]) r.erase("timings");
+  auto call = [](Service& s, const std::pair<std::string, json>& req) {
+    Response r = s.handle("POST", req.first, req.second.dump());
+    EXPECT_EQ(r.status, 200) << req.first << " " << r.body;
+    json j = json::parse(r.body);
+    if (j.contains("results"))  // timings differ from call to call
+      for (auto& q : j["results"]) q.erase("timings");
     return j;
   };
   std::vector<json> sequential;
-  for (auto& [p, b] : requests) sequential.push_back(strip(post(p, b)));
+  for (const auto& req : requests) sequential.push_back(call(sequential_service, req));
   std::vector<std::future<std::vector<json>>> clients;
   for (int c = 0; c < 8; ++c)
     clients.push_back(std::async(std::launch::async, [&, c] {
       std::vector<json> got(requests.size());
       for (size_t k = 0; k < requests.size(); ++k) {
         const size_t i = (k + static_cast<size_t>(c) * 5) % requests.size();
-        got[i] = strip(json::parse(service_->handle("POST", requests[i].first, requests[i].second.dump()).body));
+        got[i] = call(concurrent, requests[i]);
       }
       return got;
     }));
@@ -321,6 +325,26 @@ TEST_F(ServeTest, ConcurrentClientsGetTheSequentialAnswers) {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_TRUE(near_json(got[i], sequential[i])) << requests[i].first << "\n" << got[i] << "\n" << sequential[i];
   }
+}
+
+TEST_F(ServeTest, ConcurrentClientsGetTheSequentialAnswers) { expect_concurrent_answers_are_sequential(*service_, *service_); }
+
+// Several encoder workers (each batch and each search single-threaded) answer as one worker does.
+TEST_F(ServeTest, SeveralEncoderWorkersGiveTheSameAnswers) {
+  ServeOptions o;
+  o.index_dir = *dir_ + "/ix";
+  o.verifier = *dir_ + "/v.safetensors";
+  o.max_texts = 16;
+  o.max_k = 50;
+  o.batching.workers = 3;
+  {
+    Service workers(o);
+    EXPECT_EQ(compute_threads(), 1);
+    expect_concurrent_answers_are_sequential(workers, *service_);
+    const std::string m = workers.handle("GET", "/metrics", "").body;
+    EXPECT_NE(m.find("sieve_encoder_busy_seconds_total "), std::string::npos) << m;
+  }
+  set_compute_threads(0);
 }
 
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running

@@ -1,0 +1,82 @@
+// Index builds and appends from documents held in memory (the server's POST /v1/documents, the
+// Python package's Index.build and Index.add): the batch is written as a BEIR JSON-lines corpus
+// beside the index, handed to build_index / add_to_index, and removed.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+
+namespace sieve {
+
+namespace {
+
+// A JSON-lines corpus of `docs` in a new file next to `beside`; removed when it goes out of scope.
+class TempCorpus {
+ public:
+  TempCorpus(const std::string& beside, const std::vector<Document>& docs) {
+    std::filesystem::path target = std::filesystem::absolute(beside).lexically_normal();
+    if (target.filename().empty()) target = target.parent_path();
+    std::string tmpl = target.string() + ".docs-XXXXXX.jsonl";
+    const int fd = ::mkstemps(tmpl.data(), 6);
+    SIEVE_THROW_IF_NOT(fd >= 0, "cannot create a temporary corpus file '" << tmpl << "': " << std::strerror(errno));
+    path_ = tmpl;
+    std::string out;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const Document& d = docs[i];
+      SIEVE_THROW_IF_NOT(!d.id.empty(), "document " << i << " has an empty id");
+      out += nlohmann::json({{"_id", d.id}, {"title", d.title}, {"text", d.text}})
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out += '\n';
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = errno;
+        ::close(fd);
+        SIEVE_THROW("cannot write the temporary corpus file '" << path_ << "': " << std::strerror(err));
+      }
+      done += static_cast<size_t>(w);
+    }
+    ::close(fd);
+  }
+  ~TempCorpus() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  TempCorpus(const TempCorpus&) = delete;
+  TempCorpus& operator=(const TempCorpus&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+BuildReport build_index_from_documents(const std::string& model_dir, const std::vector<Document>& docs,
+                                       const std::string& out, IndexBuildOptions opt, const EncoderOptions& enc) {
+  SIEVE_THROW_IF_NOT(!docs.empty(), "no documents to index");
+  TempCorpus corpus(out, docs);
+  opt.format = CorpusFormat::Jsonl;
+  return build_index(model_dir, corpus.path(), out, opt, enc);
+}
+
+BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt,
+                          const EncoderOptions& enc, const std::string& model_dir) {
+  SIEVE_THROW_IF_NOT(!docs.empty(), "no documents to add");
+  TempCorpus corpus(index_dir, docs);
+  opt.format = CorpusFormat::Jsonl;
+  return add_to_index(index_dir, corpus.path(), opt, enc, model_dir);
+}
+
+}  // namespace sieve
