@@ -8,34 +8,76 @@ The Python face of sieve's C++ library, with NumPy arrays in and out:
     ver = sieve.Verifier.load()                      # sieve-mini's calibrated verifier
     ver.score([("the dog bit the man", "the man bit the dog")])   # float32 [n]
     ver.accept([...])                                # bool [n] at its threshold
-    idx = sieve.Index.open("build/demo/index")
+    sieve.Index.build(docs, "my-index")              # from a corpus file or dicts {"_id", "title", "text"}
+    idx = sieve.Index.open("my-index")
     idx.search(["who bit the man"], k=10)            # hits as dicts
     D, I = idx.search_arrays(["who bit the man"], k=10)   # like FAISS: scores, internal ids
+    sieve.search_verified(idx, ver, "who bit the man", gate=True)   # stage 1 + stage 2
+    sieve.explain("the dog bit the man", "the man bit the dog")     # map, verdict and SVG
+    sieve.nearmiss.generate(["the dog bit the man"])                # structural near-misses
+    sieve.eval.ndcg(run, qrels, k=10)                               # BEIR / trec_eval metrics
 
 Errors from the library raise `sieve.Error` with its message; bad arguments raise ValueError.
-Long calls release the GIL.
+Long calls release the GIL and stop on Ctrl-C between chunks of work (KeyboardInterrupt).
 """
+import sys as _sys
+
 import numpy as _np
 
 from ._sieve import Error
 from ._sieve import Encoder as _Encoder
 from ._sieve import Index as _Index
 from ._sieve import Verifier as _Verifier
+from . import _sieve
+from . import eval  # noqa: A004 (sieve.eval, as the docs name it)
+from . import nearmiss
+from . import train
 
-__all__ = ["Error", "Encoder", "Index", "Verifier"]
+__all__ = ["Error", "Encoder", "Index", "Verifier", "search_verified", "explain", "set_threads",
+           "default_model_dir", "eval", "nearmiss", "train"]
+
+
+def _texts(texts):
+    """A list of str from one string or an iterable of them (TypeError otherwise)."""
+    if isinstance(texts, str):
+        return [texts]
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
+    return out
+
+
+def _progress_bar(label):
+    """A progress callback that redraws one line on stderr."""
+    def report(done, total):
+        end = "\n" if done >= total else ""
+        print(f"\r{label}: {done}/{total}", end=end, file=_sys.stderr, flush=True)
+    return report
+
+
+def set_threads(n):
+    """Compute threads for sieve's tensor code (0: every core)."""
+    _sieve.set_threads(n)
+
+
+def default_model_dir():
+    """The folder of the embedded default model (sieve-mini)."""
+    return _sieve.default_model_dir()
 
 
 class Encoder:
-    """A text encoder (any model folder in Hugging Face layout; default: sieve-mini)."""
+    """A text encoder (any model folder in Hugging Face layout; default: sieve-mini).
+    Immutable once loaded: encode() may be called from several threads at once."""
 
     def __init__(self, impl):
         self._impl = impl
 
     @classmethod
     def load(cls, path=None, device="cpu", threads=0):
-        """Loads a model folder (None: the embedded sieve-mini) on `device` with `threads`
-        compute threads (0: every core)."""
-        return cls(_Encoder.load(path or "", device, threads))
+        """Loads a model folder (None: the embedded sieve-mini) on `device` ("cpu", "cuda",
+        "cuda:N") with `threads` compute threads (0: every core)."""
+        return cls(_Encoder.load(str(path or ""), device, threads))
 
     @property
     def dim(self):
@@ -47,55 +89,98 @@ class Encoder:
         """Token cap including special tokens."""
         return self._impl.max_length
 
+    @property
+    def path(self):
+        """The model folder."""
+        return self._impl.path
+
     def encode(self, texts, batch_size=32, normalize=True, output="pooled", show_progress_bar=False):
         """Encodes a string or a list of strings, as sentence-transformers' `encode` does.
 
-        output="pooled": float32 [n, dim] (unit rows when `normalize`); "tokens": a list of
-        float32 [length, dim] token states; "both": (pooled, tokens). A single string gives the
-        pooled vector [dim]."""
+        output="pooled": float32 [n, dim] (unit rows when `normalize`, else the raw pooled
+        vectors); "tokens": a list of float32 [length, dim] final-layer token states; "both":
+        (pooled, tokens). A single string gives the pooled vector [dim]. The arrays are the
+        library's own buffers (no copy)."""
         single = isinstance(texts, str)
-        out = self._impl.encode([texts] if single else list(texts), batch_size, normalize, output)
+        progress = _progress_bar("encoding") if show_progress_bar else None
+        out = self._impl.encode(_texts(texts), batch_size, normalize, output, progress)
         if single and output == "pooled":
             return out[0]
         return out
 
     def tokenize(self, texts):
         """[{"ids", "tokens", "offsets"}] per text, with the special tokens."""
-        return self._impl.tokenize([texts] if isinstance(texts, str) else list(texts))
+        return self._impl.tokenize(_texts(texts))
 
 
 class Index:
-    """A sieve index (`sieve index build`), opened for search."""
+    """A sieve index (`sieve index build`, or Index.build), opened for search. Searches may run
+    from several threads; add() makes new documents visible to the searches that start after it."""
 
     def __init__(self, impl):
         self._impl = impl
 
     @classmethod
+    def build(cls, corpus, out, model=None, *, vector_factory="auto", token_codec="sq8", store_tokens=True,
+              batch_size=32, chunk_docs=512, force=False, restart=False, threads=0, open=True):
+        """Builds an index at `out` and opens it (or returns the build report when open=False).
+
+        `corpus`: a corpus file (BEIR corpus.jsonl, TSV `id<TAB>text[<TAB>title]`, or text with
+        one document per line) or any iterable of dicts {"_id", "title", "text"}. `model`: a
+        model folder (None: sieve-mini). The options are `sieve index build`'s (see its --help).
+        Ctrl-C stops after the chunk being encoded; building again resumes from there."""
+        report = _Index.build(corpus, str(out), str(model or ""), vector_factory, token_codec, store_tokens,
+                              batch_size, chunk_docs, force, restart, threads)
+        if not open:
+            return report
+        return cls.open(out, model)
+
+    @classmethod
     def open(cls, path, model=None, encoder=True):
         """Opens an index folder; `encoder=False` skips loading the model (BM25 search only)."""
-        return cls(_Index.open(path, model or "", encoder))
+        return cls(_Index.open(str(path), str(model or ""), encoder))
+
+    @property
+    def path(self):
+        return self._impl.path
 
     def __len__(self):
         return len(self._impl)
 
+    def stats(self):
+        """{"documents", "dim", "tokens", "model_identity", "vector_factory", "token_codec"}."""
+        return self._impl.stats()
+
     def search(self, queries, k=10, mode=None):
-        """Hits per query: [{"rank", "id", "doc", "score", "dense", "bm25"}], best first. `mode`:
-        "dense", "bm25", "hybrid" or None (what the index's model recommends)."""
+        """Hits per query: [{"rank", "id", "doc", "score", "dense", "bm25", "dense_rank",
+        "bm25_rank"}], best first (a single query string gives its hits). `mode`: "dense", "bm25",
+        "hybrid" or None (what the index's model recommends)."""
         single = isinstance(queries, str)
-        out = self._impl.search([queries] if single else list(queries), k, mode or "")
+        out = self._impl.search(_texts(queries), k, mode or "")
         return out[0] if single else out
 
     def search_arrays(self, queries, k=10, mode=None):
         """(scores float32 [n, k], ids int64 [n, k]) like FAISS's `search`; missing hits are
         (-inf, -1). The ids are internal document numbers (see `document_id`)."""
-        return self._impl.search_arrays([queries] if isinstance(queries, str) else list(queries), k, mode or "")
+        return self._impl.search_arrays(_texts(queries), k, mode or "")
+
+    def add(self, documents, batch_size=32):
+        """Appends dicts {"_id", "title", "text"} (ids new to the index), all or none; returns the
+        report {"added", "documents", ...}. This object then searches the new snapshot."""
+        if isinstance(documents, dict):
+            documents = [documents]
+        return self._impl.add(documents, batch_size)
+
+    def document_id(self, doc):
+        """The external id of internal document number `doc` (as search_arrays returns)."""
+        return self._impl.document_id(int(doc))
 
     def document(self, id):
         """{"_id", "title", "text"} of an external id (KeyError when absent)."""
         return self._impl.document(id)
 
     def tokens(self, id):
-        """The stored token states of a document, float32 [length, dim]."""
+        """The stored token states of a document, float32 [length, dim] (unit rows)."""
         return self._impl.tokens(id)
 
 
@@ -107,12 +192,13 @@ class Verifier:
 
     @classmethod
     def load(cls, path_or_name="default", model=None, threads=0):
-        """A verifier file, or "F0", "F1", "F2"; "default": sieve-mini's calibrated verifier (F1
-        for another `model`)."""
-        return cls(_Verifier.load(path_or_name, model or "", threads))
+        """A verifier file, or "F0", "F1", "F2", or "cosine" (the pooled keys' cosine);
+        "default": sieve-mini's calibrated verifier (F1 for another `model`)."""
+        return cls(_Verifier.load(str(path_or_name), str(model or ""), threads))
 
     @property
     def kind(self):
+        """"F0".."F4" or "cosine"."""
         return self._impl.kind
 
     @property
@@ -130,3 +216,28 @@ class Verifier:
         if t is None:
             raise ValueError("this verifier has no threshold; give one")
         return self.score(pairs) >= t
+
+
+def search_verified(index, verifier, query, k=10, candidates=100, mode=None, gate=False, rerank=True,
+                    threshold=None):
+    """Stage 1 then stage 2, as `sieve search --verifier` does: the top `candidates` of stage 1
+    (`mode` as in Index.search) scored by `verifier`; reranked by its score (`rerank`) and, with
+    `gate`, those it rejects dropped. Hits: Index.search's keys plus "stage1_rank", "stage1_score",
+    "verifier_score" and "accepted"."""
+    return _sieve.search_verified(index._impl, verifier._impl, query, k, candidates, mode or "", gate, rerank,
+                                  threshold)
+
+
+_default_verifier = None
+
+
+def explain(query, candidate, verifier=None, threshold=None):
+    """Why `verifier` (default: sieve-mini's) accepts or rejects `candidate` for `query`:
+    {"query_tokens", "candidate_tokens", "map" (float32 [m, n] token cosine map), "stage1_cosine",
+    "verifier", "score", "threshold", "decision", "svg" (the heatmap as SVG text)}."""
+    global _default_verifier
+    if verifier is None:
+        if _default_verifier is None:
+            _default_verifier = Verifier.load()
+        verifier = _default_verifier
+    return _sieve.explain(verifier._impl, query, candidate, threshold)

@@ -1,16 +1,25 @@
 // sieve._sieve: the Python binding over the C++ library (NumPy in and out). The Python-facing API
-// and its docstrings are in python/sieve/__init__.py; this module holds the thin wrappers. Long
-// calls release the GIL.
+// and its docstrings are in python/sieve/*.py; this module holds the thin wrappers: argument and
+// array conversion only. Long calls release the GIL and look for Ctrl-C between chunks of work;
+// large results are handed to NumPy without a copy (the array owns the library's buffer).
+#include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "eval/metrics.h"
+#include "nearmiss/generate.h"
+#include "nearmiss/lexicon.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
@@ -23,58 +32,229 @@ using namespace sieve;
 
 namespace {
 
-py::array_t<float> matrix(const float* data, size_t rows, size_t cols) {
-  py::array_t<float> a({rows, cols});
-  if (rows * cols) std::memcpy(a.mutable_data(), data, rows * cols * sizeof(float));
-  return a;
+// A NumPy array that owns `v` (no copy): the buffer is freed when the array is.
+template <class T>
+py::array_t<T> take(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule free_when_done(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(shape, owner->data(), free_when_done);
 }
 
-// pooled [n, dim] (normalised or not) and, when asked, the token states of each text.
+// Raises KeyboardInterrupt (or whatever a signal handler raised) between chunks; GIL held.
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+py::object none_if_nan(double v) { return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v)); }
+
+// Encodes `texts` in chunks of 8 batches, releasing the GIL for each and checking for Ctrl-C and
+// reporting progress between them. pooled [n, dim] (unit rows when `normalize`, else the raw pool)
+// and, when asked, the token states of each text.
 py::object encode(const Encoder& enc, const std::vector<std::string>& texts, size_t batch_size, bool normalize,
-                  const std::string& output) {
+                  const std::string& output, const std::function<void(size_t, size_t)>& progress) {
   if (output != "pooled" && output != "tokens" && output != "both")
     throw py::value_error("output must be 'pooled', 'tokens' or 'both'");
   if (batch_size == 0) throw py::value_error("batch_size must be positive");
+  const size_t n = texts.size(), dim = enc.dim();
   EncodeCall call;
   call.batch_size = batch_size;
   call.token_states = output != "pooled" || !normalize;
-  Embeddings e;
-  {
-    py::gil_scoped_release release;
-    e = enc.encode(texts, call);
-    if (!normalize)
-      for (size_t i = 0; i < texts.size(); ++i) pool_states(e.tokens[i], e.dim, enc.pooling(), &e.pooled[i * e.dim]);
+  std::vector<float> pooled(n * dim);
+  std::vector<TokenStates> tokens;
+  const size_t chunk = batch_size * 8;
+  for (size_t at = 0; at < n || (n == 0 && at == 0); at += chunk) {
+    const size_t end = std::min(n, at + chunk);
+    {
+      py::gil_scoped_release release;
+      std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(at),
+                                    texts.begin() + static_cast<std::ptrdiff_t>(end));
+      Embeddings e = enc.encode(part, call);
+      if (normalize) {
+        std::copy(e.pooled.begin(), e.pooled.end(), pooled.begin() + static_cast<std::ptrdiff_t>(at * dim));
+      } else {
+        for (size_t i = 0; i < part.size(); ++i) pool_states(e.tokens[i], dim, enc.pooling(), &pooled[(at + i) * dim]);
+      }
+      if (output != "pooled")
+        for (auto& t : e.tokens) tokens.push_back(std::move(t));
+    }
+    check_signals();
+    if (progress) progress(end, n);
+    if (n == 0) break;
   }
-  py::array_t<float> pooled = matrix(e.pooled.data(), texts.size(), e.dim);
-  if (output == "pooled") return pooled;
-  py::list tokens;
-  for (const auto& t : e.tokens) tokens.append(matrix(t.values.data(), t.length, e.dim));
-  if (output == "tokens") return tokens;
-  return py::make_tuple(pooled, tokens);
+  py::array_t<float> P = take(std::move(pooled), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
+  if (output == "pooled") return P;
+  py::list T;
+  for (auto& t : tokens) {
+    const auto len = static_cast<py::ssize_t>(t.length);
+    T.append(take(std::move(t.values), {len, static_cast<py::ssize_t>(dim)}));
+  }
+  if (output == "tokens") return T;
+  return py::make_tuple(P, T);
 }
+
+// An index with the search defaults its model folder recommends; add() swaps in a new snapshot.
+struct PyIndex {
+  std::string path, model;
+  std::shared_ptr<const Index> index;
+  SearchRecommendation rec;
+  mutable std::mutex mu;
+  std::shared_ptr<const Index> snapshot() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return index;
+  }
+};
+
+// A verifier with the encoder that makes its token states.
+struct PyVerifier {
+  std::unique_ptr<Encoder> encoder;
+  std::unique_ptr<Verifier> verifier;  ///< nullptr: the pooled cosine ("cosine")
+};
 
 SearchParams search_params(size_t k, const std::string& mode, const SearchRecommendation& rec) {
   if (k == 0) throw py::value_error("k must be positive");
   SearchParams p;
   p.k = k;
-  p.mode = mode.empty() ? rec.mode : search_mode_from_name(mode);
+  try {
+    p.mode = mode.empty() ? rec.mode : search_mode_from_name(mode);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
   p.fusion = rec.fusion;
   p.rrf_k = rec.rrf_k;
   p.dense_weight = rec.dense_weight;
   return p;
 }
 
-// An index with the search defaults its model folder recommends.
-struct PyIndex {
-  std::unique_ptr<Index> index;
-  SearchRecommendation rec;
-};
+// Searches in chunks of 256 queries (Ctrl-C between them), GIL released.
+std::vector<SearchResult> search_all(const Index& ix, const std::vector<std::string>& queries, const SearchParams& p) {
+  std::vector<SearchResult> out;
+  out.reserve(queries.size());
+  for (size_t at = 0; at < queries.size(); at += 256) {
+    const size_t end = std::min(queries.size(), at + 256);
+    {
+      py::gil_scoped_release release;
+      std::vector<std::string> part(queries.begin() + static_cast<std::ptrdiff_t>(at),
+                                    queries.begin() + static_cast<std::ptrdiff_t>(end));
+      for (auto& r : ix.search_batch(part, p)) out.push_back(std::move(r));
+    }
+    check_signals();
+  }
+  return out;
+}
 
-// A verifier with the encoder that makes its token states.
-struct PyVerifier {
-  std::unique_ptr<Encoder> encoder;
-  std::unique_ptr<Verifier> verifier;
-};
+py::dict hit_dict(const Hit& h, size_t rank) {
+  py::dict d;
+  d["rank"] = rank;
+  d["id"] = h.id;
+  d["doc"] = h.doc;
+  d["score"] = h.score;
+  d["dense"] = none_if_nan(h.dense_score);
+  d["bm25"] = none_if_nan(h.bm25_score);
+  d["dense_rank"] = h.dense_rank > 0 ? py::object(py::int_(h.dense_rank)) : py::object(py::none());
+  d["bm25_rank"] = h.bm25_rank > 0 ? py::object(py::int_(h.bm25_rank)) : py::object(py::none());
+  return d;
+}
+
+// {"_id" or "id", "title", "text"} dicts (any iterable) as documents; ValueError names the bad one.
+std::vector<Document> documents_from(const py::iterable& items) {
+  std::vector<Document> docs;
+  size_t i = 0;
+  for (py::handle item : items) {
+    if (!py::isinstance<py::dict>(item))
+      throw py::value_error("document " + std::to_string(i) + " is not a dict with \"_id\" and \"text\"");
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    Document doc;
+    py::object id = py::none();
+    if (d.contains("_id"))
+      id = d["_id"];
+    else if (d.contains("id"))
+      id = d["id"];
+    if (id.is_none()) throw py::value_error("document " + std::to_string(i) + " has no \"_id\"");
+    doc.id = py::str(id);
+    if (doc.id.empty()) throw py::value_error("document " + std::to_string(i) + " has an empty \"_id\"");
+    if (!d.contains("text") || !py::isinstance<py::str>(d["text"]))
+      throw py::value_error("document " + std::to_string(i) + " ('" + doc.id + "') needs a \"text\" string");
+    doc.text = d["text"].cast<std::string>();
+    if (d.contains("title") && !d["title"].is_none()) doc.title = py::str(d["title"]);
+    docs.push_back(std::move(doc));
+    ++i;
+  }
+  return docs;
+}
+
+// Runs a build or add with the GIL released; Ctrl-C stops it after the chunk in progress.
+template <class F>
+BuildReport interruptible(IndexBuildOptions& opt, F&& run) {
+  std::atomic<bool> interrupted{false};
+  opt.interrupted = [&interrupted] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) interrupted = true;  // the Python error stays set
+    return interrupted.load();
+  };
+  try {
+    py::gil_scoped_release release;
+    return run();
+  } catch (const Error&) {
+    if (interrupted) throw py::error_already_set();
+    throw;
+  }
+}
+
+py::dict report_dict(const BuildReport& r) {
+  py::dict d;
+  d["documents"] = r.documents;
+  d["added"] = r.added;
+  d["resumed_from"] = r.resumed_from;
+  d["truncated"] = r.truncated;
+  d["encode_seconds"] = r.encode_seconds;
+  d["total_seconds"] = r.total_seconds;
+  d["note"] = r.note;
+  return d;
+}
+
+std::unique_ptr<PyIndex> open_index(const std::string& path, const std::string& model, bool encoder,
+                                    std::shared_ptr<const Encoder> share = nullptr) {
+  IndexOpenOptions oo;
+  oo.model_dir = model;
+  oo.load_encoder = encoder;
+  oo.encoder_instance = std::move(share);
+  auto p = std::make_unique<PyIndex>();
+  p->path = path;
+  p->model = model;
+  py::gil_scoped_release release;
+  p->index = Index::open(path, oo);
+  p->rec = recommended_search_for_index(path, model);
+  return p;
+}
+
+// A run as {query: [doc ids, best first]} or {query: {doc: score}} (ranked as trec_eval does).
+eval::Run run_from(const py::dict& run) {
+  eval::Run r;
+  for (auto [q, v] : run) {
+    auto& entries = r[py::str(q)];
+    if (py::isinstance<py::dict>(v)) {
+      for (auto [doc, score] : py::reinterpret_borrow<py::dict>(v))
+        entries.push_back({py::str(doc), score.cast<double>()});
+    } else {
+      const auto ids = v.cast<std::vector<std::string>>();
+      for (size_t i = 0; i < ids.size(); ++i) entries.push_back({ids[i], static_cast<double>(ids.size() - i)});
+    }
+  }
+  return eval::trec_eval_order(r);
+}
+
+const nearmiss::Lexicon& lexicon(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<nearmiss::Lexicon>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[dir];
+  if (!slot) {
+    SIEVE_THROW_IF_NOT(nearmiss::Lexicon::available(dir), "WordNet is not installed in '" << dir
+                                                                                       << "' (apt install wordnet-base)");
+    slot = nearmiss::Lexicon::load(dir);
+  }
+  return *slot;
+}
 
 }  // namespace
 
@@ -105,7 +285,7 @@ PYBIND11_MODULE(_sieve, m) {
       .def_property_readonly("max_length", &Encoder::max_length)
       .def_property_readonly("path", [](const Encoder& e) { return e.info().dir; })
       .def("encode", &encode, py::arg("texts"), py::arg("batch_size") = 32, py::arg("normalize") = true,
-           py::arg("output") = "pooled")
+           py::arg("output") = "pooled", py::arg("progress") = nullptr)
       .def("tokenize", [](const Encoder& e, const std::vector<std::string>& texts) {
         py::list out;
         EncodeOptions eo;
@@ -125,41 +305,61 @@ PYBIND11_MODULE(_sieve, m) {
 
   py::class_<PyIndex>(m, "Index")
       .def_static(
-          "open",
-          [](const std::string& path, const std::string& model, bool encoder) {
-            IndexOpenOptions oo;
-            oo.model_dir = model;
-            oo.load_encoder = encoder;
-            auto p = std::make_unique<PyIndex>();
-            py::gil_scoped_release release;
-            p->index = Index::open(path, oo);
-            p->rec = recommended_search_for_index(path, model);
-            return p;
-          },
+          "open", [](const std::string& path, const std::string& model, bool encoder) { return open_index(path, model, encoder); },
           py::arg("path"), py::arg("model") = "", py::arg("encoder") = true)
-      .def("__len__", [](const PyIndex& i) { return i.index->size(); })
+      .def_static(
+          "build",
+          [](py::object corpus, const std::string& out, const std::string& model, const std::string& vector_factory,
+             const std::string& token_codec, bool store_tokens, size_t batch_size, size_t chunk_docs, bool force,
+             bool restart, int threads) {
+            IndexBuildOptions opt;
+            opt.vector_factory = vector_factory;
+            opt.token_codec = token_codec;
+            opt.store_tokens = store_tokens;
+            opt.batch_size = batch_size;
+            opt.chunk_docs = chunk_docs;
+            opt.force = force;
+            opt.restart = restart;
+            if (batch_size == 0 || chunk_docs == 0) throw py::value_error("batch_size and chunk_docs must be positive");
+            EncoderOptions eo;
+            eo.threads = threads;
+            const std::string dir = resolve_model_dir(model);
+            BuildReport rep;
+            if (py::isinstance<py::str>(corpus) || py::hasattr(corpus, "__fspath__")) {
+              const std::string path = py::str(py::module_::import("os").attr("fspath")(corpus));
+              rep = interruptible(opt, [&] { return build_index(dir, path, out, opt, eo); });
+            } else {
+              const std::vector<Document> docs = documents_from(corpus);
+              if (docs.empty()) throw py::value_error("no documents to index");
+              rep = interruptible(opt, [&] { return build_index_from_documents(dir, docs, out, opt, eo); });
+            }
+            return report_dict(rep);
+          },
+          py::arg("corpus"), py::arg("out"), py::arg("model") = "", py::arg("vector_factory") = "auto",
+          py::arg("token_codec") = "sq8", py::arg("store_tokens") = true, py::arg("batch_size") = 32,
+          py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0)
+      .def_property_readonly("path", [](const PyIndex& i) { return i.path; })
+      .def("__len__", [](const PyIndex& i) { return i.snapshot()->size(); })
+      .def("stats",
+           [](const PyIndex& i) {
+             const IndexStats& s = i.snapshot()->stats();
+             py::dict d;
+             d["documents"] = s.documents;
+             d["dim"] = s.dim;
+             d["tokens"] = s.tokens;
+             d["model_identity"] = s.model_identity;
+             d["vector_factory"] = s.vector_factory;
+             d["token_codec"] = s.token_codec;
+             return d;
+           })
       .def("search",
            [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
-             SearchParams p = search_params(k, mode, i.rec);
-             std::vector<SearchResult> res;
-             {
-               py::gil_scoped_release release;
-               res = i.index->search_batch(queries, p);
-             }
+             const auto ix = i.snapshot();
+             const std::vector<SearchResult> res = search_all(*ix, queries, search_params(k, mode, i.rec));
              py::list out;
              for (const auto& r : res) {
                py::list hits;
-               for (size_t j = 0; j < r.hits.size(); ++j) {
-                 const Hit& h = r.hits[j];
-                 py::dict d;
-                 d["rank"] = j + 1;
-                 d["id"] = h.id;
-                 d["doc"] = h.doc;
-                 d["score"] = h.score;
-                 d["dense"] = std::isnan(h.dense_score) ? py::object(py::none()) : py::object(py::float_(h.dense_score));
-                 d["bm25"] = std::isnan(h.bm25_score) ? py::object(py::none()) : py::object(py::float_(h.bm25_score));
-                 hits.append(d);
-               }
+               for (size_t j = 0; j < r.hits.size(); ++j) hits.append(hit_dict(r.hits[j], j + 1));
                out.append(hits);
              }
              return out;
@@ -167,30 +367,48 @@ PYBIND11_MODULE(_sieve, m) {
            py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "")
       .def("search_arrays",
            [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
-             SearchParams p = search_params(k, mode, i.rec);
-             std::vector<SearchResult> res;
-             {
-               py::gil_scoped_release release;
-               res = i.index->search_batch(queries, p);
-             }
-             py::array_t<float> D({queries.size(), k});
-             py::array_t<int64_t> I({queries.size(), k});
-             auto d = D.mutable_unchecked<2>();
-             auto ix = I.mutable_unchecked<2>();
+             const auto ix = i.snapshot();
+             const std::vector<SearchResult> res = search_all(*ix, queries, search_params(k, mode, i.rec));
+             std::vector<float> D(queries.size() * k, -std::numeric_limits<float>::infinity());
+             std::vector<int64_t> I(queries.size() * k, -1);
              for (size_t q = 0; q < res.size(); ++q)
-               for (size_t j = 0; j < k; ++j) {
-                 const bool has = j < res[q].hits.size();
-                 d(q, j) = has ? static_cast<float>(res[q].hits[j].score) : -std::numeric_limits<float>::infinity();
-                 ix(q, j) = has ? static_cast<int64_t>(res[q].hits[j].doc) : -1;
+               for (size_t j = 0; j < std::min(k, res[q].hits.size()); ++j) {
+                 D[q * k + j] = static_cast<float>(res[q].hits[j].score);
+                 I[q * k + j] = static_cast<int64_t>(res[q].hits[j].doc);
                }
-             return py::make_tuple(D, I);
+             const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(queries.size()), static_cast<py::ssize_t>(k)};
+             return py::make_tuple(take(std::move(D), shape), take(std::move(I), shape));
            },
            py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "")
+      .def("add",
+           [](PyIndex& i, py::iterable documents, size_t batch_size) {
+             const std::vector<Document> docs = documents_from(documents);
+             if (docs.empty()) throw py::value_error("no documents to add");
+             IndexBuildOptions opt;
+             opt.batch_size = batch_size;
+             const auto before = i.snapshot();
+             BuildReport rep = interruptible(opt, [&] {
+               EncoderOptions eo;
+               eo.threads = compute_threads();
+               return add_documents(i.path, docs, opt, eo, i.model);
+             });
+             auto next = open_index(i.path, i.model, before->encoder() != nullptr, before->shared_encoder());
+             std::lock_guard<std::mutex> lock(i.mu);
+             i.index = next->index;
+             return report_dict(rep);
+           },
+           py::arg("documents"), py::arg("batch_size") = 32)
+      .def("document_id", [](const PyIndex& i, int64_t doc) {
+        const auto ix = i.snapshot();
+        if (doc < 0 || static_cast<size_t>(doc) >= ix->size()) throw py::index_error("no document number " + std::to_string(doc));
+        return ix->document(static_cast<uint32_t>(doc)).id;
+      })
       .def("document",
            [](const PyIndex& i, const std::string& id) {
-             const int64_t doc = i.index->find(id);
+             const auto ix = i.snapshot();
+             const int64_t doc = ix->find(id);
              if (doc < 0) throw py::key_error(id);
-             Document d = i.index->document(static_cast<uint32_t>(doc));
+             Document d = ix->document(static_cast<uint32_t>(doc));
              py::dict out;
              out["_id"] = d.id;
              out["title"] = d.title;
@@ -198,10 +416,12 @@ PYBIND11_MODULE(_sieve, m) {
              return out;
            })
       .def("tokens", [](const PyIndex& i, const std::string& id) {
-        const int64_t doc = i.index->find(id);
+        const auto ix = i.snapshot();
+        const int64_t doc = ix->find(id);
         if (doc < 0) throw py::key_error(id);
-        TokenStates t = i.index->tokens(static_cast<uint32_t>(doc));
-        return matrix(t.values.data(), t.length, i.index->stats().dim);
+        TokenStates t = ix->tokens(static_cast<uint32_t>(doc));
+        const auto len = static_cast<py::ssize_t>(t.length);
+        return take(std::move(t.values), {len, static_cast<py::ssize_t>(ix->stats().dim)});
       });
 
   py::class_<PyVerifier>(m, "Verifier")
@@ -215,17 +435,18 @@ PYBIND11_MODULE(_sieve, m) {
             eo.threads = threads;
             py::gil_scoped_release release;
             v->encoder = Encoder::load(dir, eo);
-            v->verifier = Verifier::load(file, model_identity(dir));
+            if (file != "cosine") v->verifier = Verifier::load(file, model_identity(dir));
             return v;
           },
           py::arg("path_or_name") = "default", py::arg("model") = "", py::arg("threads") = 0)
-      .def_property_readonly("kind", [](const PyVerifier& v) { return std::string(verifier_kind_name(v.verifier->config().kind)); })
+      .def_property_readonly("kind", [](const PyVerifier& v) {
+        return v.verifier ? std::string(verifier_kind_name(v.verifier->config().kind)) : std::string("cosine");
+      })
       .def_property_readonly("threshold", [](const PyVerifier& v) -> py::object {
-        const double t = v.verifier->config().threshold;
-        return std::isnan(t) ? py::object(py::none()) : py::object(py::float_(t));
+        return v.verifier ? none_if_nan(v.verifier->config().threshold) : py::object(py::none());
       })
       .def("score", [](const PyVerifier& v, const std::vector<std::pair<std::string, std::string>>& pairs) {
-        std::vector<float> out(pairs.size());
+        std::vector<float> out;
         {
           py::gil_scoped_release release;
           std::vector<std::string> texts;
@@ -234,11 +455,125 @@ PYBIND11_MODULE(_sieve, m) {
             texts.push_back(c);
           }
           EncodeCall call;
-          call.token_states = true;
-          out = score_pairs(*v.verifier, v.encoder->encode(texts, call).tokens);
+          call.token_states = v.verifier != nullptr;
+          Embeddings e = v.encoder->encode(texts, call);
+          if (v.verifier) {
+            out = score_pairs(*v.verifier, e.tokens);
+          } else {
+            for (size_t i = 0; i < pairs.size(); ++i) {
+              const float* a = &e.pooled[2 * i * e.dim];
+              const float* b = a + e.dim;
+              float dot = 0;
+              for (size_t d = 0; d < e.dim; ++d) dot += a[d] * b[d];
+              out.push_back(dot);
+            }
+          }
         }
-        py::array_t<float> a(out.size());
-        if (!out.empty()) std::memcpy(a.mutable_data(), out.data(), out.size() * sizeof(float));
-        return a;
+        return take(std::move(out), {static_cast<py::ssize_t>(pairs.size())});
       });
+
+  m.def(
+      "search_verified",
+      [](const PyIndex& i, const PyVerifier& v, const std::string& query, size_t k, size_t candidates,
+         const std::string& mode, bool gate, bool rerank, py::object threshold) {
+        PipelineParams pp;
+        pp.stage1 = search_params(std::max(k, candidates), mode, i.rec);
+        pp.k = k;
+        pp.candidates = candidates;
+        pp.gate = gate;
+        pp.rerank = rerank;
+        if (!threshold.is_none()) pp.threshold = threshold.cast<double>();
+        if (candidates == 0) throw py::value_error("candidates must be positive");
+        const auto ix = i.snapshot();
+        std::vector<VerifiedHit> hits;
+        {
+          py::gil_scoped_release release;
+          hits = v.verifier ? search_verified(*ix, *v.verifier, query, pp) : search_verified_cosine(*ix, query, pp);
+        }
+        py::list out;
+        for (size_t j = 0; j < hits.size(); ++j) {
+          py::dict d = hit_dict(hits[j].hit, j + 1);
+          d["stage1_rank"] = hits[j].stage1_rank;
+          d["stage1_score"] = d["score"];
+          d["verifier_score"] = hits[j].verifier_score;
+          d["accepted"] = hits[j].accepted;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("index"), py::arg("verifier"), py::arg("query"), py::arg("k") = 10, py::arg("candidates") = 100,
+      py::arg("mode") = "", py::arg("gate") = false, py::arg("rerank") = true, py::arg("threshold") = py::none());
+
+  m.def(
+      "explain",
+      [](const PyVerifier& v, const std::string& query, const std::string& candidate, py::object threshold) {
+        const double t = threshold.is_none() ? std::numeric_limits<double>::quiet_NaN() : threshold.cast<double>();
+        Explanation e;
+        std::string svg;
+        {
+          py::gil_scoped_release release;
+          e = explain_pair(*v.encoder, v.verifier.get(), query, candidate, t);
+          svg = explanation_svg(e);
+        }
+        py::dict d;
+        d["query_tokens"] = e.query_tokens;
+        d["candidate_tokens"] = e.candidate_tokens;
+        d["map"] = take(std::move(e.map.values), {static_cast<py::ssize_t>(e.map.m), static_cast<py::ssize_t>(e.map.n)});
+        d["stage1_cosine"] = e.stage1_cosine;
+        d["verifier"] = e.verifier;
+        d["score"] = e.score;
+        d["threshold"] = none_if_nan(e.threshold);
+        d["decision"] = e.decision;
+        d["svg"] = svg;
+        return d;
+      },
+      py::arg("verifier"), py::arg("query"), py::arg("candidate"), py::arg("threshold") = py::none());
+
+  m.def(
+      "nearmiss_generate",
+      [](const std::vector<std::string>& sentences, const std::vector<std::string>& kinds, uint64_t seed,
+         const std::string& wordnet) {
+        std::vector<nearmiss::Kind> ks;
+        try {
+          for (const auto& k : kinds) ks.push_back(nearmiss::kind_from_name(k));
+        } catch (const Error& e) {
+          throw py::value_error(e.what());
+        }
+        if (ks.empty()) ks = nearmiss::default_kinds();
+        std::vector<nearmiss::NearMiss> rows;
+        {
+          py::gil_scoped_release release;
+          rows = nearmiss::generate(sentences, ks, seed, lexicon(wordnet.empty() ? nearmiss::Lexicon::kDefaultDir : wordnet));
+        }
+        py::list out;
+        for (const auto& r : rows) {
+          py::dict d;
+          d["source"] = r.source;
+          d["perturbed"] = r.perturbed;
+          d["kind"] = nearmiss::row_category(r);
+          d["positive"] = nearmiss::row_positive(r);
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("sentences"), py::arg("kinds") = std::vector<std::string>{}, py::arg("seed") = 42,
+      py::arg("wordnet") = "");
+
+  m.def(
+      "evaluate",
+      [](const py::dict& run, const std::map<std::string, std::map<std::string, int>>& qrels,
+         const std::vector<size_t>& ks, bool per_query) -> py::object {
+        if (ks.empty() || std::find(ks.begin(), ks.end(), size_t{0}) != ks.end())
+          throw py::value_error("ks must be positive cutoffs");
+        const eval::RunEvaluation r = eval::evaluate_run(run_from(run), qrels, ks);
+        if (!per_query) return py::cast(r.mean);
+        std::map<std::string, std::map<std::string, double>> q;
+        for (const auto& m : r.per_query) q[m.query_id] = m.values;
+        return py::cast(q);
+      },
+      py::arg("run"), py::arg("qrels"), py::arg("ks"), py::arg("per_query") = false);
+
+  m.def("default_model_dir", [] { return resolve_model_dir(""); });
+  m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));
+  m.def("threads", [] { return compute_threads(); });
 }
