@@ -5,6 +5,8 @@
 //   bench_http --library httplib|beast --port P [--threads N]
 #include <httplib.h>
 
+#include "serve/http_server.h"
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,8 +54,15 @@ int run_httplib(int port, int threads) {
     res.status = status;
     res.set_content(body, "application/json");
   });
+  if (!svr.bind_to_port("127.0.0.1", port)) {
+    std::fprintf(stderr, "bench_http: cannot bind to port %d\n", port);
+    return 1;
+  }
+  // As `sieve serve` does; SIEVE_HTTPLIB_BACKLOG=5 measures httplib's own backlog.
+  const char* keep = std::getenv("SIEVE_HTTPLIB_BACKLOG");
+  if (keep == nullptr || std::string(keep) != "5") sieve::serve::widen_listen_backlog(port);
   std::fprintf(stderr, "bench_http: httplib ready on %d\n", port);
-  return svr.listen("127.0.0.1", port) ? 0 : 1;
+  return svr.listen_after_bind() ? 0 : 1;
 }
 
 namespace beast = boost::beast;
@@ -138,7 +148,7 @@ int run_beast(int port, int threads) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app("HTTP library comparison server (bench/bench_http.sh)");
   std::string library = "httplib";
   int port = 18800, threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -147,4 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Server threads")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   return library == "beast" ? run_beast(port, threads) : run_httplib(port, threads);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_http: %s\n", e.what());
+  return 1;
 }

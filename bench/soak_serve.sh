@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Soak of `sieve serve`: mixed search traffic (bm25, dense, dense + gate; wrk, 8 connections)
-# while document batches are added (10 documents every 2 s), for MINUTES. Samples the server's
+# while document batches are added (DOCS documents every 2 s; 0: search only), for MINUTES. Samples the server's
 # resident memory every 30 s and reports its growth from the first sample after one minute of
 # warm-up, the errors (non-2xx and socket), the batches added, and whether the index verifies
 # afterwards. Works on a copy of the SciFact index bench/bench_serve.sh builds.
-#   bench/soak_serve.sh [MINUTES=10] [WORK=/tmp/sieve_bench_serve]
+#   bench/soak_serve.sh [MINUTES=10] [WORK=/tmp/sieve_bench_serve] [DOCS=10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIN="${1:-10}"
 WORK="${2:-/tmp/sieve_bench_serve}"
+DOCS="${3:-10}"
 S="${SIEVE_BUILD_DIR:-build}/sieve"
 [[ -f "$WORK/index/manifest.json" && -f "$WORK/gate.jsonl" ]] || { echo "soak: run bench/bench_serve.sh first" >&2; exit 1; }
 rm -rf "$WORK/soak"
@@ -28,9 +29,11 @@ batches=0 bad=0 rss=()
 start=$SECONDS
 next_sample=$((start + 60))
 while kill -0 "$WRK" 2>/dev/null; do
-  body=$(jq -n -c --arg b "$batches" '{documents: [range(10) | {_id: ("soak_" + $b + "_" + tostring), title: "soak", text: ("soak document " + $b + " number " + tostring + " about proteins and cells")}]}')
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/documents" -d "$body")
-  if [[ "$code" == 200 ]]; then batches=$((batches + 1)); else bad=$((bad + 1)); fi
+  body=$(jq -n -c --arg b "$batches" --argjson n "$DOCS" '{documents: [range($n) | {_id: ("soak_" + $b + "_" + tostring), title: "soak", text: ("soak document " + $b + " number " + tostring + " about proteins and cells")}]}')
+  if ((DOCS > 0)); then
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/documents" -d "$body")
+    if [[ "$code" == 200 ]]; then batches=$((batches + 1)); else bad=$((bad + 1)); fi
+  fi
   if ((SECONDS >= next_sample)); then
     rss+=("$(awk '/VmRSS/ {print $2}' /proc/$PID/status)")
     next_sample=$((next_sample + 30))
@@ -44,6 +47,7 @@ trap - EXIT
 verify=ok
 "$S" index verify --index "$WORK/soak/index" > /dev/null 2>&1 || verify=failed
 first=${rss[0]:-0} last=${rss[-1]:-0}
-echo "{\"minutes\": $MIN, \"search\": $line, \"document_batches\": $batches, \"document_errors\": $bad," \
+docs_now=$(jq '.documents' "$WORK/soak/index/manifest.json" 2>/dev/null || echo null)
+echo "{\"minutes\": $MIN, \"documents_per_batch\": $DOCS, \"documents_at_end\": $docs_now, \"search\": $line, \"document_batches\": $batches, \"document_errors\": $bad," \
   "\"rss_first_mb\": $((first / 1024)), \"rss_last_mb\": $((last / 1024)), \"rss_growth_pct\": $(echo "100 * ($last - $first) / $first" | bc -l | cut -c1-6)," \
   "\"rss_samples_kb\": [$(IFS=,; echo "${rss[*]}")], \"index_verify\": \"$verify\"}"

@@ -50,12 +50,11 @@ void register_serve(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-wait-ms", o->s.batching.max_wait_ms, "How long a text waits for others to batch with (default: 2 with one encoder worker, 0 with several)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--encoder-workers", o->s.batching.workers,
-                  "Batches encoded at once. 1: one at a time on all --threads (lowest latency); N > 1: N "
-                  "single-threaded workers, and every search single-threaded too (highest throughput under "
-                  "many connections; N = the cores)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--encoder-workers", o->s.encoder_workers,
+                  "Batches encoded at once, each by one single-threaded worker (searches single-threaded too): the "
+                  "most throughput under many connections. 1: one batch at a time on all --threads. 0: one "
+                  "worker per core on a CPU (--threads of them when given), 1 on a GPU")
+      ->capture_default_str();
   cmd->add_option("--max-queue", o->s.batching.max_queue, "Texts waiting for the encoder; more: 503 with Retry-After")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

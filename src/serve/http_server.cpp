@@ -1,13 +1,39 @@
 #include "serve/http_server.h"
 
+#include <dirent.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 
 #include "sieve/error.h"
 
 namespace sieve::serve {
+
+int widen_listen_backlog(int port) {
+  int widened = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return 0;
+  while (const dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == ::dirfd(d)) continue;
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = -1;
+    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    if (p == port && ::listen(fd, SOMAXCONN) == 0) ++widened;
+  }
+  ::closedir(d);
+  return widened;
+}
 
 namespace {
 
@@ -107,6 +133,7 @@ int HttpServer::bind() {
                        "cannot bind to " << opt_.host << ":" << opt_.port << " (in use, or not a local address?)");
     port_ = opt_.port;
   }
+  widen_listen_backlog(port_);
   return port_;
 }
 

@@ -52,6 +52,12 @@ class HttpServer {
   int port_ = 0;
 };
 
+/// cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into
+/// Debian's library): 64 clients connecting at once overflow it, and each dropped SYN is retried
+/// by the client after 1 s, then 3 s (p99 of 3 s in bench/bench_http.sh). Calling listen() again
+/// on the bound socket raises the backlog to SOMAXCONN (Linux). Returns the sockets widened.
+int widen_listen_backlog(int port);
+
 /// Constant-time comparison of two strings (same length and bytes), for API keys.
 bool equal_constant_time(const std::string& a, const std::string& b);
 

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 #include <cstdio>
+#include <thread>
 
 namespace sieve::serve {
 
@@ -114,8 +115,16 @@ Response error_response(int status, const std::string& type, const std::string& 
 
 Service::Service(const ServeOptions& opt) : opt_(opt) {
   // Several encoder workers: each batch, and each search, on one core. On 2 cores this gave
-  // /v1/embeddings 1.3x the sentences/s of one 2-thread worker at 16 connections (one shared
-  // pass stalls whenever a request thread takes one of its cores; docs/benchmarks.md).
+  // /v1/embeddings 1.5x the sentences/s of one 2-thread worker at 16 connections (one shared
+  // pass stalls whenever a request thread takes one of its cores) and stage 2 1.7x the queries/s
+  // from 4 connections on (docs/benchmarks.md). The default on a CPU: one worker per core.
+  opt_.batching.workers = opt_.encoder_workers;
+  if (opt_.batching.workers == 0) {
+    const bool cpu = opt_.encoder.device.empty() || opt_.encoder.device == "cpu";
+    const int cores = opt_.encoder.threads > 0 ? opt_.encoder.threads
+                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    opt_.batching.workers = cpu ? static_cast<size_t>(cores) : 1;
+  }
   if (opt_.batching.workers > 1) opt_.encoder.threads = 1;
   if (!opt_.index_dir.empty()) {
     IndexOpenOptions oo;
@@ -256,7 +265,8 @@ Response Service::info() const {
               {"kind", verifier_kind_name(verifier_->config().kind)},
               {"threshold", std::isnan(verifier_->config().threshold) ? json(nullptr) : json(verifier_->config().threshold)}}},
             {"limits", {{"max_texts", opt_.max_texts}, {"max_k", opt_.max_k}, {"max_batch", opt_.batching.max_batch},
-                        {"max_queue", opt_.batching.max_queue}}}};
+                        {"max_queue", opt_.batching.max_queue}}},
+            {"compute", {{"encoder_workers", opt_.batching.workers}, {"threads", compute_threads()}, {"search_slots", slots_->capacity()}}}};
   if (auto index = snapshot()) {
     const IndexStats& s = index->stats();
     j["model"]["identity"] = s.model_identity;

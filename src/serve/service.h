@@ -26,9 +26,11 @@ struct ServeOptions {
   std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
   std::string verifier;      ///< file or F0/F1/F2; empty: the model folder's verifier.safetensors, else F1
   EncoderOptions encoder;    ///< device and threads
-  /// Dynamic batching. With batching.workers > 1 every computation is single-threaded
-  /// (encoder.threads is taken as 1) and search_slots defaults to the workers.
-  BatcherOptions batching;
+  BatcherOptions batching;   ///< dynamic batching (its `workers` comes from encoder_workers)
+  /// Encoder workers: 0 = one per core on a CPU (encoder.threads of them when given), one on a
+  /// GPU. With several, every computation is single-threaded (encoder.threads is taken as 1) and
+  /// search_slots defaults to the workers.
+  size_t encoder_workers = 0;
   size_t max_texts = 512;    ///< texts (or pairs) per request; more -> 422
   size_t max_k = 1000;       ///< k and candidates per query; more -> 422
   /// Searches and explanations computed at once (0: the compute threads); the others wait for a
@@ -100,7 +102,8 @@ class Service {
   /// Counting semaphore over search_slots.
   class Slots {
    public:
-    explicit Slots(size_t n) : free_(n) {}
+    explicit Slots(size_t n) : capacity_(n), free_(n) {}
+    size_t capacity() const { return capacity_; }
     void acquire() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return free_ > 0; });
@@ -117,6 +120,7 @@ class Service {
    private:
     std::mutex mu_;
     std::condition_variable cv_;
+    const size_t capacity_;
     size_t free_;
   };
   std::unique_ptr<Slots> slots_;

@@ -55,6 +55,7 @@ class ServeTest : public ::testing::Test {
     o.verifier = *dir_ + "/v.safetensors";
     o.max_texts = 16;
     o.max_k = 50;
+    o.encoder_workers = 1;  // one worker on all threads; SeveralEncoderWorkersGiveTheSameAnswers compares
     service_ = new Service(o);
     enc_ = Encoder::load(*dir_ + "/model").release();
   }
@@ -336,7 +337,7 @@ TEST_F(ServeTest, SeveralEncoderWorkersGiveTheSameAnswers) {
   o.verifier = *dir_ + "/v.safetensors";
   o.max_texts = 16;
   o.max_k = 50;
-  o.batching.workers = 3;
+  o.encoder_workers = 3;
   {
     Service workers(o);
     EXPECT_EQ(compute_threads(), 1);
@@ -419,6 +420,7 @@ TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
   // The first text waits 3 s for company (the batch cannot fill: 64 > the queue's 6), long
   // enough for all twelve requests to arrive even on a loaded machine, so the queue admits three
   // 2-text requests and refuses the rest, and the three run as one pass.
+  o.encoder_workers = 1;
   o.batching.max_batch = 64;
   o.batching.max_wait_ms = 3000;
   o.batching.max_queue = 6;
