@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "core/log.h"
 #include "eval/beir.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
@@ -22,11 +23,12 @@ std::vector<eval::Query> gather_queries(const std::vector<std::string>& args, co
   } else if (!file.empty() && file != "-") {
     qs = eval::read_queries(file);
   } else {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty()) qs.push_back({std::to_string(qs.size() + 1), line});
-    }
+    // stdin is read as a queries file is: BEIR JSON lines, TSV or text, told apart by content.
+    eval::QueriesLayout layout;
+    qs = eval::read_queries(std::cin, "stdin", &layout);
+    if (layout != eval::QueriesLayout::Text)
+      log_info(std::string("reading the queries on stdin as ") +
+               (layout == eval::QueriesLayout::Jsonl ? "BEIR JSON lines {\"_id\", \"text\"}" : "TSV (id<TAB>text)"));
   }
   SIEVE_THROW_IF_NOT(!qs.empty(), "no queries given (arguments, --queries FILE, or lines on stdin)");
   return qs;
@@ -119,9 +121,9 @@ void register_search(CLI::App& app) {
   using Opts = SearchOpts;
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("search", "Search an index: dense (ANN), bm25, or hybrid (fused) retrieval");
-  cmd->add_option("queries", o->args, "Query texts (default: --queries FILE, else one per line on stdin)");
+  cmd->add_option("queries", o->args, "Query texts (default: --queries FILE, else the queries on stdin, read as --queries reads a file)");
   cmd->add_option("--index", o->index, "Index directory")->required();
-  cmd->add_option("-q,--queries", o->queries, "Query file: BEIR queries.jsonl, TSV (id, text) or text lines");
+  cmd->add_option("-q,--queries", o->queries, "Query file: BEIR queries.jsonl, TSV (id, text) or text lines (.jsonl/.tsv/.txt by name; '-' or another name: by content)");
   cmd->add_option("--mode", o->mode,
                   "dense, bm25 or hybrid (default: what the index's model folder recommends, else dense)")
       ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <istream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
@@ -18,9 +22,7 @@ using Fields = std::vector<std::string_view>;
 
 // Calls `fn(line_no, line)` for every line that is not blank, with CRLF endings stripped, so that
 // files written on Windows read the same and error line numbers match an editor's.
-void for_each_line(const std::string& path, const std::function<void(size_t, std::string_view)>& fn) {
-  const std::string content = read_file(path);
-  std::string_view rest = content;
+void for_each_line_of(std::string_view rest, const std::function<void(size_t, std::string_view)>& fn) {
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // a UTF-8 byte order mark
   size_t line_no = 0;
   while (!rest.empty()) {
@@ -31,6 +33,11 @@ void for_each_line(const std::string& path, const std::function<void(size_t, std
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) fn(line_no, line);
   }
+}
+
+void for_each_line(const std::string& path, const std::function<void(size_t, std::string_view)>& fn) {
+  const std::string content = read_file(path);
+  for_each_line_of(content, fn);
 }
 
 Fields split_tabs(std::string_view line) {
@@ -91,42 +98,77 @@ std::string json_string_field(const nlohmann::json& j, const char* key, const st
 
 }  // namespace
 
-std::vector<Query> read_queries(const std::string& path) {
+QueriesLayout sniff_queries_layout(std::string_view content) {
+  QueriesLayout layout = QueriesLayout::Text;
+  bool seen = false;
+  for_each_line_of(content, [&](size_t, std::string_view line) {
+    if (seen) return;
+    seen = true;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string_view::npos && line[first] == '{')
+      layout = QueriesLayout::Jsonl;
+    else if (line.find('\t') != std::string_view::npos)
+      layout = QueriesLayout::Tsv;
+  });
+  return layout;
+}
+
+QueriesLayout queries_layout_for(const std::string& path, std::string_view content) {
+  if (ends_with(path, ".jsonl")) return QueriesLayout::Jsonl;
+  if (ends_with(path, ".tsv")) return QueriesLayout::Tsv;
+  if (ends_with(path, ".txt")) return QueriesLayout::Text;
+  return sniff_queries_layout(content);
+}
+
+std::vector<Query> parse_queries(std::string_view content, const std::string& name, QueriesLayout layout) {
   std::vector<Query> queries;
-  IdSet ids(path);
-  if (ends_with(path, ".jsonl")) {
-    for_each_line(path, [&](size_t line_no, std::string_view line) {
+  IdSet ids(name);
+  if (layout == QueriesLayout::Jsonl) {
+    for_each_line_of(content, [&](size_t line_no, std::string_view line) {
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& e) {
-        SIEVE_THROW(path << ":" << line_no << ": invalid JSON: " << e.what());
+        SIEVE_THROW(name << ":" << line_no << ": invalid JSON: " << e.what());
       }
-      SIEVE_THROW_IF_NOT(j.is_object(), path << ":" << line_no << ": expected a JSON object");
-      Query q{json_string_field(j, "_id", path, line_no), json_string_field(j, "text", path, line_no)};
-      SIEVE_THROW_IF_NOT(!q.id.empty(), path << ":" << line_no << ": empty \"_id\"");
+      SIEVE_THROW_IF_NOT(j.is_object(), name << ":" << line_no << ": expected a JSON object");
+      Query q{json_string_field(j, "_id", name, line_no), json_string_field(j, "text", name, line_no)};
+      SIEVE_THROW_IF_NOT(!q.id.empty(), name << ":" << line_no << ": empty \"_id\"");
       ids.add(q.id, line_no);
       queries.push_back(std::move(q));
     });
-  } else if (ends_with(path, ".tsv")) {
+  } else if (layout == QueriesLayout::Tsv) {
     bool first = true;
-    for_each_line(path, [&](size_t line_no, std::string_view line) {
+    for_each_line_of(content, [&](size_t line_no, std::string_view line) {
       const Fields f = split_tabs(line);
       const bool header = first && (f[0] == "query-id" || f[0] == "_id" || f[0] == "id");
       first = false;
       if (header) return;
       SIEVE_THROW_IF_NOT(f.size() >= 2 && !f[0].empty(),
-                         path << ":" << line_no << ": expected 'id<TAB>text'");
+                         name << ":" << line_no << ": expected 'id<TAB>text'");
       Query q{std::string(f[0]), std::string(f[1])};
       ids.add(q.id, line_no);
       queries.push_back(std::move(q));
     });
   } else {
-    for_each_line(path, [&](size_t, std::string_view line) {
+    for_each_line_of(content, [&](size_t, std::string_view line) {
       queries.push_back(Query{std::to_string(queries.size() + 1), std::string(line)});
     });
   }
   return queries;
+}
+
+std::vector<Query> read_queries(const std::string& path) {
+  const std::string content = read_file(path);
+  return parse_queries(content, path, queries_layout_for(path, content));
+}
+
+std::vector<Query> read_queries(std::istream& in, const std::string& name, QueriesLayout* detected) {
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SIEVE_THROW_IF_NOT(!in.bad(), "cannot read " << name);
+  const QueriesLayout layout = sniff_queries_layout(content);
+  if (detected != nullptr) *detected = layout;
+  return parse_queries(content, name, layout);
 }
 
 Qrels read_qrels(const std::string& path) {
@@ -152,28 +194,68 @@ Qrels read_qrels(const std::string& path) {
                                                 "on the first line)");
       qid = f[0], doc = f[2], grade = f[3];
     }
+    const std::string q = beir ? std::string(qid) : trec_unescape_id(qid);
+    const std::string d = beir ? std::string(doc) : trec_unescape_id(doc);
     int rel = 0;
     SIEVE_THROW_IF_NOT(parse_number(grade, rel),
                        path << ":" << line_no << ": relevance '" << grade << "' is not an integer");
-    const bool inserted = qrels[std::string(qid)].emplace(std::string(doc), rel).second;
+    const bool inserted = qrels[q].emplace(d, rel).second;
     SIEVE_THROW_IF_NOT(inserted,
                        path << ":" << line_no << ": query '" << qid << "' judges doc '" << doc << "' twice");
   });
   return qrels;
 }
 
+namespace {
+constexpr const char* kWhitespace = " \t\n\r\v\f";
+bool is_whitespace_escape(std::string_view s, size_t at) {
+  if (at + 3 > s.size() || s[at] != '%') return false;
+  const std::string_view e = s.substr(at + 1, 2);
+  return e == "20" || e == "09" || e == "0A" || e == "0B" || e == "0C" || e == "0D";
+}
+}  // namespace
+
+std::string trec_escape_id(const std::string& id) {
+  SIEVE_THROW_IF_NOT(!id.empty(), "an empty id cannot be written to a TREC file");
+  if (id.find_first_of(kWhitespace) == std::string::npos) return id;
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : id) {
+    if (c == '%' || std::strchr(kWhitespace, c) != nullptr) {
+      out += '%';
+      out += hex[static_cast<unsigned char>(c) >> 4];
+      out += hex[static_cast<unsigned char>(c) & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string trec_unescape_id(std::string_view token) {
+  bool escaped = false;
+  for (size_t i = 0; i < token.size() && !escaped; ++i) escaped = is_whitespace_escape(token, i);
+  if (!escaped) return std::string(token);
+  std::string out;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token[i] == '%' && i + 2 < token.size() && std::isxdigit(static_cast<unsigned char>(token[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(token[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(token.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += token[i];
+    }
+  }
+  return out;
+}
+
 void write_trec_run(std::ostream& out, const std::string& query_id, const std::vector<RunEntry>& ranked,
                     const std::string& run_name) {
-  // A token with whitespace would shift every later column when the file is read back.
-  auto check_token = [](const std::string& s, const char* what) {
-    SIEVE_THROW_IF_NOT(!s.empty() && s.find_first_of(" \t\n\r\v\f") == std::string::npos,
-                       "TREC run " << what << " '" << s << "' must be non-empty without whitespace");
-  };
-  check_token(query_id, "query id");
-  check_token(run_name, "run name");
+  SIEVE_THROW_IF_NOT(!run_name.empty() && run_name.find_first_of(kWhitespace) == std::string::npos,
+                     "TREC run name '" << run_name << "' must be non-empty without whitespace");
+  const std::string qid = trec_escape_id(query_id);
   for (size_t i = 0; i < ranked.size(); ++i) {
     const RunEntry& e = ranked[i];
-    check_token(e.doc_id, "doc id");
     SIEVE_THROW_IF_NOT(std::isfinite(e.score), "TREC run: score of doc '" << e.doc_id << "' for query '"
                                                                           << query_id << "' is not finite");
     // The shortest text that parses back to the same double, so a run read back ranks identically.
@@ -181,7 +263,7 @@ void write_trec_run(std::ostream& out, const std::string& query_id, const std::v
     const auto res = std::to_chars(buf, buf + sizeof buf, e.score);
     SIEVE_ASSERT(res.ec == std::errc());
     const std::string_view score(buf, static_cast<size_t>(res.ptr - buf));
-    out << query_id << " Q0 " << e.doc_id << ' ' << (i + 1) << ' ' << score << ' ' << run_name << '\n';
+    out << qid << " Q0 " << trec_escape_id(e.doc_id) << ' ' << (i + 1) << ' ' << score << ' ' << run_name << '\n';
   }
 }
 
@@ -194,12 +276,12 @@ Run read_trec_run(const std::string& path) {
                                               "run_name', got "
                                            << f.size());
     long rank = 0;
-    RunEntry e{std::string(f[2]), 0.0};
+    RunEntry e{trec_unescape_id(f[2]), 0.0};
     SIEVE_THROW_IF_NOT(parse_number(f[3], rank),
                        path << ":" << line_no << ": rank '" << f[3] << "' is not an integer");
     SIEVE_THROW_IF_NOT(parse_number(f[4], e.score),
                        path << ":" << line_no << ": score '" << f[4] << "' is not a number");
-    ranked[std::string(f[0])].emplace_back(rank, std::move(e));
+    ranked[trec_unescape_id(f[0])].emplace_back(rank, std::move(e));
   });
   Run run;
   for (auto& [qid, entries] : ranked) {

@@ -217,17 +217,9 @@ Run trec_eval_order(const Run& run) {
 }
 
 void write_trec_qrels(std::ostream& out, const Qrels& qrels) {
-  // A token with whitespace would shift the columns when the file is read back.
-  auto check_token = [](const std::string& s, const char* what) {
-    SIEVE_THROW_IF_NOT(!s.empty() && s.find_first_of(" \t\n\r\v\f") == std::string::npos,
-                       "TREC qrels " << what << " '" << s << "' must be non-empty without whitespace");
-  };
   for (const auto& [qid, rels] : qrels) {
-    check_token(qid, "query id");
-    for (const auto& [doc_id, grade] : rels) {
-      check_token(doc_id, "doc id");
-      out << qid << " 0 " << doc_id << ' ' << grade << '\n';
-    }
+    const std::string q = trec_escape_id(qid);
+    for (const auto& [doc_id, grade] : rels) out << q << " 0 " << trec_escape_id(doc_id) << ' ' << grade << '\n';
   }
 }
 

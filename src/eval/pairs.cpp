@@ -15,6 +15,7 @@ std::vector<std::string> split_tsv(const std::string& line) {
   while (true) {
     size_t tab = line.find('\t', start);
     out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    unquote_tsv_field(out.back());
     if (tab == std::string::npos) return out;
     start = tab + 1;
   }
@@ -31,6 +32,19 @@ int find_column(const std::vector<std::string>& header, std::initializer_list<co
 }
 
 }  // namespace
+
+void unquote_tsv_field(std::string& f) {
+  if (f.size() < 2 || f.front() != '"' || f.back() != '"') return;
+  std::string out;
+  for (size_t i = 1; i + 1 < f.size(); ++i) {
+    if (f[i] == '"') {
+      if (i + 2 >= f.size() || f[i + 1] != '"') return;
+      ++i;
+    }
+    out += f[i];
+  }
+  f = std::move(out);
+}
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out(1);

@@ -19,9 +19,14 @@ const std::vector<std::string>& default_positive_categories();
 /// The same, comma-separated (for option defaults).
 std::string default_positive_categories_list();
 
+/// Python's csv writer (which wrote the shared TSV files) quotes a field that holds a quote or a
+/// tab: "A sign reads ""Pub""." Such a field is unquoted in place; one with a lone quote inside,
+/// or a quote at one end only, is text and stays as it is.
+void unquote_tsv_field(std::string& f);
+
 /// Reads pairs from a file with a header row: `.csv` is comma-separated with RFC 4180 quoting
 /// (on one line), `.jsonl` one JSON object per line (no header; keys as the column names),
-/// anything else tab-separated. Column names: sentence1 (or premise, anchor, query, original),
+/// anything else tab-separated (fields quoted as Python's csv writer quotes them are unquoted). Column names: sentence1 (or premise, anchor, query, original),
 /// sentence2 (or hypothesis, candidate, near_miss, negative, text2, and last positive: a triplet
 /// file gives its negative), optional category, optional label (or score, is_same). Throws
 /// sieve::Error naming the file and line at fault.

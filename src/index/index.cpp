@@ -10,6 +10,7 @@
 #include "index/corpus_store.h"
 #include "index/fusion.h"
 #include "index/lexical_index.h"
+#include "index/write_lock.h"
 #include "index/manifest.h"
 #include "index/token_store.h"
 #include "index/vector_index.h"
@@ -49,6 +50,7 @@ class IndexImpl final : public Index {
     SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
                        "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
                                                   << m_.documents << " (damaged index)");
+    if (lexical_->doc_count() > m_.documents) drop_uncommitted_lexical(dir);
     if (opt.verify) verify();
     if (opt.load_encoder) load_encoder(opt);
     fill_stats();
@@ -205,6 +207,28 @@ class IndexImpl final : public Index {
   std::unique_ptr<TokenStore> tokens_;
   std::unique_ptr<FaissVectorIndex> vectors_;
   std::unique_ptr<XapianLexicalIndex> lexical_;
+
+  // Documents of an add killed before its manifest was committed stay in the BM25 database: the
+  // searches skip them, but they count in its statistics (document count, average length, term
+  // frequencies). When no writer holds the lock (so they are not an add in progress) they are
+  // removed now, up to the manifest as it stands under the lock; otherwise, or in a read-only
+  // folder, the next add removes them.
+  void drop_uncommitted_lexical(const std::string& dir) {
+    auto lock = WriteLock::try_acquire(dir);
+    if (!lock) return;
+    try {
+      const Manifest now = read_manifest(dir, kManifestFile);
+      XapianLexicalWriter w(path_join(dir, kLexicalDir));
+      const uint32_t before = w.doc_count();
+      w.truncate(static_cast<uint32_t>(now.documents));
+      w.commit();
+      lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
+      log_info("removed " + std::to_string(before - w.doc_count()) +
+               " documents an interrupted add left in the BM25 index");
+    } catch (const Error& e) {
+      log_warn(std::string("could not remove what an interrupted add left in the BM25 index: ") + e.what());
+    }
+  }
   std::shared_ptr<const Encoder> encoder_;
 };
 

@@ -27,6 +27,7 @@
 #include "index/corpus_store.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
+#include "index/write_lock.h"
 #include "index/token_store.h"
 #include "index/vector_index.h"
 #include "sieve/error.h"
@@ -149,27 +150,6 @@ void fsync_dir(const std::string& dir) {
     ::close(fd);
   }
 }
-
-// An exclusive flock on `<dir>/write.lock` for the life of a build or add: a second writer fails
-// at once instead of interleaving appends. The kernel drops the lock when the process dies.
-class WriteLock {
- public:
-  explicit WriteLock(const std::string& dir) {
-    std::string path = path_join(dir, kWriteLockFile);
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    SIEVE_THROW_IF_NOT(fd_ >= 0, "cannot create '" << path << "': " << std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      SIEVE_THROW("another sieve process is writing '" << dir << "' (it holds " << kWriteLockFile << ")");
-    }
-  }
-  ~WriteLock() { ::close(fd_); }
-  WriteLock(const WriteLock&) = delete;
-  WriteLock& operator=(const WriteLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // Empties a folder except its lock file.
 void clear_dir(const std::string& dir) {

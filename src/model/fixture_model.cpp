@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -211,7 +212,9 @@ static void write_bert_tokenizer_files(const std::string& dir, const std::vector
 
 }
 
-void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt) {
+namespace {
+
+void write_fixture_files(const std::string& dir, const FixtureModelOptions& opt) {
   ::mkdir(dir.c_str(), 0755);
   SIEVE_THROW_IF_NOT(is_dir(dir), "cannot create model directory '" << dir << "'");
   ::mkdir(path_join(dir, "1_Pooling").c_str(), 0755);
@@ -249,7 +252,9 @@ void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt)
                      "hidden size " << cfg.hidden_size << " must be a multiple of the head count "
                                     << cfg.num_attention_heads);
   SIEVE_THROW_IF_NOT(opt.max_seq_length <= static_cast<size_t>(max_sequence_length(cfg)),
-                     "max_seq_length exceeds max_position_embeddings");
+                     "max_seq_length " << opt.max_seq_length << " exceeds the " << max_sequence_length(cfg)
+                                       << " positions of max_position_embeddings "
+                                       << opt.config.max_position_embeddings);
 
   // Parameters in a fixed order so the seed fully determines every value.
   struct Param {
@@ -361,6 +366,23 @@ void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt)
   json st = {{"__version__", {{"sentence_transformers", "2.2.2"}, {"pytorch", "1.13.1"}}},
              {"prompts", json::object()}, {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}};
   write_file_atomic(path_join(dir, "config_sentence_transformers.json"), st.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_fixture_model(const std::string& dir, const FixtureModelOptions& opt) {
+  // A folder this call creates is removed again when the model cannot be written whole (a bad
+  // option is found after the tokenizer files are out), so no half model is left behind.
+  const bool existed = is_dir(dir);
+  try {
+    write_fixture_files(dir, opt);
+  } catch (...) {
+    if (!existed) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+    throw;
+  }
 }
 
 }  // namespace sieve

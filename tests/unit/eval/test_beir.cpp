@@ -169,12 +169,64 @@ TEST(TrecRun, WritesSixColumnsWithRanksFromOne) {
 
 TEST(TrecRun, WriteRejectsUnreadableTokens) {
   std::ostringstream out;
-  EXPECT_THROW(write_trec_run(out, "q 1", {{"d", 1.0}}, "run"), sieve::Error);
-  EXPECT_THROW(write_trec_run(out, "q1", {{"d\t2", 1.0}}, "run"), sieve::Error);
+  EXPECT_THROW(write_trec_run(out, "", {{"d", 1.0}}, "run"), sieve::Error);
+  EXPECT_THROW(write_trec_run(out, "q1", {{"", 1.0}}, "run"), sieve::Error);
   EXPECT_THROW(write_trec_run(out, "q1", {{"d", 1.0}}, ""), sieve::Error);
+  EXPECT_THROW(write_trec_run(out, "q1", {{"d", 1.0}}, "my run"), sieve::Error);
   EXPECT_THROW(write_trec_run(out, "q1", {{"d", std::nan("")}}, "run"), sieve::Error);
   EXPECT_THROW(write_trec_run(out, "q1", {{"d", std::numeric_limits<double>::infinity()}}, "run"),
                sieve::Error);
+}
+
+// Ids with whitespace (BEIR's Wikipedia titles) are percent-escaped as documented, written so that
+// trec_eval sees one column, and read back as they were; other ids are written unchanged.
+TEST(TrecRun, IdsWithWhitespaceAreEscapedAndReadBack) {
+  EXPECT_EQ(trec_escape_id("Barack Obama"), "Barack%20Obama");
+  EXPECT_EQ(trec_escape_id("a\tb%c"), "a%09b%25c");
+  EXPECT_EQ(trec_escape_id("50%_off"), "50%_off");  // no whitespace: unchanged, '%' too
+  EXPECT_EQ(trec_unescape_id("Barack%20Obama"), "Barack Obama");
+  EXPECT_EQ(trec_unescape_id("a%09b%25c"), "a\tb%c");
+  EXPECT_EQ(trec_unescape_id("50%25_off"), "50%25_off");  // no whitespace escape: taken as written
+  std::ostringstream run;
+  write_trec_run(run, "who is Barack Obama", {{"Barack Obama", 2.0}, {"Michelle_Obama", 1.0}}, "r");
+  EXPECT_EQ(run.str(), "who%20is%20Barack%20Obama Q0 Barack%20Obama 1 2 r\n"
+                       "who%20is%20Barack%20Obama Q0 Michelle_Obama 2 1 r\n");
+  const eval::Run back = read_trec_run(write_text("spaces.trec", run.str()));
+  ASSERT_EQ(back.count("who is Barack Obama"), 1u);
+  EXPECT_EQ(back.at("who is Barack Obama")[0].doc_id, "Barack Obama");
+  std::ostringstream qrels;
+  write_trec_qrels(qrels, {{"who is Barack Obama", {{"Barack Obama", 1}}}});
+  EXPECT_EQ(qrels.str(), "who%20is%20Barack%20Obama 0 Barack%20Obama 1\n");
+  const Qrels q = read_qrels(write_text("spaces.qrels", qrels.str()));
+  EXPECT_EQ(q.at("who is Barack Obama").at("Barack Obama"), 1);
+  // And the two files agree under the evaluation (nDCG 1: the relevant doc is first).
+  EXPECT_DOUBLE_EQ(evaluate_run(back, q, {10}).mean.at("ndcg@10"), 1.0);
+}
+
+// Queries on stdin (or a file with no telling extension) are told apart by content.
+TEST(Queries, StreamsAreReadByTheirContent) {
+  auto read = [](const std::string& text, QueriesLayout want) {
+    std::istringstream in(text);
+    QueriesLayout got = QueriesLayout::Text;
+    auto q = read_queries(in, "stdin", &got);
+    EXPECT_EQ(static_cast<int>(got), static_cast<int>(want)) << text;
+    return q;
+  };
+  auto j = read("\xEF\xBB\xBF\n{\"_id\": \"q7\", \"text\": \"who bit the man\"}\n{\"_id\": \"q9\", \"text\": \"b\"}\n", QueriesLayout::Jsonl);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0].id, "q7");
+  EXPECT_EQ(j[0].text, "who bit the man");
+  auto t = read("query-id\ttext\nq1\twho\n", QueriesLayout::Tsv);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].id, "q1");
+  auto p = read("who bit the man\nthe dog\n", QueriesLayout::Text);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].id, "2");
+  std::istringstream bad("{\"_id\": \"q1\"}\n");
+  EXPECT_THROW(read_queries(bad, "stdin"), sieve::Error);
+  // A file named without .jsonl/.tsv/.txt is sniffed the same way.
+  EXPECT_EQ(read_queries(write_text("queries.json", "{\"_id\": \"a\", \"text\": \"x\"}\n"))[0].id, "a");
+  EXPECT_EQ(read_queries(write_text("queries.txt", "{\"_id\": \"a\", \"text\": \"x\"}\n"))[0].id, "1");
 }
 
 TEST(TrecRun, RoundTripAndSortByRankColumn) {

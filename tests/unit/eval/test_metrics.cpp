@@ -408,8 +408,11 @@ TEST(WriteTrecQrels, OneLinePerJudgement) {
   std::ostringstream empty;
   write_trec_qrels(empty, {});
   EXPECT_EQ(empty.str(), "");
+  std::ostringstream spaced;  // ids with whitespace are escaped (trec_escape_id)
+  write_trec_qrels(spaced, {{"q 1", {{"d", 1}}}});
+  EXPECT_EQ(spaced.str(), "q%201 0 d 1\n");
   std::ostringstream bad;
-  EXPECT_THROW(write_trec_qrels(bad, {{"q 1", {{"d", 1}}}}), sieve::Error);
+  EXPECT_THROW(write_trec_qrels(bad, {{"", {{"d", 1}}}}), sieve::Error);
   EXPECT_THROW(write_trec_qrels(bad, {{"q", {{"", 1}}}}), sieve::Error);
 }
 

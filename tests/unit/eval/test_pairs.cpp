@@ -36,6 +36,22 @@ TEST(Pairs, CsvQuoting) {
   EXPECT_EQ(split_csv_line("x,,\"\""), (std::vector<std::string>{"x", "", ""}));
 }
 
+// TSV written by Python's csv writer (quoting=QUOTE_MINIMAL, delimiter tab): a field holding a
+// quote is quoted and its quotes doubled; the reader gives the text Python's csv reader gives.
+TEST(Pairs, TsvFieldsQuotedByPythonsCsvWriter) {
+  auto p = read_pairs(write("q.tsv", "sentence1\tsentence2\tcategory\n"
+                                     "\"A sign reads \"\"Pub\"\".\"\tA sign says pub.\tparaphrase\n"
+                                     "\"Hello,\" he said\t\"\"\"Yes\"\"\"\tx\n"));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].sentence1, "A sign reads \"Pub\".");
+  EXPECT_EQ(p[0].sentence2, "A sign says pub.");
+  EXPECT_EQ(p[1].sentence1, "\"Hello,\" he said");  // quoted at the start only: not csv quoting, kept
+  EXPECT_EQ(p[1].sentence2, "\"Yes\"");
+  std::string lone = "\"a\"b\"";  // a lone quote inside: not csv quoting, kept
+  unquote_tsv_field(lone);
+  EXPECT_EQ(lone, "\"a\"b\"");
+}
+
 TEST(Pairs, JsonLinesWithAliases) {
   // The corpus's pairs.jsonl (anchor/positive), a triplet row (its negative is sentence2), numbers
   // as labels, a blank line and a BOM.

@@ -14,9 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "index/lexical_index.h"
+#include "index/manifest.h"
+#include "index/write_lock.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
+#include "sieve/pipeline.h"
+#include "sieve/verify.h"
 #include "support/test_util.h"
 #include "unit/index/index_test_util.h"
 
@@ -146,6 +151,51 @@ TEST(Index, AddEqualsBuildingAtOnce) {
   std::string again = write_jsonl(dir, "again.jsonl", {all[3]});
   EXPECT_NE(error_of([&] { add_to_index(dir + "/ix", again); }).find("already in the index"), std::string::npos);
   EXPECT_EQ(Index::open(dir + "/ix")->size(), 50u);
+}
+
+// What a killed `index add` left in the BM25 database (documents past the manifest) is removed
+// when the index is next opened with no writer at work, so BM25 scores are again those of a
+// fresh build; while a writer holds the lock the leftovers stay (they may be its add) and are
+// only skipped.
+TEST(Index, LeftoversOfAKilledAddLeaveTheBm25Statistics) {
+  std::string dir = make_temp_dir("idx_leftover");
+  auto docs = make_docs(30);
+  build_index(model_dir(), write_jsonl(dir, "a.jsonl", docs), dir + "/ix", small_opts());
+  build_index(model_dir(), write_jsonl(dir, "a.jsonl", docs), dir + "/ref", small_opts());
+  auto leave_behind = [&] {  // as an add killed between its BM25 commit and its manifest
+    index::XapianLexicalWriter w(dir + "/ix/" + index::kLexicalDir);
+    for (uint32_t i = 30; i < 40; ++i) w.put(i, "", "red car left red car left the dog bit the man");
+    w.commit();
+  };
+  auto lexical_count = [&] { return index::XapianLexicalIndex(dir + "/ix/" + index::kLexicalDir).doc_count(); };
+  SearchParams p;
+  p.mode = SearchMode::Bm25;
+  p.k = 8;
+  auto ref = Index::open(dir + "/ref");
+  auto expect_reference_scores = [&](const Index& ix) {
+    for (const char* q : {"red car left", "the dog bit the man"}) {
+      auto a = ix.search(q, p).hits, b = ref->search(q, p).hits;
+      ASSERT_EQ(a.size(), b.size()) << q;
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].id, b[i].id) << q;
+        EXPECT_NEAR(a[i].score, b[i].score, 1e-9) << q;
+      }
+    }
+  };
+  leave_behind();
+  {
+    index::WriteLock writer(dir + "/ix");  // a writer at work: the leftovers stay, and are skipped
+    auto ix = Index::open(dir + "/ix");
+    EXPECT_EQ(lexical_count(), 40u);
+    for (const auto& h : ix->search("red car left", p).hits) EXPECT_LT(h.doc, 30u);
+  }
+  auto ix = Index::open(dir + "/ix");
+  EXPECT_EQ(lexical_count(), 30u);
+  expect_reference_scores(*ix);
+  // The next add removes them too (here with the index never reopened in between).
+  leave_behind();
+  add_to_index(dir + "/ix", write_jsonl(dir, "b.jsonl", make_docs(1, 30)), small_opts());
+  EXPECT_EQ(lexical_count(), 31u);
 }
 
 TEST(Index, VectorFactoriesAndCodecs) {
@@ -404,6 +454,34 @@ TEST(IndexCli, SearchOutputsAgreeWithTheLibrary) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[1].find("\"query_id\":\"2\",\"query\":\"blue river\""), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("\"text\":"), std::string::npos);
+  // BEIR JSON lines on stdin (and with --queries -) are read as the queries file is: its ids and
+  // texts, not the JSON as a query; the results are those of --queries FILE.
+  const auto from_file = run_command(cli_path() + " search --index " + ix + " -k 3 --queries " + dir + "/q.jsonl 2>/dev/null");
+  for (const std::string how : {" < " + dir + "/q.jsonl", " --queries - < " + dir + "/q.jsonl"}) {
+    r = run_command(cli_path() + " search --index " + ix + " -k 3" + how + " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << how;
+    EXPECT_EQ(r.out, from_file.out) << how;
+    EXPECT_NE(r.out.find("\"query_id\":\"q9\",\"query\":\"blue river\""), std::string::npos) << r.out;
+  }
+  // Stage 2 after BM25: the verifier needs the query's token states, so the encoder is loaded
+  // although stage 1 does not use it; the scores are the library pipeline's.
+  r = run_command(cli_path() + " search --index " + ix + " --mode bm25 --verifier F1 --candidates 5 -k 5 'red car left' 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  {
+    auto v = Verifier::load("F1");
+    PipelineParams pp;
+    pp.stage1.mode = SearchMode::Bm25;
+    pp.candidates = 5;
+    pp.k = 5;
+    pp.rerank = false;
+    const auto want = search_verified(*idx, *v, "red car left", pp);
+    const auto got = nlohmann::json::parse(lines_of(r.out).back())["hits"];
+    ASSERT_EQ(got.size(), want.size()) << r.out;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i]["id"], want[i].hit.id);
+      EXPECT_NEAR(got[i]["verifier_score"].get<double>(), want[i].verifier_score, 1e-5);
+    }
+  }
   // info reports the counts.
   r = run_command(cli_path() + " index info --index " + ix);
   EXPECT_NE(r.out.find("\"documents\": 80"), std::string::npos) << r.out;

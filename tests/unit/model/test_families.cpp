@@ -349,6 +349,20 @@ TEST(RobertaCli, MakeFixtureWritesEachArch) {
     EXPECT_EQ(nlohmann::json::parse(e.out)["embedding"].size(), 64u);
   }
   EXPECT_EQ(test::run_command(cli + " make-fixture --arch gpt2 --out /tmp/x 2>/dev/null").exit_code, 2);
+  // An option found bad after the tokenizer files are written: a clear error and no half model
+  // left behind (the folder did not exist before); an existing folder is kept.
+  for (const char* arch : {"bert", "roberta"}) {
+    const std::string dir = make_temp_dir("family_cli_bad");
+    auto r = test::run_command(cli + " make-fixture --arch " + arch + " --max-seq-length 600 --max-positions 512 --out " +
+                               dir + "/m 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("max_seq_length 600 exceeds"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/m")) << arch;
+    r = test::run_command(cli + " make-fixture --arch " + arch + " --max-seq-length 600 --max-positions 512 --out " +
+                          dir + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_TRUE(std::filesystem::is_directory(dir));
+  }
 }
 
 class FamilyTraining : public ::testing::TestWithParam<std::string> {};
