@@ -171,6 +171,11 @@ class Index:
             documents = [documents]
         return self._impl.add(documents, batch_size)
 
+    def keys(self):
+        """The pooled unit keys of all documents, float32 [n, dim], row i for document number i
+        (as search_arrays numbers them): for NumPy or FAISS."""
+        return self._impl.keys()
+
     def document_id(self, doc):
         """The external id of internal document number `doc` (as search_arrays returns)."""
         return self._impl.document_id(int(doc))

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -398,6 +399,33 @@ PYBIND11_MODULE(_sieve, m) {
              return report_dict(rep);
            },
            py::arg("documents"), py::arg("batch_size") = 32)
+      .def("keys",
+           [](const PyIndex& i) {
+             const auto ix = i.snapshot();
+             const size_t n = ix->size(), dim = ix->stats().dim;
+             std::vector<float> all(n * dim);
+             {
+               py::gil_scoped_release release;
+               for (size_t d = 0; d < n; ++d) {
+                 const std::vector<float> k = ix->key(static_cast<uint32_t>(d));
+                 std::copy(k.begin(), k.end(), all.begin() + static_cast<std::ptrdiff_t>(d * dim));
+               }
+             }
+             return take(std::move(all), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
+           })
+      // For bench/bench_python.py: the mean seconds of one Index::search call over `queries`
+      // (each once, in order) measured in C++, the reference for the binding's own overhead.
+      .def("_time_search",
+           [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
+             const auto ix = i.snapshot();
+             const SearchParams p = search_params(k, mode, i.rec);
+             py::gil_scoped_release release;
+             const auto t0 = std::chrono::steady_clock::now();
+             size_t hits = 0;
+             for (const auto& q : queries) hits += ix->search(q, p).hits.size();
+             const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+             return queries.empty() || hits == SIZE_MAX ? 0.0 : s / static_cast<double>(queries.size());
+           })
       .def("document_id", [](const PyIndex& i, int64_t doc) {
         const auto ix = i.snapshot();
         if (doc < 0 || static_cast<size_t>(doc) >= ix->size()) throw py::index_error("no document number " + std::to_string(doc));

@@ -14,6 +14,7 @@
 
 #include "core/file_util.h"
 #include "eval/beir.h"
+#include "eval/pairs.h"
 #include "sieve/error.h"
 
 namespace sieve::train {
@@ -197,21 +198,6 @@ bool next_csv_record(const std::string& s, size_t& pos, size_t& line_no, std::ve
   return true;
 }
 
-// Python's csv writer (which wrote the shared TSV files) quotes a field that holds a quote or a
-// tab: "A sign reads ""Pub""." Such a field is unquoted; one with a lone quote inside is text.
-void unquote_tsv_field(std::string& f) {
-  if (f.size() < 2 || f.front() != '"' || f.back() != '"') return;
-  std::string out;
-  for (size_t i = 1; i + 1 < f.size(); ++i) {
-    if (f[i] == '"') {
-      if (i + 2 >= f.size() || f[i + 1] != '"') return;
-      ++i;
-    }
-    out += f[i];
-  }
-  f = std::move(out);
-}
-
 bool next_tsv_record(const std::string& s, size_t& pos, size_t& line_no, std::vector<std::string>& fields) {
   if (pos >= s.size()) return false;
   size_t end = s.find('\n', pos);
@@ -224,7 +210,7 @@ bool next_tsv_record(const std::string& s, size_t& pos, size_t& line_no, std::ve
   for (size_t start = 0;;) {
     const size_t tab = line.find('\t', start);
     fields.emplace_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
-    unquote_tsv_field(fields.back());
+    eval::unquote_tsv_field(fields.back());
     if (tab == std::string_view::npos) break;
     start = tab + 1;
   }

@@ -75,6 +75,14 @@ def test_search_matches_the_cli_and_arrays_agree(index, model):
         assert list(I[0][:n]) == [h["doc"] for h in hits] and all(I[0][n:] == -1)
         assert np.all(np.isneginf(D[0][n:]))
     assert ix.document("d2")["text"] == TEXTS[2]
+    # Exact search by hand over the stored keys: the dense hits' order and cosines.
+    keys = ix.keys()
+    q = sieve.Encoder.load(model).encode("who bit the man")
+    order = np.argsort(-(keys @ q), kind="stable")[:5]
+    D, I = ix.search_arrays("who bit the man", k=5, mode="dense")
+    assert list(I[0]) == list(order)
+    np.testing.assert_allclose(D[0], (keys @ q)[order], atol=1e-5)
+    assert [ix.document_id(d) for d in order] == [h["id"] for h in ix.search("who bit the man", k=5, mode="dense")]
     with pytest.raises(KeyError):
         ix.document("nope")
     assert ix.tokens("d0").shape == (len(sieve.Encoder.load(model).tokenize(TEXTS[0])[0]["ids"]), 64)
