@@ -15,9 +15,10 @@ PACKAGES=(
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel  # the Python package, its tests and its install
 )
 # Optional extras for the benchmarks (PyTorch comparisons, wrk for the service, Boost.Beast for the
-# HTTP library comparison): `scripts/setup.sh --bench`.
+# HTTP library comparison, clang's libFuzzer and coverage tools for scripts/fuzz.sh):
+# `scripts/setup.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then
-  PACKAGES+=(python3-torch wrk libboost-dev)
+  PACKAGES+=(python3-torch wrk libboost-dev clang libclang-rt-14-dev llvm)
 fi
 
 # The test oracles (npm: Hugging Face tokenizers, gpt-3-encoder) go into build/npm; never fatal.

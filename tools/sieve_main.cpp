@@ -1,10 +1,14 @@
 // The `sieve` command line: a thin shell over the library (see docs/cli.md).
+#include <csignal>
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
 #include "sieve/encoder.h"
 
 int main(int argc, char** argv) {
+  // A write past RLIMIT_FSIZE (a file-size limit, or a full quota) must fail with EFBIG and reach
+  // the caller as an error naming the file, not kill the process with SIGXFSZ mid-write.
+  ::signal(SIGXFSZ, SIG_IGN);
   sieve::ensure_fast_blas(argv);
   sieve::tune_allocator();
   CLI::App app{"sieve: semantic search that verifies identity (stage 1 recall, stage 2 verification)"};

@@ -25,6 +25,10 @@ enum class QueriesLayout { Jsonl, Tsv, Text };
 /// with '{', TSV when it holds a tab, else text.
 QueriesLayout sniff_queries_layout(std::string_view content);
 
+/// Parses queries laid out as `layout` (a UTF-8 byte order mark is skipped); `name` appears in
+/// error messages.
+std::vector<Query> parse_queries(std::string_view content, const std::string& name, QueriesLayout layout);
+
 /// Reads queries: `.jsonl`, `.tsv` and `.txt` by extension, any other name by sniff_queries_layout.
 std::vector<Query> read_queries(const std::string& path);
 

@@ -38,7 +38,9 @@ void export_model(const std::string& from, const std::string& to, const ModelExp
   for (const auto& rel : model_files(from)) {
     if (path_join(from, rel) == info.weights_path || rel == "model.safetensors") continue;
     fs::create_directories(fs::path(path_join(staged, rel)).parent_path());
-    fs::copy_file(path_join(from, rel), path_join(staged, rel));
+    // Copied by sieve's writer, whose errors name the file and say why (a full disk or file-size
+    // limit shows as EFBIG/ENOSPC there, where std::filesystem::copy_file reports EIO).
+    write_file_atomic(path_join(staged, rel), read_file(path_join(from, rel)));
   }
   auto st = SafetensorsFile::open(info.weights_path);
   std::vector<std::vector<uint16_t>> halves;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "core/file_util.h"
 #include "model/tensor_io.h"
@@ -79,7 +80,11 @@ void RunDir::checkpoint(const LoopState& state, torch::optim::Optimizer& opt,
   fs::remove_all(staged, ec);
   fs::create_directories(staged);
   write_model(staged);
-  torch::save(opt, path_join(staged, "optimizer.pt"));
+  // Serialised in memory, then written by sieve: libtorch's file writer fails inside a destructor
+  // on a full disk or a file-size limit (std::terminate); ours reports the file and its errno.
+  std::ostringstream optimizer;
+  torch::save(opt, optimizer);
+  write_file_atomic(path_join(staged, "optimizer.pt"), optimizer.str());
   at::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
   write_file_atomic(path_join(staged, "rng.bin"),
                     std::string(reinterpret_cast<const char*>(rng.data_ptr<uint8_t>()), static_cast<size_t>(rng.numel())));
