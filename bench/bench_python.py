@@ -3,8 +3,8 @@
 
 1. encode: `enc.encode` sentences/s against `sieve embed` on the same 3,000 sentences (SciFact
    queries ten times over; the CLI's model load, timed on one sentence, subtracted). Goal: within 3%.
-2. search: per-query latency of `index.search(q)` from Python against the same Index::search calls
-   timed inside C++ (`_time_search`), bm25 and dense. Goal: within 50 µs.
+2. search: per-query latency of `index.search(q)` from Python against the same Index::search call
+   timed inside C++ (`_time_search`), paired query by query, bm25 and dense. Goal: within 50 µs.
 3. anchors: PyTorch eager (bench/pytorch_encoder.py, MiniLM shape, batch 32, 16 tokens) against
    `enc.encode` on a MiniLM-shaped fixture with 16-token texts; NumPy brute force (the query's key
    from `enc.encode`, then keys @ q and a top-10) against `index.search(q, mode="dense")`.
@@ -50,19 +50,25 @@ def main():
     scifact = os.path.join(args.data, "retrieval", "scifact")
     queries = [json.loads(l)["text"] for l in open(os.path.join(scifact, "queries.jsonl"))][:300]
 
-    # 1. encode against `sieve embed` (sieve-mini).
+    # 1. encode against `sieve embed` (sieve-mini), five alternating rounds (medians), and against
+    #    the same Encoder::encode call timed inside C++ in this process (the binding's own cost).
     texts = queries * 10
     path = os.path.join(args.work, "texts.txt")
     with open(path, "w") as f:
         f.write("\n".join(texts) + "\n")
     enc = sieve.Encoder.load()
     enc.encode(texts[:64])
-    py_s = best_of(3, lambda: enc.encode(texts, batch_size=32))
-    load_s = best_of(3, lambda: subprocess.run([args.cli, "embed", "x"], check=True, capture_output=True))
-    cli_s = best_of(3, lambda: subprocess.run([args.cli, "embed", "--input", path], check=True,
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)) - load_s
-    emit(case="encode sieve-mini", sentences=len(texts), python_per_s=round(len(texts) / py_s, 1),
-         cli_per_s=round(len(texts) / cli_s, 1), python_vs_cli=round(cli_s / py_s, 4), cli_load_s=round(load_s, 3))
+    py_t, cli_t, load_t = [], [], []
+    for _ in range(5):
+        py_t.append(best_of(1, lambda: enc.encode(texts, batch_size=32)))
+        load_t.append(best_of(1, lambda: subprocess.run([args.cli, "embed", "x"], check=True, capture_output=True)))
+        cli_t.append(best_of(1, lambda: subprocess.run([args.cli, "embed", "--input", path], check=True,
+                                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    py_s = statistics.median(py_t)
+    cli_s = statistics.median(cli_t) - statistics.median(load_t)
+    emit(case="encode sieve-mini vs sieve embed", sentences=len(texts), rounds=5,
+         python_per_s=round(len(texts) / py_s, 1), cli_per_s=round(len(texts) / cli_s, 1),
+         python_vs_cli=round(cli_s / py_s, 4), cli_load_s=round(statistics.median(load_t), 3))
 
     # 2. search latency: Python call against the C++ call, on SciFact's index with sieve-mini.
     ixdir = os.path.join(args.work, "scifact-index")
@@ -71,16 +77,34 @@ def main():
     ix = sieve.Index.open(ixdir)
     for mode in ("bm25", "dense"):
         ix.search(queries[:20], k=10, mode=mode)
-        rounds_py, rounds_cpp = [], []
-        for _ in range(5):  # interleaved, so that both see the same machine state
-            t0 = time.perf_counter()
-            for q in queries:
+        # Paired per query (a Python call, then the same Index::search timed inside C++), so that
+        # the search's own run-to-run noise (~5% of a dense search) cancels out of the difference.
+        py, cpp, diff = [], [], []
+        for rnd in range(4):
+            for i, q in enumerate(queries):
+                # Which call goes first alternates: the second one finds the caches warm.
+                if (i + rnd) % 2:
+                    b = ix._impl._time_search([q], 10, mode)
+                t0 = time.perf_counter()
                 ix.search(q, k=10, mode=mode)
-            rounds_py.append((time.perf_counter() - t0) / len(queries))
-            rounds_cpp.append(ix._impl._time_search(queries, 10, mode))
-        py, cpp = statistics.median(rounds_py), statistics.median(rounds_cpp)
-        emit(case=f"search {mode}", queries=len(queries), python_us=round(py * 1e6, 1), cpp_us=round(cpp * 1e6, 1),
-             overhead_us=round((py - cpp) * 1e6, 1))
+                a = time.perf_counter() - t0
+                if (i + rnd) % 2 == 0:
+                    b = ix._impl._time_search([q], 10, mode)
+                py.append(a)
+                cpp.append(b)
+                diff.append(a - b)
+        emit(case=f"search {mode}", queries=len(queries), rounds=4, python_us=round(statistics.median(py) * 1e6, 1),
+             cpp_us=round(statistics.median(cpp) * 1e6, 1), overhead_us_median=round(statistics.median(diff) * 1e6, 1))
+
+    # 1b. the binding's own cost: enc.encode against Encoder::encode timed in C++ (same process,
+    #     same model), paired round by round.
+    ratios = []
+    for _ in range(5):
+        a = best_of(1, lambda: enc.encode(texts, batch_size=32))
+        b = ix._impl._time_encode(texts, 32)
+        ratios.append(b / a)
+    emit(case="encode: Python call vs the C++ call in-process", sentences=len(texts), rounds=5,
+         python_vs_cpp_median=round(statistics.median(ratios), 4), min=round(min(ratios), 4), max=round(max(ratios), 4))
 
     # 3a. NumPy brute force over the same keys (exact search, what one would write by hand).
     keys = ix.keys()

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +26,10 @@ struct EncoderOptions {
 struct EncodeCall {
   size_t batch_size = 32;      ///< texts per forward pass (after sorting by length)
   bool token_states = false;   ///< also return the final-layer token states of every text
+  /// Called after every forward pass with the texts done so far and the total; returning false
+  /// stops the call with sieve::Error ("interrupted"). The Python package reports progress and
+  /// honours Ctrl-C through it.
+  std::function<bool(size_t done, size_t total)> progress;
 };
 
 /// The final-layer states of one text: `length` rows of `dim` floats, row-major, padding removed,

@@ -48,9 +48,10 @@ void check_signals() {
 
 py::object none_if_nan(double v) { return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v)); }
 
-// Encodes `texts` in chunks of 8 batches, releasing the GIL for each and checking for Ctrl-C and
-// reporting progress between them. pooled [n, dim] (unit rows when `normalize`, else the raw pool)
-// and, when asked, the token states of each text.
+// Encodes `texts` in one library call (sorted by length over all of them, as `sieve embed` does)
+// with the GIL released; between forward passes it takes the GIL to look for Ctrl-C and report
+// progress. pooled [n, dim] (unit rows when `normalize`, else the raw pool) and, when asked, the
+// token states of each text, all handed to NumPy without a copy.
 py::object encode(const Encoder& enc, const std::vector<std::string>& texts, size_t batch_size, bool normalize,
                   const std::string& output, const std::function<void(size_t, size_t)>& progress) {
   if (output != "pooled" && output != "tokens" && output != "both")
@@ -60,32 +61,31 @@ py::object encode(const Encoder& enc, const std::vector<std::string>& texts, siz
   EncodeCall call;
   call.batch_size = batch_size;
   call.token_states = output != "pooled" || !normalize;
-  std::vector<float> pooled(n * dim);
-  std::vector<TokenStates> tokens;
-  const size_t chunk = batch_size * 8;
-  for (size_t at = 0; at < n || (n == 0 && at == 0); at += chunk) {
-    const size_t end = std::min(n, at + chunk);
-    {
-      py::gil_scoped_release release;
-      std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(at),
-                                    texts.begin() + static_cast<std::ptrdiff_t>(end));
-      Embeddings e = enc.encode(part, call);
-      if (normalize) {
-        std::copy(e.pooled.begin(), e.pooled.end(), pooled.begin() + static_cast<std::ptrdiff_t>(at * dim));
-      } else {
-        for (size_t i = 0; i < part.size(); ++i) pool_states(e.tokens[i], dim, enc.pooling(), &pooled[(at + i) * dim]);
-      }
-      if (output != "pooled")
-        for (auto& t : e.tokens) tokens.push_back(std::move(t));
+  bool interrupted = false;
+  call.progress = [&](size_t done, size_t total) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      interrupted = true;  // the Python error stays set
+      return false;
     }
-    check_signals();
-    if (progress) progress(end, n);
-    if (n == 0) break;
+    if (progress) progress(done, total);
+    return true;
+  };
+  Embeddings e;
+  try {
+    py::gil_scoped_release release;
+    e = enc.encode(texts, call);
+    if (!normalize)
+      for (size_t i = 0; i < n; ++i) pool_states(e.tokens[i], dim, enc.pooling(), &e.pooled[i * dim]);
+  } catch (const Error&) {
+    if (interrupted) throw py::error_already_set();
+    throw;
   }
-  py::array_t<float> P = take(std::move(pooled), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
+  if (n == 0 && progress) progress(0, 0);
+  py::array_t<float> P = take(std::move(e.pooled), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
   if (output == "pooled") return P;
   py::list T;
-  for (auto& t : tokens) {
+  for (auto& t : e.tokens) {
     const auto len = static_cast<py::ssize_t>(t.length);
     T.append(take(std::move(t.values), {len, static_cast<py::ssize_t>(dim)}));
   }
@@ -128,6 +128,10 @@ SearchParams search_params(size_t k, const std::string& mode, const SearchRecomm
 
 // Searches in chunks of 256 queries (Ctrl-C between them), GIL released.
 std::vector<SearchResult> search_all(const Index& ix, const std::vector<std::string>& queries, const SearchParams& p) {
+  if (queries.size() == 1) {  // one query: Index::search itself, without the batch's set-up
+    py::gil_scoped_release release;
+    return {ix.search(queries[0], p)};
+  }
   std::vector<SearchResult> out;
   out.reserve(queries.size());
   for (size_t at = 0; at < queries.size(); at += 256) {
@@ -144,15 +148,18 @@ std::vector<SearchResult> search_all(const Index& ix, const std::vector<std::str
 }
 
 py::dict hit_dict(const Hit& h, size_t rank) {
+  // The keys are made once (interned): building them per hit was a third of a search's overhead.
+  static const py::str k_rank("rank"), k_id("id"), k_doc("doc"), k_score("score"), k_dense("dense"), k_bm25("bm25"),
+      k_dense_rank("dense_rank"), k_bm25_rank("bm25_rank");
   py::dict d;
-  d["rank"] = rank;
-  d["id"] = h.id;
-  d["doc"] = h.doc;
-  d["score"] = h.score;
-  d["dense"] = none_if_nan(h.dense_score);
-  d["bm25"] = none_if_nan(h.bm25_score);
-  d["dense_rank"] = h.dense_rank > 0 ? py::object(py::int_(h.dense_rank)) : py::object(py::none());
-  d["bm25_rank"] = h.bm25_rank > 0 ? py::object(py::int_(h.bm25_rank)) : py::object(py::none());
+  d[k_rank] = rank;
+  d[k_id] = h.id;
+  d[k_doc] = h.doc;
+  d[k_score] = h.score;
+  d[k_dense] = none_if_nan(h.dense_score);
+  d[k_bm25] = none_if_nan(h.bm25_score);
+  d[k_dense_rank] = h.dense_rank > 0 ? py::object(py::int_(h.dense_rank)) : py::object(py::none());
+  d[k_bm25_rank] = h.bm25_rank > 0 ? py::object(py::int_(h.bm25_rank)) : py::object(py::none());
   return d;
 }
 
@@ -412,6 +419,20 @@ PYBIND11_MODULE(_sieve, m) {
                }
              }
              return take(std::move(all), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
+           })
+      // For bench/bench_python.py: the seconds of Encoder::encode over `texts`, timed in C++.
+      .def("_time_encode",
+           [](const PyIndex& i, const std::vector<std::string>& texts, size_t batch_size) {
+             const auto ix = i.snapshot();
+             if (ix->encoder() == nullptr) throw py::value_error("the index was opened without its encoder");
+             EncodeCall call;
+             call.batch_size = batch_size;
+             py::gil_scoped_release release;
+             const auto t0 = std::chrono::steady_clock::now();
+             const Embeddings e = ix->encoder()->encode(texts, call);
+             return e.pooled.empty() && !texts.empty()
+                        ? -1.0
+                        : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
            })
       // For bench/bench_python.py: the mean seconds of one Index::search call over `queries`
       // (each once, in order) measured in C++, the reference for the binding's own overhead.

@@ -144,6 +144,7 @@ class BertEncoder final : public Encoder {
           ts.ids = out.encodings[order[start + r]].ids;
         }
       }
+      if (call.progress && !call.progress(start + b, n)) SIEVE_THROW("interrupted after " << start + b << " of " << n << " texts");
     }
   }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -235,6 +237,43 @@ TEST(Index, ReaderKeepsItsSnapshotWhileAddsCommit) {
   }
   EXPECT_EQ(reader->size(), 50u);
   EXPECT_EQ(Index::open(dir + "/ix")->size(), 230u);
+}
+
+// Readers searching from several threads (their own snapshots, and one shared snapshot) while
+// another thread adds chunks: every search answers from a whole snapshot. Also the target of the
+// ThreadSanitizer run (scripts/tsan.sh).
+TEST(Index, ThreadsSearchWhileAnAddCommits) {
+  std::string dir = make_temp_dir("idx_threads");
+  build_index(model_dir(), write_jsonl(dir, "a.jsonl", make_docs(40)), dir + "/ix", small_opts());
+  std::shared_ptr<const Index> shared = Index::open(dir + "/ix");
+  std::atomic<bool> done{false};
+  std::atomic<int> searches{0}, bad{0};
+  auto reader = [&](int t) {
+    SearchParams p;
+    p.mode = t % 3 == 0 ? SearchMode::Dense : t % 3 == 1 ? SearchMode::Bm25 : SearchMode::Hybrid;
+    p.k = 20;
+    while (!done || searches < 12) {
+      auto own = Index::open(dir + "/ix");
+      for (const Index* ix : std::vector<const Index*>{own.get(), shared.get()}) {
+        for (const Hit& h : ix->search("green river stone dog", p).hits) {
+          if (h.doc >= ix->size()) ++bad;
+          if (ix->document(h.doc).id != h.id) ++bad;
+          ix->tokens(h.doc);
+        }
+        ++searches;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(reader, t);
+  for (int round = 0; round < 2; ++round)
+    add_to_index(dir + "/ix", write_jsonl(dir, "t" + std::to_string(round) + ".jsonl", make_docs(30, 500 + 100 * round)),
+                 small_opts());
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(shared->size(), 40u);
+  EXPECT_EQ(Index::open(dir + "/ix")->size(), 100u);
 }
 
 TEST(Index, PlainTextAddContinuesTheNumbering) {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the concurrency tests under ThreadSanitizer: readers searching while an add commits (threads
+# and processes), stage 2's parallel decoding and maps (the pipeline tests), and the server's
+# concurrent clients, several encoder workers and live documents. Builds the three test binaries
+# in build-tsan/ (-DSIEVE_TSAN=ON); suppressions for the uninstrumented third-party runtimes are
+# in tests/tsan.supp (docs/testing.md says why each is there). Exit status: 0 when no report.
+#   scripts/tsan.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${SIEVE_TSAN_BUILD_DIR:-build-tsan}"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSIEVE_TSAN=ON -DSIEVE_BUILD_TESTS=ON \
+  -DSIEVE_BUILD_BENCH=OFF -DSIEVE_BUILD_PYTHON=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target test_index test_verify_cli test_serve sieve_exe >&2
+export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 second_deadlock_stack=1 report_signal_unsafe=0 exitcode=66"
+status=0
+run() {
+  echo "tsan: $1 --gtest_filter=$2" >&2
+  "$BUILD/tests/unit/$1" --gtest_filter="$2" 2> "$BUILD/$(basename "$1").tsan.log" || status=1
+  reports=$(grep -c "WARNING: ThreadSanitizer" "$BUILD/$(basename "$1").tsan.log" || true)
+  echo "{\"binary\": \"$1\", \"filter\": \"$2\", \"tsan_reports\": $reports}"
+}
+run index/test_index 'Index.ThreadsSearchWhileAnAddCommits:Index.ReaderKeepsItsSnapshotWhileAddsCommit:Index.LeftoversOfAKilledAddLeaveTheBm25Statistics'
+run verify/test_verify_cli 'Pipeline.*'
+run serve/test_serve 'ServeTest.ConcurrentClientsGetTheSequentialAnswers:ServeTest.SeveralEncoderWorkersGiveTheSameAnswers:ServeDocuments.*:ServeBatching.*'
+exit $status
