@@ -1,5 +1,6 @@
 // The `sieve` command line: a thin shell over the library (see docs/cli.md).
 #include <csignal>
+#include <cstdio>
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
@@ -30,6 +31,11 @@ int main(int argc, char** argv) {
   sieve::cli::register_vocab(app);
   sieve::cli::register_model(app);
   sieve::cli::register_serve(app);
+  const std::string unknown = sieve::cli::unknown_subcommand(app, argc, argv);
+  if (!unknown.empty()) {
+    std::fprintf(stderr, "sieve: error: %s; see sieve --help\n", unknown.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -85,9 +85,10 @@ std::string default_model_dir();
 std::string resolve_model_dir(const std::string& given);
 /// The default model's verifier (models/sieve-mini/verifier.safetensors), or empty.
 std::string default_verifier_file();
-/// The verifier a command uses when none is named: with no model given either (so the embedded
-/// sieve-mini encodes), sieve-mini's own verifier when it ships one; otherwise `fallback`.
-std::string default_verifier(const std::string& model_flag, const std::string& fallback);
+/// The verifier a command uses when none is named: the `verifier.safetensors` beside the model
+/// that encodes (`model_dir`; empty = the embedded sieve-mini), made for that encoder; otherwise
+/// `fallback`. The CLI, the server and the Python package all use this rule.
+std::string default_verifier(const std::string& model_dir, const std::string& fallback);
 
 /// How export_model writes a model for shipping.
 struct ModelExportOptions {

@@ -12,9 +12,57 @@
 
 namespace sieve::cli {
 
+const CLI::Validator kPositive(
+    [](std::string& v) -> std::string {
+      try {
+        size_t used = 0;
+        const long long n = std::stoll(v, &used);
+        if (used == v.size() && n >= 1) return {};
+      } catch (const std::exception&) {
+      }
+      return "'" + v + "' must be a whole number, at least 1";
+    },
+    "POSITIVE");
+
+const CLI::Validator kNonNegative(
+    [](std::string& v) -> std::string {
+      try {
+        size_t used = 0;
+        const double x = std::stod(v, &used);
+        if (used == v.size() && x >= 0) return {};
+      } catch (const std::exception&) {
+      }
+      return "'" + v + "' must be a number, at least 0";
+    },
+    "NONNEGATIVE");
+
+std::string unknown_subcommand(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* at = &app;
+  std::string path = "sieve";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.empty() || a[0] == '-') return {};
+    const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty()) return {};  // a leaf command: the rest are its arguments
+    const CLI::App* next = nullptr;
+    for (const CLI::App* s : subs)
+      if (s->check_name(a)) next = s;
+    if (next == nullptr) {
+      std::string names;
+      for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
+      return "unknown command '" + path + " " + a + "' (" + path + " has: " + names + ")";
+    }
+    at = next;
+    path += " " + a;
+  }
+  return {};
+}
+
 void DeviceFlags::add(CLI::App* cmd) {
   cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(kNonNegative);
 }
 
 EncoderOptions DeviceFlags::options() const {

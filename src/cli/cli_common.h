@@ -50,6 +50,16 @@ void append_float_array(std::string& out, const float* v, size_t n);
 /// Quotes a string as JSON (invalid UTF-8 replaced by U+FFFD).
 std::string json_quote(const std::string& s);
 
+/// A positive whole number (for counts such as -k or --batch-size): "must be at least 1" instead
+/// of CLI11's range message.
+extern const CLI::Validator kPositive;
+/// A number >= 0: "must be a number, at least 0" instead of CLI11's range message.
+extern const CLI::Validator kNonNegative;
+
+/// When argv names a subcommand that does not exist ("sieve bogus", "sieve index bogus"), the
+/// message for it: "unknown command 'bogus' (commands: ...)"; empty otherwise.
+std::string unknown_subcommand(const CLI::App& app, int argc, const char* const* argv);
+
 /// Runs a command body, turning sieve::Error and std::exception into "sieve: error: ..." on
 /// stderr and exit code 1. Returns the exit code.
 int run_guarded(const std::function<void()>& body);

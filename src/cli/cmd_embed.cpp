@@ -24,7 +24,7 @@ struct EncoderFlags {
     dev.add(cmd);
     cmd->add_option("--batch-size", batch_size, "Texts per forward pass")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     cmd->add_option("--max-length", max_length,
                     "Token cap incl. specials (default: the model's max_seq_length)");
   }

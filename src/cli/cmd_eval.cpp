@@ -61,15 +61,15 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
       ->check(CLI::IsMember({"rrf", "weighted"}));
   cmd->add_option("--rrf-k", o->r.search.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--dense-weight", o->r.search.dense_weight,
                   "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--verifier", o->verifier, "Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2)");
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--depth", o->r.depth, "Results kept per query in the run")->capture_default_str()->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  cmd->add_option("--depth", o->r.depth, "Results kept per query in the run")->capture_default_str()->check(kPositive);
   cmd->add_option("--k", o->ks, "Cutoffs, comma-separated")->capture_default_str();
   cmd->add_option("--max-queries", o->r.max_queries, "Evaluate only the first N judged queries (0 = all)")
       ->capture_default_str();
@@ -153,7 +153,7 @@ void register_nearmiss_eval(CLI::App* group) {
   cmd->add_option("--ignore-categories", o->ignore, "Categories/labels left out")->capture_default_str();
   cmd->add_option("--gamma", o->n.gamma, "Identity margin: s(q, q+) >= s(q, q-) + gamma")->capture_default_str();
   cmd->add_option("--max-pairs", o->n.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
-  cmd->add_option("--batch-size", o->n.batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", o->n.batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
   cmd->add_option("--markdown", o->markdown, "Also write the table as Markdown to this file");
   o->dev.add(cmd);
   on_run(cmd, [o] {
@@ -187,7 +187,7 @@ void register_space(CLI::App* group) {
   cmd->add_option("--model-b", o->b, "Model B directory")->required();
   cmd->add_option("--pairs", o->pairs, "Pairs (sentence1, sentence2, category)")->required();
   cmd->add_option("-o,--out", o->out, "Also write space.json, space.md and histogram SVGs here");
-  cmd->add_option("--bins", o->s.bins, "Histogram bins on [-1, 1]")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--bins", o->s.bins, "Histogram bins on [-1, 1]")->capture_default_str()->check(kPositive);
   cmd->add_option("--max-pairs", o->s.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
   o->dev.add(cmd);
   on_run(cmd, [o] {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/cli_common.h"
+#include "core/log.h"
 #include "sieve/model.h"
 #include "core/file_util.h"
 #include "sieve/index.h"
@@ -22,7 +23,7 @@ void register_explain(CLI::App& app) {
       "explain", "Show why a candidate was accepted or rejected: the token-token cosine map (JSON + SVG heatmap)");
   cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
   cmd->add_option("--verifier", o->verifier,
-                  "Verifier file, or cosine, F0, F1, F2 (default: sieve-mini's verifier when no --model is given, else F1)");
+                  "Verifier file, or cosine, F0, F1, F2 (default: the verifier.safetensors beside the model, else F1)");
   cmd->add_option("query", o->query, "The query text")->required();
   cmd->add_option("candidate", o->candidate, "The candidate text")->required();
   cmd->add_option("--svg", o->svg, "Where to write the heatmap ('' = nowhere)")->capture_default_str();
@@ -35,7 +36,10 @@ void register_explain(CLI::App& app) {
     auto verifier = Verifier::load(by_cosine ? "F1" : o->verifier, model_identity(o->model));
     auto enc = Encoder::load(o->model, o->dev.options());
     Explanation x = explain_pair(*enc, by_cosine ? nullptr : verifier.get(), o->query, o->candidate, o->threshold);
-    if (!o->svg.empty()) write_file_atomic(o->svg, explanation_svg(x));
+    if (!o->svg.empty()) {
+      write_file_atomic(o->svg, explanation_svg(x));
+      log_info("wrote the heatmap to " + o->svg);
+    }
     std::printf("%s\n", explanation_json(x, o->svg).c_str());
   });
 }

@@ -46,10 +46,10 @@ struct BuildFlags {
     }
     cmd->add_option("--chunk", opt.chunk_docs, "Documents encoded per commit")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     cmd->add_option("--batch-size", opt.batch_size, "Texts per forward pass")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     dev.add(cmd);
   }
   void resolve() {

@@ -35,7 +35,7 @@ void register_make_fixture(CLI::App& app) {
   cmd->add_option("--arch", c.model_type, std::string("model_type: ") + supported_model_types())
       ->capture_default_str()
       ->check(CLI::IsMember({"bert", "roberta", "xlm-roberta", "modernbert", "mpnet"}));
-  cmd->add_option("--layers", c.num_hidden_layers, "Encoder layers")->capture_default_str();
+  cmd->add_option("--layers", c.num_hidden_layers, "Encoder layers")->capture_default_str()->check(kPositive);
   cmd->add_option("--hidden", c.hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--heads", c.num_attention_heads, "Attention heads")->capture_default_str();
   cmd->add_option("--ffn", c.intermediate_size, "Intermediate (FFN) size")->capture_default_str();
@@ -45,7 +45,9 @@ void register_make_fixture(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--vocab-size", o->vocab_size, "Size of the built-in vocabulary (padded with [unusedN])");
   cmd->add_option("--vocab", o->f.vocab_file, "Use this vocab.txt instead of the built-in one");
-  cmd->add_option("--act", c.hidden_act, "hidden_act: gelu, gelu_new, relu")->capture_default_str();
+  cmd->add_option("--act", c.hidden_act, "hidden_act")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"}));
   cmd->add_option("--pooling", o->pooling, "cls, mean or last")
       ->capture_default_str()
       ->check(CLI::IsMember({"cls", "mean", "last"}));

@@ -127,18 +127,18 @@ void register_search(CLI::App& app) {
   cmd->add_option("--mode", o->mode,
                   "dense, bm25 or hybrid (default: what the index's model folder recommends, else dense)")
       ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
-  cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(kPositive);
   cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
       ->check(CLI::IsMember({"rrf", "weighted"}));
   cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--dense-weight", o->p.dense_weight,
                   "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(kNonNegative);
+  cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(kNonNegative);
   cmd->add_option("--output", o->output, "jsonl or tsv")
       ->check(CLI::IsMember({"jsonl", "tsv"}))
       ->capture_default_str();
@@ -148,14 +148,14 @@ void register_search(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
   cmd->add_option("--verifier", o->verifier,
                   "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2; with --gate or "
-                  "--rerank alone: sieve-mini's verifier)");
+                  "--rerank alone: the verifier.safetensors beside the index's model, else F1 for --rerank)");
   cmd->add_option("--candidates", o->pipe.candidates, "Stage 2: stage-1 hits the verifier reads (K)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_flag("--rerank", o->rerank, "Stage 2: order results by verifier score (default: stage-1 order)");
   cmd->add_flag("--gate", o->pipe.gate, "Stage 2: drop candidates the verifier rejects (its calibrated threshold)");
   cmd->add_option("--threshold", o->pipe.threshold, "Stage 2: gate threshold (default: the verifier file's)");
-  cmd->add_option("--batch", o->batch, "Queries encoded per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch,--batch-size", o->batch, "Queries encoded per batch")->capture_default_str()->check(kPositive);
   o->dev.add(cmd);
   on_run(cmd, [o, cmd] {
     auto queries = gather_queries(o->args, o->queries);
@@ -167,8 +167,14 @@ void register_search(CLI::App& app) {
     oo.load_encoder = o->p.mode != SearchMode::Bm25 || !o->verifier.empty() || o->pipe.gate || o->rerank;
     auto index = Index::open(o->index, oo);
     if (o->verifier.empty() && (o->pipe.gate || o->rerank)) {
-      o->verifier = default_verifier_file();
-      SIEVE_THROW_IF_NOT(!o->verifier.empty(), "--gate and --rerank need --verifier (no default verifier is installed)");
+      // The verifier made for the encoder that searches: beside the index's model (or --model).
+      const std::string model = o->model.empty() ? index->stats().model_path : o->model;
+      o->verifier = default_verifier(model, "");
+      SIEVE_THROW_IF_NOT(!o->verifier.empty() || !o->pipe.gate,
+                         "--gate needs a calibrated verifier, and the model folder '"
+                             << model << "' has no verifier.safetensors: give --verifier FILE");
+      if (o->verifier.empty()) o->verifier = "F1";  // --rerank alone: MaxSim needs no training
+      log_info("stage 2 with the verifier " + o->verifier);
     }
     if (!o->verifier.empty()) {
       run_verified(*index, *o, queries);

@@ -47,9 +47,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
   cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-wait-ms", o->s.batching.max_wait_ms, "How long a text waits for others to batch with (default: 2 with one encoder worker, 0 with several)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--encoder-workers", o->s.encoder_workers,
                   "Batches encoded at once, each by one single-threaded worker (searches single-threaded too): the "
                   "most throughput under many connections. 1: one batch at a time on all --threads. 0: one "
@@ -57,7 +57,7 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-queue", o->s.batching.max_queue, "Texts waiting for the encoder; more: 503 with Retry-After")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--connections", o->h.connection_threads, "Requests served at once (threads)")->capture_default_str();
   cmd->add_option("--search-slots", o->s.search_slots,
                   "Searches computed at once; more wait for a slot (0 = the compute threads)")
@@ -72,6 +72,7 @@ void register_serve(CLI::App& app) {
       SIEVE_THROW_IF_NOT(!o->h.api_key.empty(), "the API key file '" << o->api_key_file << "' is empty");
     }
     o->s.encoder = o->dev.options();
+    serve::check_serve_options(o->s);  // before announcing an address that would then fail
     // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
     // writes the signal number to a pipe (async-signal-safe, whichever thread it lands on); a
     // waiting thread reads it and stops the server.

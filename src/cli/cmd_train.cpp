@@ -36,7 +36,7 @@ void add_common(CLI::App* cmd, TrainCommon& c) {
   cmd->add_option("--world-size", c.world_size,
                   "Data-parallel processes on this machine (torch.distributed, Gloo); each takes a share of every batch")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--dump-gradients", c.gradients_file,
                   "Diagnostic: write the first step's gradients (after the data-parallel sum) to this safetensors file");
 }
@@ -151,8 +151,9 @@ void register_train(CLI::App& app) {
     cmd->add_option("--mask-prob", o->mask_prob, "Fraction of tokens masked")->capture_default_str();
     cmd->add_option("--lr", o->lr, "Peak learning rate (AdamW)")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
-    cmd->add_option("--pooling", *pooling, "Pooling written for sentence-transformers: cls, mean, last")
-        ->capture_default_str();
+    cmd->add_option("--pooling", *pooling, "Pooling written for sentence-transformers")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cls", "mean", "last"}));
     add_common(cmd, o->common);
     on_run(cmd, [o, pooling] {
       o->pooling = pooling_from_name(*pooling);
@@ -171,7 +172,7 @@ void register_train(CLI::App& app) {
     cmd->add_option("-m,--model", o->model_dir, "Encoder model directory")->required();
     cmd->add_option("--train", o->train_path, "Triplets, or pairs read as identity triplets (.csv, .tsv, .jsonl)")
         ->required();
-    cmd->add_option("--kind", *kind, "F0, F1, F2, F3 or F4")->capture_default_str();
+    cmd->add_option("--kind", *kind, "Verifier kind")->capture_default_str()->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4"}));
     cmd->add_option("--regime", *regime, "frozen (verifier only, cached token states) or end-to-end")
         ->capture_default_str()
         ->check(CLI::IsMember({"frozen", "end-to-end"}));
@@ -180,7 +181,7 @@ void register_train(CLI::App& app) {
                     "Weight of a pointwise term beside the InfoNCE (BCE of score / tau: own positive 1, own "
                     "near-miss 0), for one absolute threshold; 0 = the paper's loss")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     cmd->add_option("--lr", o->lr_verifier, "Verifier learning rate")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay_verifier, "Verifier weight decay")->capture_default_str();
     cmd->add_option("--lr-encoder", o->lr_encoder, "Encoder learning rate (end to end)")->capture_default_str();

@@ -76,12 +76,12 @@ void register_verify(CLI::App& app) {
         "score", "Score sentence pairs: one JSON line per pair, in input order, with a \"score\" field");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier,
-                    "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: sieve-mini's "
-                    "verifier when no --model is given, else F1)");
+                    "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: the "
+                    "verifier.safetensors beside the model, else F1)");
     cmd->add_option("--pairs", o->pairs,
                     "TSV/CSV with a header: sentence1, sentence2[, category][, label]")
         ->required();
-    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
     o->dev.add(cmd);
     on_run(cmd, [o] {
       auto pairs = eval::read_pairs(o->pairs);
@@ -113,7 +113,7 @@ void register_verify(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "create", "Write a verifier file with fresh (random) weights for a model; training is `sieve train verifier`");
-    cmd->add_option("--kind", o->kind, "F0, F1, F2, F3 or F4")->capture_default_str();
+    cmd->add_option("--kind", o->kind, "Verifier kind")->capture_default_str()->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4"}));
     cmd->add_option("-m,--model", o->model, "The encoder it verifies for (width and identity; default: sieve-mini)");
     cmd->add_option("-o,--out", o->out, "Verifier file to write (.safetensors)")->required();
     cmd->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
@@ -166,7 +166,7 @@ void register_verify(CLI::App& app) {
     cmd->add_flag("--balanced", o->balanced,
                   "Precision as if positives and near-misses were equally many (TPR / (TPR + FPR))");
     cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
-    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
     o->dev.add(cmd);
     on_run(cmd, [o] {
       SIEVE_THROW_IF_NOT(o->verifier != "cosine", "the pooled cosine is not a verifier file; calibrate F0-F4");

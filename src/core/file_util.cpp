@@ -27,7 +27,8 @@ std::string read_file(const std::string& path) {
 void write_file_atomic(const std::string& path, const std::string& content) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  SIEVE_THROW_IF_NOT(fd >= 0, "cannot create '" << tmp << "': " << std::strerror(errno));
+  SIEVE_THROW_IF_NOT(fd >= 0, "cannot write '" << path << "': " << std::strerror(errno)
+                                                << (errno == ENOENT ? " (its folder does not exist)" : ""));
   size_t done = 0;
   while (done < content.size()) {
     ssize_t w = ::write(fd, content.data() + done, content.size() - done);

@@ -103,7 +103,9 @@ struct Builder {
       missing.push_back(rel);
       return;
     }
-    auto [header, rows] = read_quoted_tsv(path);
+    auto parsed = read_quoted_tsv(path);  // (not a structured binding: C++17 lambdas cannot capture one)
+    const auto& header = std::get<0>(parsed);
+    const auto& rows = std::get<1>(parsed);
     auto col = [&](const std::string& n) { return column(header, n, path); };
     size_t line = 1;
     for (const auto& r : rows) {

@@ -103,8 +103,9 @@ void write_plots(const nlohmann::json& agg, const nlohmann::json& backbone, cons
                  const std::string& dir) {
   std::vector<std::string> groups = sets;
   groups.push_back("mean");
-  for (const auto& [m, label] : std::vector<std::pair<std::string, std::string>>{{"ndcg@10", "nDCG@10"},
-                                                                                {"acc@1", "Acc@1"}}) {
+  for (const auto& metric : std::vector<std::pair<std::string, std::string>>{{"ndcg@10", "nDCG@10"}, {"acc@1", "Acc@1"}}) {
+    const std::string& m = metric.first;  // (not a structured binding: C++17 lambdas cannot capture one)
+    const std::string& label = metric.second;
     std::vector<eval::BarSeries> series;
     auto add = [&](const std::string& name, const nlohmann::json& j, const std::string& model) {
       eval::BarSeries s;

@@ -335,6 +335,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
                          const EncoderOptions& enc_opt, const std::string& model_dir) {
   auto t_start = Clock::now();
   check_ingest_options(opt);
+  SIEVE_THROW_IF_NOT(is_dir(index_dir), "index '" << index_dir << "' does not exist");
   SIEVE_THROW_IF_NOT(is_file(path_join(index_dir, kManifestFile)), "'" << index_dir << "' is not a sieve index");
   WriteLock lock(index_dir);
   Manifest m = read_manifest(index_dir, kManifestFile);

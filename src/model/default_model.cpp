@@ -47,10 +47,13 @@ std::string default_verifier_file() {
   return is_file(f) ? f : "";
 }
 
-std::string default_verifier(const std::string& model_flag, const std::string& fallback) {
-  if (!model_flag.empty()) return fallback;
-  const std::string f = default_verifier_file();
-  return f.empty() ? fallback : f;
+std::string default_verifier(const std::string& model_dir, const std::string& fallback) {
+  if (model_dir.empty()) {
+    const std::string f = default_verifier_file();
+    return f.empty() ? fallback : f;
+  }
+  const std::string f = path_join(model_dir, "verifier.safetensors");
+  return is_file(f) ? f : fallback;
 }
 
 }  // namespace sieve

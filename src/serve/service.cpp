@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/file_util.h"
 #include "serve/web_page.h"
 #include "sieve/error.h"
 
@@ -113,6 +114,18 @@ Response error_response(int status, const std::string& type, const std::string& 
   return json_response({{"error", {{"message", message}, {"type", type}}}}, status);
 }
 
+void check_serve_options(const ServeOptions& opt) {
+  if (!opt.index_dir.empty()) {
+    SIEVE_THROW_IF_NOT(is_dir(opt.index_dir), "index '" << opt.index_dir << "' does not exist");
+    SIEVE_THROW_IF_NOT(is_file(path_join(opt.index_dir, "manifest.json")),
+                       "'" << opt.index_dir << "' is not a sieve index (no manifest.json)");
+  }
+  if (!opt.model_dir.empty())
+    SIEVE_THROW_IF_NOT(is_dir(opt.model_dir), "model folder '" << opt.model_dir << "' does not exist");
+  if (!opt.verifier.empty() && opt.verifier.find('/') != std::string::npos)
+    SIEVE_THROW_IF_NOT(is_file(opt.verifier), "verifier file '" << opt.verifier << "' does not exist");
+}
+
 Service::Service(const ServeOptions& opt) : opt_(opt) {
   // Several encoder workers: each batch, and each search, on one core. On 2 cores this gave
   // /v1/embeddings 1.5x the sentences/s of one 2-thread worker at 16 connections (one shared
@@ -137,12 +150,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
   }
   model_name_ = encoder_->info().dir;
-  std::string v = opt_.verifier;
-  if (v.empty()) {
-    const std::string beside = encoder_->info().dir + "/verifier.safetensors";
-    std::ifstream probe(beside);
-    v = probe.good() ? beside : "F1";
-  }
+  const std::string v = opt_.verifier.empty() ? default_verifier(encoder_->info().dir, "F1") : opt_.verifier;
   verifier_ = Verifier::load(v, index_ ? index_->stats().model_identity : "");
   verifier_name_ = v;
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);

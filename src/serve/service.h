@@ -38,6 +38,10 @@ struct ServeOptions {
   size_t search_slots = 0;
 };
 
+/// Checks what can be checked before the (slow) load: the index and model folders exist. Throws
+/// sieve::Error naming the folder; `sieve serve` calls it before it binds and announces itself.
+void check_serve_options(const ServeOptions& opt);
+
 /// An HTTP answer: status, body, content type and extra headers.
 struct Response {
   int status = 200;

@@ -66,10 +66,18 @@ Vocab read_vocab_object(const json& m, const std::string& where) {
   const json& v = member(m, "vocab", where);
   SIEVE_THROW_IF_NOT(v.is_object(), where << ".vocab: expected an object {token: id}");
   Vocab vocab;
+  // Ids index a table, so one id far past the vocabulary's size would allocate that many slots
+  // (found by fuzzing: 55,555,555 in a 3-entry vocabulary). Real files number their tokens
+  // 0..n-1; a gap of up to 65,536 ids is tolerated.
+  const int64_t limit = static_cast<int64_t>(v.size()) + 65536;
   for (auto it = v.begin(); it != v.end(); ++it) {
     SIEVE_THROW_IF_NOT(it.value().is_number_integer(),
                        where << ".vocab: id of '" << it.key() << "' is not an integer");
-    vocab.add(it.key(), it.value().get<int64_t>(), where + ".vocab");
+    const int64_t id = it.value().get<int64_t>();
+    SIEVE_THROW_IF_NOT(id < limit, where << ".vocab: id " << id << " of '" << it.key() << "' is far past the "
+                                         << v.size() << " entries of the vocabulary (ids run 0.." << v.size() - 1
+                                         << ")");
+    vocab.add(it.key(), id, where + ".vocab");
   }
   vocab.seal();
   return vocab;

@@ -58,7 +58,8 @@ inline void combine(const float* w, const float* table, int64_t stride, int64_t 
 at::Tensor F4TransformerImpl::score_single_layer(const Maps& m) {
   auto* layer = layers[0]->as<PreLnLayer>();
   const int64_t P = o_.patch, grid = size_ / P, D = o_.width, B = m.M.size(0), PP = P * P;
-  auto [rows, cols] = used_grid(m);
+  const auto used = used_grid(m);  // (not a structured binding: C++17 lambdas cannot capture one)
+  const auto rows = used.first, cols = used.second;
   const int64_t N = rows * cols;
   at::Tensor Mc = m.M.to(at::kFloat).contiguous(), qm = m.q_mask.to(at::kFloat).contiguous(),
              cm = m.c_mask.to(at::kFloat).contiguous();

@@ -225,6 +225,9 @@ std::unique_ptr<Verifier> Verifier::load(const std::string& file_or_name, const 
     try {
       k = verifier_kind_from_name(file_or_name);
     } catch (const Error&) {
+      const bool path_like = file_or_name.find('/') != std::string::npos ||
+                             file_or_name.find(".safetensors") != std::string::npos;
+      SIEVE_THROW_IF_NOT(!path_like, "verifier file '" << file_or_name << "' does not exist");
       SIEVE_THROW("verifier '" << file_or_name << "' is neither a file nor one of F0, F1, F2");
     }
     SIEVE_THROW_IF_NOT(k == VerifierKind::F0 || k == VerifierKind::F1 || k == VerifierKind::F2,

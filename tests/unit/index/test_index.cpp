@@ -609,6 +609,44 @@ TEST(IndexCli, ErrorsAndExitCodes) {
   EXPECT_EQ(r.exit_code, 2);
   r = run_command(cli_path() + " index verify --help");
   EXPECT_EQ(r.exit_code, 0);
+  // A newcomer's mistakes get messages that say what is wrong (docs/testing.md, "--help review").
+  r = run_command(cli_path() + " serch x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("unknown command 'sieve serch'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("search"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " index bogus 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("unknown command 'sieve index bogus' (sieve index has: build, add"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " search --index " + dir + " -k 0 x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("'0' must be a whole number, at least 1"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " embed --threads -3 x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("at least 0"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " index add --index " + dir + "/nothing --corpus " + dir + "/dup.tsv 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("index '" + dir + "/nothing' does not exist"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " serve --index " + dir + "/nothing --port 0 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;  // checked before it announces itself
+  r = run_command(cli_path() + " explain --model " + model_dir() + " --svg " + dir + "/no/such/x.svg a b 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("cannot write '" + dir + "/no/such/x.svg'"), std::string::npos) << r.out;
+  write_text(dir + "/p.tsv", "sentence1\tsentence2\na\tb\n");
+  r = run_command(cli_path() + " verify score --model " + model_dir() + " --verifier " + dir + "/v.safetensors --pairs " +
+                  dir + "/p.tsv 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("verifier file '" + dir + "/v.safetensors' does not exist"), std::string::npos) << r.out;
+  // --gate with no --verifier on an index whose model has no verifier: told to give one.
+  write_text(dir + "/ok.tsv", "a\tthe dog bit the man\nb\tthe man bit the dog\n");
+  ASSERT_EQ(run_command(cli_path() + " index build -m " + model_dir() + " -c " + dir + "/ok.tsv -o " + dir + "/ok 2>&1").exit_code, 0);
+  r = run_command(cli_path() + " search --index " + dir + "/ok --gate x 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("has no verifier.safetensors: give --verifier FILE"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " search --index " + dir + "/ok --rerank 'the dog' 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("with the verifier F1"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -59,6 +59,22 @@ TEST(HfTokenizer, WordLevelWithOffsets) {
   EXPECT_EQ(p[2].end, 14u);
 }
 
+// Found by fuzzing: one id far past the vocabulary's size made the id table that large (1.7 GB
+// for 55,555,555 in a 3-entry vocabulary). It is refused with a message; small gaps still load.
+TEST(HfTokenizer, VocabularyIdsFarPastTheSizeAreRefused) {
+  json j = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 55555555}, {"ab", 2}, {"<unk>", 3}}}, {"merges", {"a b"}},
+                       {"unk_token", "<unk>"}}}};
+  try {
+    load(j);
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("id 55555555 of 'a' is far past the 3 entries"), std::string::npos) << e.what();
+  }
+  j["model"]["vocab"] = {{"a", 0}, {"b", 1}, {"ab", 700}, {"<unk>", 3}};
+  auto tok = load(j);
+  EXPECT_EQ(tok->encode("ab").ids, (std::vector<int32_t>{700}));
+}
+
 TEST(HfTokenizer, AddedTokensAreCutFirst) {
   auto tok = load(tiny());
   auto p = tok->tokenize("hello[SEP]world");
