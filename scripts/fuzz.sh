@@ -89,8 +89,10 @@ for t in "${TARGETS[@]}"; do
   seeds=()
   for d in "tests/fuzz/seeds/$t" "tests/fuzz/regressions/$t" "$EXTRA/$t"; do [[ -d "$d" ]] && seeds+=("$d"); done
   echo "fuzz: $t for ${SECS}s" >&2
+  max_len=8192
+  [[ $t == verifier_file || $t == safetensors ]] && max_len=16384  # small F4 files are 11-13 KB
   LLVM_PROFILE_FILE="$BUILD/prof/$t-run.profraw" "$bin" -max_total_time="$SECS" -timeout=1 -rss_limit_mb=2048 \
-    -max_len=8192 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" > "$BUILD/$t.log" 2>&1 || true
+    -max_len=$max_len -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" > "$BUILD/$t.log" 2>&1 || true
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
   speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
   peak=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
