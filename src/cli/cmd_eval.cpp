@@ -70,7 +70,7 @@ void register_retrieval(CLI::App* group) {
       ->capture_default_str()
       ->check(kPositive);
   cmd->add_option("--depth", o->r.depth, "Results kept per query in the run")->capture_default_str()->check(kPositive);
-  cmd->add_option("--k", o->ks, "Cutoffs, comma-separated")->capture_default_str();
+  cmd->add_option("-k,--k,--cutoffs", o->ks, "Cutoffs of the measures, comma-separated (nDCG@k, recall@k, ...)")->capture_default_str();
   cmd->add_option("--max-queries", o->r.max_queries, "Evaluate only the first N judged queries (0 = all)")
       ->capture_default_str();
   cmd->add_option("--run-out", o->run_out, "Write the evaluated TREC run here");

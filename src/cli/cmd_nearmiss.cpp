@@ -28,7 +28,7 @@ void register_nearmiss(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   for (nearmiss::Kind k : nearmiss::default_kinds()) o->kinds += (o->kinds.empty() ? "" : ",") + std::string(nearmiss::kind_name(k));
   auto* cmd = group->add_subcommand("generate", "Perturb each input sentence by each kind; write pairs or identity triplets");
-  cmd->add_option("--in", o->in, "Sentences, one per line ('-' = stdin)");
+  cmd->add_option("-i,--in,--input", o->in, "Sentences, one per line ('-' = stdin)");
   cmd->add_option("--source", o->source, "Instead of --in: wordnet-examples or wordnet-glosses (installed with WordNet)")
       ->check(CLI::IsMember({"wordnet-examples", "wordnet-glosses"}));
   cmd->add_option("--paraphrases", o->paraphrases,
