@@ -1,5 +1,8 @@
 #include "index/manifest.h"
 
+#include <limits>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/checksum.h"
@@ -17,6 +20,18 @@ nlohmann::json sum_to_json(const FileSum& s) { return {{"file", s.file}, {"bytes
 template <class T>
 T get(const nlohmann::json& j, const char* key, const std::string& what) {
   SIEVE_THROW_IF_NOT(j.is_object() && j.contains(key), what << ": missing field '" << key << "' (damaged manifest)");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float, or an integer out of T's range, with a plain cast (undefined
+    // behaviour for 6.4e58: found by fuzzing); a count must be a whole number that fits.
+    const nlohmann::json& v = j.at(key);
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : v.is_number_integer() && v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                (v.get<int64_t>() < 0 || static_cast<uint64_t>(v.get<int64_t>()) <=
+                                                             static_cast<uint64_t>(std::numeric_limits<T>::max()));
+    SIEVE_THROW_IF_NOT(fits, what << ": field '" << key << "' is not a whole number in range (damaged manifest)");
+    return v.get<T>();
+  }
   try {
     return j.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {

@@ -8,6 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "core/checksum.h"
+#include "core/file_util.h"
+#include <nlohmann/json.hpp>
 #include "index/manifest.h"
 #include "sieve/error.h"
 #include "support/test_util.h"
@@ -152,6 +155,23 @@ TEST(Manifest, ReformattingKeepsTheChecksum) {
   write_manifest(dir, kManifestFile, full_manifest());
   edit(dir + "/" + kManifestFile, "\"documents\": 3", "\"documents\":    3");
   EXPECT_EQ(read_manifest(dir, kManifestFile).documents, 3u);
+}
+
+// Found by fuzzing: a count too large for its type (a float to nlohmann) was converted with a
+// plain cast, undefined behaviour. A manifest whose checksum vouches for such a value is refused.
+TEST(Manifest, CountsOutOfRangeAreRefused) {
+  for (const char* bad : {"64111111111111111111111111111111111111111111111111111111111", "-3", "2.5", "1e300"}) {
+    SCOPED_TRACE(bad);
+    const std::string dir = sieve::test::make_temp_dir("manifest");
+    write_manifest(dir, kManifestFile, full_manifest());
+    nlohmann::json j = nlohmann::json::parse(sieve::read_file(dir + "/" + kManifestFile));
+    j["dim"] = nlohmann::json::parse(bad);
+    j.erase("crc32");
+    const std::string body = j.dump();
+    j["crc32"] = sieve::crc32_hex(sieve::crc32(body.data(), body.size()));
+    spit(dir + "/" + kManifestFile, j.dump(2));
+    expect_error([&] { read_manifest(dir, kManifestFile); }, "'dim' is not a whole number in range");
+  }
 }
 
 TEST(Manifest, OtherVersionIsRefused) {
