@@ -15,9 +15,12 @@ export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 second_de
 status=0
 run() {
   echo "tsan: $1 --gtest_filter=$2" >&2
-  "$BUILD/tests/unit/$1" --gtest_filter="$2" 2> "$BUILD/$(basename "$1").tsan.log" || status=1
-  reports=$(grep -c "WARNING: ThreadSanitizer" "$BUILD/$(basename "$1").tsan.log" || true)
-  echo "{\"binary\": \"$1\", \"filter\": \"$2\", \"tsan_reports\": $reports}"
+  local log="$BUILD/$(basename "$1").tsan.log" out="$BUILD/$(basename "$1").gtest.log" rc=0
+  "$BUILD/tests/unit/$1" --gtest_filter="$2" > "$out" 2> "$log" || rc=$?
+  ((rc == 0)) || status=1
+  reports=$(grep -c "WARNING: ThreadSanitizer" "$log" || true)
+  passed=$(grep -oE "PASSED  \] [0-9]+" "$out" | grep -oE "[0-9]+$" || echo 0)
+  echo "{\"binary\": \"$1\", \"filter\": \"$2\", \"exit\": $rc, \"tests_passed\": ${passed:-0}, \"tsan_reports\": $reports}"
 }
 run index/test_index 'Index.ThreadsSearchWhileAnAddCommits:Index.ReaderKeepsItsSnapshotWhileAddsCommit:Index.LeftoversOfAKilledAddLeaveTheBm25Statistics'
 run verify/test_verify_cli 'Pipeline.*'
