@@ -307,6 +307,16 @@ bool get_bool(const json& j, const char* key, bool def, const std::string& where
   return it->get<bool>();
 }
 
+int64_t get_int(const json& j, const char* key, int64_t def, int64_t lo, int64_t hi, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return def;
+  const bool whole = it->is_number_integer() && (it->is_number_unsigned()
+                                                     ? it->get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                                     : it->get<int64_t>() >= lo && it->get<int64_t>() <= hi);
+  SIEVE_THROW_IF_NOT(whole, where << "." << key << ": expected a whole number from " << lo << " to " << hi);
+  return it->get<int64_t>();
+}
+
 std::string get_string(const json& j, const char* key, const std::string& def,
                        const std::string& where) {
   auto it = j.find(key);

@@ -302,11 +302,11 @@ class HfTokenizer final : public Tokenizer {
         std::string id = hf::get_string(s, "id", "A", at + ".Sequence");
         SIEVE_THROW_IF_NOT(id == "A" || id == "B", at << ".Sequence.id: expected \"A\" or \"B\"");
         part.sequence = id == "A" ? 0 : 1;
-        part.type_id = s.value("type_id", 0);
+        part.type_id = static_cast<int>(hf::get_int(s, "type_id", 0, 0, 255, at + ".Sequence"));
       } else if (x.contains("SpecialToken")) {
         const json& s = x["SpecialToken"];
         std::string id = hf::get_string(s, "id", "", at + ".SpecialToken");
-        part.type_id = s.value("type_id", 0);
+        part.type_id = static_cast<int>(hf::get_int(s, "type_id", 0, 0, 255, at + ".SpecialToken"));
         SIEVE_THROW_IF_NOT(specials.is_object() && specials.contains(id),
                            at << ": special token '" << id
                               << "' is missing from the post-processor's special_tokens");

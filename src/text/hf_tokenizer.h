@@ -150,6 +150,8 @@ const char32_t* byte_level_alphabet();
 std::string type_of(const json& j, const std::string& where);
 const json& member(const json& j, const char* key, const std::string& where);
 bool get_bool(const json& j, const char* key, bool def, const std::string& where);
+/// An optional whole-number member in [lo, hi]; sieve::Error naming it otherwise.
+int64_t get_int(const json& j, const char* key, int64_t def, int64_t lo, int64_t hi, const std::string& where);
 std::string get_string(const json& j, const char* key, const std::string& def,
                        const std::string& where);
 /// An optional string member: empty with `present` false when absent or null.

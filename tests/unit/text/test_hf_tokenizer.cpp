@@ -75,6 +75,26 @@ TEST(HfTokenizer, VocabularyIdsFarPastTheSizeAreRefused) {
   EXPECT_EQ(tok->encode("ab").ids, (std::vector<int32_t>{700}));
 }
 
+// Found by fuzzing: a template's type_id of the wrong type escaped as nlohmann's exception
+// instead of sieve::Error (the library's contract for bad input).
+TEST(HfTokenizer, TemplateTypeIdsMustBeSmallWholeNumbers) {
+  for (const json bad : {json("[SEP]"), json(-1), json(1.5), json(1000)}) {
+    json j = {{"model", {{"type", "WordLevel"}, {"vocab", {{"a", 0}, {"[UNK]", 1}, {"[CLS]", 2}}}, {"unk_token", "[UNK]"}}},
+              {"post_processor",
+               {{"type", "TemplateProcessing"},
+                {"single", json::array({{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", bad}}}},
+                                        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                {"pair", json::array({{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                {"special_tokens", {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}}}}}}};
+    try {
+      load(j);
+      ADD_FAILURE() << "loaded with type_id " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("type_id: expected a whole number from 0 to 255"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(HfTokenizer, AddedTokensAreCutFirst) {
   auto tok = load(tiny());
   auto p = tok->tokenize("hello[SEP]world");
