@@ -350,7 +350,8 @@ bool uses_precompiled(const json& j) {
   if (!j.is_object()) return false;
   std::function<bool(const json&)> walk = [&](const json& n) {
     if (!n.is_object()) return false;
-    std::string type = n.value("type", "");
+    const auto t = n.find("type");  // (not n.value(): that throws nlohmann's error on a non-string)
+    const std::string type = t != n.end() && t->is_string() ? t->get<std::string>() : "";
     if (type == "Precompiled") {
       auto it = n.find("precompiled_charsmap");
       return it != n.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
