@@ -117,6 +117,13 @@ class Verifier {
 /// candidate (what encoding [q0, c0, q1, c1, ...] gives). One score per pair.
 std::vector<float> score_pairs(const Verifier& verifier, const std::vector<TokenStates>& states);
 
+/// Encodes every (query, candidate) pair with `encoder` (batch_size texts per pass) and scores it
+/// with `verifier`, or, when it is null, with the cosine of the two pooled unit keys (stage 1's
+/// score). What `sieve verify score` and the Python package's Verifier.score compute.
+std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    size_t batch_size = 32);
+
 /// A cosine map for display: M_ij = cos(q_i, c_j), m x n row-major, at most max_tokens per side.
 struct CosineMap {
   size_t m = 0, n = 0;

@@ -498,25 +498,7 @@ PYBIND11_MODULE(_sieve, m) {
         std::vector<float> out;
         {
           py::gil_scoped_release release;
-          std::vector<std::string> texts;
-          for (const auto& [q, c] : pairs) {
-            texts.push_back(q);
-            texts.push_back(c);
-          }
-          EncodeCall call;
-          call.token_states = v.verifier != nullptr;
-          Embeddings e = v.encoder->encode(texts, call);
-          if (v.verifier) {
-            out = score_pairs(*v.verifier, e.tokens);
-          } else {
-            for (size_t i = 0; i < pairs.size(); ++i) {
-              const float* a = &e.pooled[2 * i * e.dim];
-              const float* b = a + e.dim;
-              float dot = 0;
-              for (size_t d = 0; d < e.dim; ++d) dot += a[d] * b[d];
-              out.push_back(dot);
-            }
-          }
+          out = score_text_pairs(*v.encoder, v.verifier.get(), pairs);
         }
         return take(std::move(out), {static_cast<py::ssize_t>(pairs.size())});
       });

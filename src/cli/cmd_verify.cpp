@@ -36,28 +36,10 @@ std::unique_ptr<Verifier> load_for_model(const std::string& name, const std::str
 // Scores every pair with `verifier`, or with the pooled cosine when it is null.
 std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
                                const Verifier* verifier, const DeviceFlags& dev, size_t batch_size) {
-  const bool cosine = verifier == nullptr;
   auto enc = Encoder::load(model, dev.options());
-  std::vector<std::string> texts;
-  for (const auto& p : pairs) {
-    texts.push_back(p.sentence1);
-    texts.push_back(p.sentence2);
-  }
-  EncodeCall call;
-  call.batch_size = batch_size;
-  call.token_states = !cosine;
-  Embeddings e = enc->encode(texts, call);
-  std::vector<float> scores(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    if (cosine) {
-      double dot = 0;
-      for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[2 * i * e.dim + h]) * e.pooled[(2 * i + 1) * e.dim + h];
-      scores[i] = static_cast<float>(dot);
-    } else {
-      scores[i] = verifier->score(e.tokens[2 * i], {&e.tokens[2 * i + 1]})[0];
-    }
-  }
-  return scores;
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
+  return score_text_pairs(*enc, verifier, texts, batch_size);
 }
 
 }  // namespace

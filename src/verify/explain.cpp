@@ -38,6 +38,28 @@ std::vector<float> score_pairs(const Verifier& verifier, const std::vector<Token
   return out;
 }
 
+std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs, size_t batch_size) {
+  std::vector<std::string> texts;
+  texts.reserve(2 * pairs.size());
+  for (const auto& [q, c] : pairs) {
+    texts.push_back(q);
+    texts.push_back(c);
+  }
+  EncodeCall call;
+  call.batch_size = batch_size;
+  call.token_states = verifier != nullptr;
+  const Embeddings e = encoder.encode(texts, call);
+  if (verifier != nullptr) return score_pairs(*verifier, e.tokens);
+  std::vector<float> out(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    double dot = 0;
+    for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[2 * i * e.dim + h]) * e.pooled[(2 * i + 1) * e.dim + h];
+    out[i] = static_cast<float>(dot);
+  }
+  return out;
+}
+
 std::string explanation_json(const Explanation& x, const std::string& svg_path) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < x.map.m; ++i) {
