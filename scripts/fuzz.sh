@@ -5,6 +5,7 @@
 # or out-of-memory input (> 2 GB) is copied to tests/fuzz/regressions/<target>/, which ctest
 # replays in the normal build (test_fuzz). The corpora persist in build-fuzz/corpus between runs.
 #   scripts/fuzz.sh [SECONDS=600] [TARGET...]
+# SIEVE_FUZZ_JOBS=N runs N targets at a time (default 1; each target uses one core).
 # A benchmark-style run, not a CI test (docs/testing.md, "Fuzzing").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,9 +82,9 @@ fi
 cp models/sieve-mini/verifier.safetensors "$EXTRA/verifier_file/" 2>/dev/null || true
 
 mkdir -p "$BUILD/prof"
-for t in "${TARGETS[@]}"; do
-  bin="$BUILD/tests/fuzz/fuzz_$t"
-  [[ -x "$bin" ]] || { echo "fuzz: no target '$t'" >&2; exit 2; }
+run_target() {
+  local t="$1"
+  local bin="$BUILD/tests/fuzz/fuzz_$t" corpus artifacts seeds d max_len execs speed peak cov
   corpus="$BUILD/corpus/$t" artifacts="$BUILD/artifacts/$t"
   mkdir -p "$corpus" "$artifacts" "tests/fuzz/regressions/$t"
   seeds=()
@@ -96,7 +97,7 @@ for t in "${TARGETS[@]}"; do
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
   speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
   peak=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$' | tail -1)
-  found=0
+  local found=0 a
   for a in "$artifacts"/*; do
     [[ -f "$a" ]] || continue
     cp "$a" "tests/fuzz/regressions/$t/"
@@ -118,4 +119,14 @@ for t in "${TARGETS[@]}"; do
   echo "{\"target\": \"$t\", \"seconds\": $SECS, \"executions\": ${execs:-0}, \"execs_per_s\": ${speed:-0}," \
     "\"corpus_files\": $(find "$corpus" -type f | wc -l), \"line_coverage_pct\": $cov, \"peak_rss_mb\": ${peak:-0}," \
     "\"findings\": $found, \"files\": \"$(files_of "$t")\"}"
+}
+
+JOBS="${SIEVE_FUZZ_JOBS:-1}"
+for t in "${TARGETS[@]}"; do
+  [[ -x "$BUILD/tests/fuzz/fuzz_$t" ]] || { echo "fuzz: no target '$t'" >&2; exit 2; }
 done
+for t in "${TARGETS[@]}"; do
+  while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done
+  run_target "$t" &
+done
+wait

@@ -46,11 +46,15 @@ struct IndexBuildOptions {
   bool store_tokens = true;           ///< false: no token store (stage 2 then cannot run)
   size_t chunk_docs = 512;            ///< documents encoded and committed per step
   size_t batch_size = 32;             ///< texts per encoder forward pass
+  /// Store each chunk (logs, BM25, vector index) on a second thread while the next one is
+  /// encoded; false does the two in turn (the way to measure what the overlap saves).
+  bool overlap = true;
   bool restart = false;               ///< build: ignore an interrupted build's checkpoint
   bool force = false;                 ///< build: replace an existing index at `out`
-  /// Asked after every committed chunk; true stops the build or add with sieve::Error
-  /// ("interrupted ..."). A stopped build resumes from that chunk when run again; a stopped add
-  /// leaves the index as it was. (The Python package maps Ctrl-C to it.)
+  /// Asked on the calling thread after each chunk is encoded; true stops the build or add with
+  /// sieve::Error ("interrupted ...") once the chunks encoded so far are committed. A stopped
+  /// build resumes from there when run again; a stopped add leaves the index as it was. (The
+  /// Python package maps Ctrl-C to it.)
   std::function<bool()> interrupted;
 };
 
@@ -189,6 +193,12 @@ struct BuildReport {
   size_t resumed_from = 0;    ///< documents kept from an interrupted build (0 = fresh start)
   size_t truncated = 0;       ///< documents longer than the encoder's max length
   double encode_seconds = 0;  ///< time spent inside the encoder
+  // Where the rest of the time went (seconds in each part; with the writer overlapping the
+  // encoder, parts can sum to more than total_seconds - encode_seconds).
+  double validate_seconds = 0;  ///< reading the corpus once to check it before encoding
+  double store_seconds = 0;     ///< token codec and the corpus, key and token logs
+  double lexical_seconds = 0;   ///< the BM25 (Xapian) database, commits included
+  double vectors_seconds = 0;   ///< the vector index: training, adding the keys, saving
   double total_seconds = 0;
   std::string note;           ///< "fresh build", "resumed an interrupted build ...", "restarted: <reason>", ...
 };

@@ -215,6 +215,10 @@ py::dict report_dict(const BuildReport& r) {
   d["resumed_from"] = r.resumed_from;
   d["truncated"] = r.truncated;
   d["encode_seconds"] = r.encode_seconds;
+  d["validate_seconds"] = r.validate_seconds;
+  d["store_seconds"] = r.store_seconds;
+  d["lexical_seconds"] = r.lexical_seconds;
+  d["vectors_seconds"] = r.vectors_seconds;
   d["total_seconds"] = r.total_seconds;
   d["note"] = r.note;
   return d;

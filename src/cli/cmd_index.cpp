@@ -47,6 +47,9 @@ struct BuildFlags {
     cmd->add_option("--chunk", opt.chunk_docs, "Documents encoded per commit")
         ->capture_default_str()
         ->check(kPositive);
+    cmd->add_flag("--no-overlap{false}", opt.overlap,
+                  "Encode and store in turn instead of storing each chunk while the next is encoded "
+                  "(slower; to measure what the overlap saves)");
     cmd->add_option("--batch-size", opt.batch_size, "Texts per forward pass")
         ->capture_default_str()
         ->check(kPositive);
@@ -70,7 +73,9 @@ struct BuildFlags {
 void print_report(const BuildReport& r) {
   nlohmann::json j = {{"documents", r.documents},   {"added", r.added},
                       {"resumed_from", r.resumed_from}, {"truncated", r.truncated},
-                      {"encode_seconds", r.encode_seconds}, {"total_seconds", r.total_seconds},
+                      {"encode_seconds", r.encode_seconds}, {"validate_seconds", r.validate_seconds},
+                      {"store_seconds", r.store_seconds}, {"lexical_seconds", r.lexical_seconds},
+                      {"vectors_seconds", r.vectors_seconds}, {"total_seconds", r.total_seconds},
                       {"docs_per_second", r.total_seconds > 0 ? r.added / r.total_seconds : 0.0},
                       {"note", r.note}};
   std::printf("%s\n", j.dump().c_str());

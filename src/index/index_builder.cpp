@@ -13,9 +13,15 @@
 #include <sys/stat.h>
 #include <stdio.h>
 
+#include <omp.h>
+
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -64,70 +70,197 @@ void train_codec(TokenCodec& codec, const std::vector<TokenStates>& toks, size_t
   codec.train(sample.size() / dim, sample.data());
 }
 
+// One chunk of documents with their encodings, on its way from the encoding thread to the writer.
+struct Chunk {
+  std::vector<Document> docs;
+  Embeddings e;
+};
+
+// A bounded hand-off between the encoding thread (which pushes) and the writer (which pops).
+class ChunkQueue {
+ public:
+  explicit ChunkQueue(size_t capacity) : capacity_(capacity) {}
+  // Waits for room; false when the writer has stopped (the chunk is dropped).
+  bool push(Chunk&& c) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return q_.size() < capacity_ || stopped_; });
+    if (stopped_) return false;
+    q_.push_back(std::move(c));
+    cv_.notify_all();
+    return true;
+  }
+  // The next chunk; nullopt once the encoding thread has closed the queue and it is empty, or
+  // has stopped it.
+  std::optional<Chunk> pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !q_.empty() || closed_ || stopped_; });
+    if (q_.empty() || stopped_) return std::nullopt;
+    Chunk c = std::move(q_.front());
+    q_.pop_front();
+    cv_.notify_all();
+    return c;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  void stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Chunk> q_;
+  size_t capacity_;
+  bool closed_ = false, stopped_ = false;
+};
+
+// Stores one encoded chunk: token codes, the corpus, key and token logs, BM25, the checkpoint
+// (through `commit`) and, when given, the vector index.
+class ChunkWriter {
+ public:
+  ChunkWriter(size_t dim, const IndexBuildOptions& opt, const std::string& dir, Writers& w, Manifest& m,
+              const std::function<void(const Manifest&)>& commit, index::FaissVectorIndex* vectors)
+      : dim_(dim), opt_(opt), dir_(dir), w_(w), m_(m), commit_(commit), vectors_(vectors) {}
+
+  void write(Chunk& c) {
+    auto t0 = Clock::now();
+    std::vector<Document>& docs = c.docs;
+    Embeddings& e = c.e;
+    if (w_.codec) {
+      for (auto& t : e.tokens) normalize_rows(t.values.data(), t.length, dim_);
+      if (m_.codec.file.empty()) {  // the first chunk: train (SQ, PQ) and save the codec
+        if (!w_.codec->trained()) train_codec(*w_.codec, e.tokens, dim_, opt_.codec_train_tokens);
+        w_.codec->save(path_join(dir_, kCodecFile));
+        m_.codec = sum_file(dir_, kCodecFile);
+      }
+    }
+    SIEVE_THROW_IF_NOT(w_.corpus.state().records + docs.size() < UINT32_MAX,
+                       "an index holds at most " << UINT32_MAX - 1 << " documents");
+    const uint32_t first = static_cast<uint32_t>(w_.corpus.state().records);
+    for (size_t i = 0; i < docs.size(); ++i) {
+      std::string record = encode_document(docs[i]);
+      w_.corpus.append(record.data(), record.size());
+      w_.keys.append(e.pooled.data() + i * dim_, dim_ * sizeof(float));
+      if (w_.codec) {
+        const TokenStates& t = e.tokens[i];
+        codes_.resize(t.length * w_.codec->code_size());
+        w_.codec->encode(t.length, t.values.data(), codes_.data());
+        w_.tokens.append(codes_.data(), codes_.size());
+        m_.tokens += t.length;
+      }
+    }
+    m_.corpus = w_.corpus.sync();
+    m_.keys = w_.keys.sync();
+    if (w_.codec) m_.token_log = w_.tokens.sync();
+    auto t1 = Clock::now();
+    for (size_t i = 0; i < docs.size(); ++i) w_.lexical->put(first + static_cast<uint32_t>(i), docs[i].title, docs[i].text);
+    w_.lexical->commit();
+    auto t2 = Clock::now();
+    m_.documents = m_.corpus.records;
+    commit_(m_);
+    auto t3 = Clock::now();
+    if (vectors_ != nullptr) vectors_->add(docs.size(), e.pooled.data());
+    store_seconds += std::chrono::duration<double>(t1 - t0).count() + std::chrono::duration<double>(t3 - t2).count();
+    lexical_seconds += std::chrono::duration<double>(t2 - t1).count();
+    vectors_seconds += seconds_since(t3);
+    added += docs.size();
+  }
+
+  size_t added = 0;
+  double store_seconds = 0, lexical_seconds = 0, vectors_seconds = 0;
+
+ private:
+  size_t dim_;
+  const IndexBuildOptions& opt_;
+  const std::string& dir_;
+  Writers& w_;
+  Manifest& m_;
+  const std::function<void(const Manifest&)>& commit_;
+  index::FaissVectorIndex* vectors_;
+  std::vector<uint8_t> codes_;
+};
+
 // Encodes and stores the documents of `reader` after the first `skip`, committing each chunk
-// through `commit` with the manifest updated to what is durable.
+// through `commit` with the manifest updated to what is durable, and adding the keys to `vectors`
+// when given. The calling thread reads and encodes; a writer thread stores the chunk before, so
+// that storing, BM25 and the vector index overlap with encoding (the writer runs FAISS with one
+// OpenMP thread, the encoder keeps its own).
 void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc, const IndexBuildOptions& opt,
             const std::string& dir, Writers& w, Manifest& m, const std::function<void(const Manifest&)>& commit,
-            BuildReport& rep) {
+            index::FaissVectorIndex* vectors, BuildReport& rep) {
   Document doc;
   for (size_t i = 0; i < skip; ++i) SIEVE_THROW_IF_NOT(reader.next(doc), "the corpus has fewer documents than the checkpoint");
   Progress progress("indexing", total);
   progress.add(skip);
-  const size_t dim = enc.dim();
-  std::vector<Document> docs;
-  std::vector<std::string> texts;
-  bool more = true;
-  while (more) {
-    docs.clear();
-    texts.clear();
-    while (docs.size() < opt.chunk_docs && (more = reader.next(doc))) {
-      texts.push_back(encoder_text(doc));
-      docs.push_back(std::move(doc));
-    }
-    if (docs.empty()) break;
-    auto t0 = Clock::now();
-    EncodeCall call;
-    call.batch_size = opt.batch_size;
-    call.token_states = w.codec != nullptr;
-    Embeddings e = enc.encode(texts, call);
-    rep.encode_seconds += seconds_since(t0);
-    rep.truncated += e.truncated;
-    if (w.codec) {
-      for (auto& t : e.tokens) normalize_rows(t.values.data(), t.length, dim);
-      if (m.codec.file.empty()) {  // the first chunk: train (SQ, PQ) and save the codec
-        if (!w.codec->trained()) train_codec(*w.codec, e.tokens, dim, opt.codec_train_tokens);
-        w.codec->save(path_join(dir, kCodecFile));
-        m.codec = sum_file(dir, kCodecFile);
+  ChunkWriter writer(enc.dim(), opt, dir, w, m, commit, vectors);
+  ChunkQueue queue(1);
+  std::exception_ptr writer_error;
+  std::thread writer_thread;
+  if (opt.overlap) {
+    writer_thread = std::thread([&] {
+      omp_set_num_threads(1);
+      try {
+        while (auto c = queue.pop()) {
+          writer.write(*c);
+          progress.add(c->docs.size());
+        }
+      } catch (...) {
+        writer_error = std::current_exception();
+        queue.stop();
       }
-    }
-    std::vector<uint8_t> codes;
-    SIEVE_THROW_IF_NOT(w.corpus.state().records + docs.size() < UINT32_MAX,
-                       "an index holds at most " << UINT32_MAX - 1 << " documents");
-    for (size_t i = 0; i < docs.size(); ++i) {
-      uint32_t id = static_cast<uint32_t>(w.corpus.state().records);
-      std::string record = encode_document(docs[i]);
-      w.corpus.append(record.data(), record.size());
-      w.keys.append(e.pooled.data() + i * dim, dim * sizeof(float));
-      if (w.codec) {
-        const TokenStates& t = e.tokens[i];
-        codes.resize(t.length * w.codec->code_size());
-        w.codec->encode(t.length, t.values.data(), codes.data());
-        w.tokens.append(codes.data(), codes.size());
-        m.tokens += t.length;
-      }
-      w.lexical->put(id, docs[i].title, docs[i].text);
-    }
-    m.corpus = w.corpus.sync();
-    m.keys = w.keys.sync();
-    if (w.codec) m.token_log = w.tokens.sync();
-    w.lexical->commit();
-    m.documents = m.corpus.records;
-    rep.added += docs.size();
-    commit(m);
-    progress.add(docs.size());
-    if (more && opt.interrupted && opt.interrupted())
-      SIEVE_THROW("interrupted after " << m.documents << " documents");
+    });
   }
+  auto stop_writer = [&](bool finish) {
+    if (!opt.overlap) return;
+    finish ? queue.close() : queue.stop();
+    writer_thread.join();
+  };
+  bool interrupted = false;
+  try {
+    bool more = true;
+    while (more) {
+      Chunk c;
+      std::vector<std::string> texts;
+      while (c.docs.size() < opt.chunk_docs && (more = reader.next(doc))) {
+        texts.push_back(encoder_text(doc));
+        c.docs.push_back(std::move(doc));
+      }
+      if (c.docs.empty()) break;
+      auto t0 = Clock::now();
+      EncodeCall call;
+      call.batch_size = opt.batch_size;
+      call.token_states = w.codec != nullptr;
+      c.e = enc.encode(texts, call);
+      rep.encode_seconds += seconds_since(t0);
+      rep.truncated += c.e.truncated;
+      if (opt.overlap) {
+        if (!queue.push(std::move(c))) break;  // the writer failed
+      } else {
+        writer.write(c);
+        progress.add(c.docs.size());
+      }
+      // Asked from this (the caller's) thread: Python's check must run on the thread that called.
+      if (more && opt.interrupted && opt.interrupted()) {
+        interrupted = true;
+        break;
+      }
+    }
+  } catch (...) {
+    stop_writer(false);
+    throw;
+  }
+  stop_writer(true);
+  rep.store_seconds += writer.store_seconds;
+  rep.lexical_seconds += writer.lexical_seconds;
+  rep.vectors_seconds += writer.vectors_seconds;
+  if (writer_error) std::rethrow_exception(writer_error);
+  rep.added += writer.added;
+  if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
   progress.finish();
 }
 
@@ -210,6 +343,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   SIEVE_THROW_IF_NOT(opt.force || !fs::exists(out_dir),
                      "'" << out_dir << "' already exists (use --force to replace it, or `sieve index add`)");
   const std::string staging = out_dir + ".partial";
+  BuildReport rep;
 
   auto encoder = Encoder::load(model_dir, enc_opt);
   const size_t dim = encoder->dim();
@@ -229,12 +363,13 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
                                    {"format", int(CorpusReader::resolve(corpus_path, opt.format))}}
                         .dump();
 
+  auto t_validate = Clock::now();
   const size_t total = validate_corpus(corpus_path, opt.format, nullptr);
+  rep.validate_seconds = seconds_since(t_validate);
   m.vector_factory = resolve_vector_factory(opt.vector_factory, total, opt.auto_hnsw_threshold);
   {  // a bad factory string should fail now, not after encoding the corpus
     FaissVectorIndex probe(m.vector_factory, dim, opt.hnsw_ef_construction);
   }
-  BuildReport rep;
   // Resume or restart an interrupted build.
   std::optional<Manifest> ckpt;
   std::string reason;
@@ -293,20 +428,33 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   }
   log_info(rep.note);
 
+  // The vector index: one that needs no training (Flat, HNSW) takes each chunk's keys as it is
+  // stored; one that does (IVF, PQ) is trained and filled from the stored keys at the end.
+  FaissVectorIndex vindex(m.vector_factory, dim, opt.hnsw_ef_construction);
+  const bool incremental = !vindex.needs_training();
+  if (incremental && m.documents > 0) {  // resumed: the keys stored before the interruption
+    auto t0 = Clock::now();
+    std::vector<float> keys = read_keys(staging, m, 0);
+    vindex.add(m.documents, keys.data());
+    rep.vectors_seconds += seconds_since(t0);
+  }
   CorpusReader reader(corpus_path, opt.format);
   ingest(reader, m.documents, total, *encoder, opt, staging, w, m,
-         [&](const Manifest& cur) { write_manifest(staging, kCheckpointFile, cur); }, rep);
+         [&](const Manifest& cur) { write_manifest(staging, kCheckpointFile, cur); }, incremental ? &vindex : nullptr,
+         rep);
   SIEVE_THROW_IF_NOT(m.documents == total, "the corpus changed while it was being indexed");
 
-  // The vector index, from all stored keys.
-  std::vector<float> keys = read_keys(staging, m, 0);
-  FaissVectorIndex vindex(m.vector_factory, dim, opt.hnsw_ef_construction);
-  log_info("building vector index " + m.vector_factory + " over " + std::to_string(m.documents) + " keys");
-  vindex.train(m.documents, keys.data());
-  vindex.add(m.documents, keys.data());
+  auto t_vectors = Clock::now();
+  if (!incremental) {
+    std::vector<float> keys = read_keys(staging, m, 0);
+    log_info("building vector index " + m.vector_factory + " over " + std::to_string(m.documents) + " keys");
+    vindex.train(m.documents, keys.data());
+    vindex.add(m.documents, keys.data());
+  }
   m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
   vindex.save(path_join(staging, m.vectors.file));
   m.vectors = sum_file(staging, m.vectors.file);
+  rep.vectors_seconds += seconds_since(t_vectors);
 
   // Commit: the manifest makes the directory an index; the rename publishes it. The checkpoint
   // stays until then, so a crash before the rename resumes with nothing left to encode.
@@ -347,6 +495,8 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   auto encoder = load_encoder(model, enc_opt, &m);
   const size_t dim = m.dim;
   size_t total, text_id_offset = 0;
+  BuildReport rep;
+  auto t_validate = Clock::now();
   {
     CorpusStore store(index_dir, m.corpus);
     // Plain-text documents are numbered by line; added ones continue after the largest numeric id.
@@ -360,7 +510,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
     total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) { return store.find(id) >= 0; },
                             text_id_offset);
   }
-  BuildReport rep;
+  rep.validate_seconds = seconds_since(t_validate);
   rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
   Writers w;
   w.corpus = RecordLogWriter::reopen(index_dir, "corpus", "CORP", 0, m.corpus);
@@ -374,20 +524,20 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   w.lexical->truncate(static_cast<uint32_t>(m.documents));  // drop what an interrupted add left
   const size_t before = m.documents;
   const std::string fingerprint = corpus_fingerprint(corpus_path);
+  check_file(index_dir, m.vectors);
+  FaissVectorIndex vindex(path_join(index_dir, m.vectors.file), dim);
   CorpusReader reader(corpus_path, opt.format, text_id_offset);
-  ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, rep);
+  ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, &vindex, rep);
   // Nothing is committed yet: a corpus that changed since validation aborts here.
   SIEVE_THROW_IF_NOT(m.documents - before == total && corpus_fingerprint(corpus_path) == fingerprint,
                      "the corpus '" << corpus_path << "' changed while it was being added; nothing was added");
 
-  check_file(index_dir, m.vectors);
-  FaissVectorIndex vindex(path_join(index_dir, m.vectors.file), dim);
-  std::vector<float> keys = read_keys(index_dir, m, before);
-  vindex.add(m.documents - before, keys.data());
+  auto t_vectors = Clock::now();
   std::string old_vectors = m.vectors.file;
   m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
   vindex.save(path_join(index_dir, m.vectors.file));
   m.vectors = sum_file(index_dir, m.vectors.file);
+  rep.vectors_seconds += seconds_since(t_vectors);
   write_manifest(index_dir, kManifestFile, m);
   fsync_dir(index_dir);
   if (old_vectors != m.vectors.file) fs::remove(path_join(index_dir, old_vectors));

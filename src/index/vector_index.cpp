@@ -6,9 +6,12 @@
 #include <faiss/IndexIVF.h>
 #include <faiss/IndexPreTransform.h>
 
+#include <faiss/impl/DistanceComputer.h>
+
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <typeinfo>
 
 #include "core/file_util.h"
 #include "core/vec_math.h"
@@ -23,6 +26,47 @@ faiss::Index* core_of(faiss::Index* idx) {
   return idx;
 }
 
+// HNSW's flat storage with a vectorised distance. Debian's FAISS is built for the generic x86-64
+// target, where fvec_inner_product is its scalar reference loop (one dependent add per component);
+// HNSW construction and search spend most of their time there. This is the same IndexFlat (FAISS
+// writes it as one, so the file format does not change) whose distance computer uses dot8.
+struct FastFlatIP final : faiss::IndexFlat {
+  explicit FastFlatIP(faiss::Index::idx_t d) : faiss::IndexFlat(d, faiss::METRIC_INNER_PRODUCT) {}
+
+  struct Distance final : faiss::FlatCodesDistanceComputer {
+    explicit Distance(const FastFlatIP& s)
+        : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size), base(s.get_xb()), dim(s.d) {}
+    void set_query(const float* x) override { query = x; }
+    float distance_to_code(const uint8_t* code) override {
+      return dot8(query, reinterpret_cast<const float*>(code), dim);
+    }
+    float symmetric_dis(faiss::Index::idx_t i, faiss::Index::idx_t j) override {
+      return dot8(base + i * dim, base + j * dim, dim);
+    }
+    const float* base;
+    size_t dim;
+    const float* query = nullptr;
+  };
+
+  faiss::FlatCodesDistanceComputer* get_FlatCodesDistanceComputer() const override { return new Distance(*this); }
+};
+
+// Gives an HNSW index over exact inner-product storage the FastFlatIP storage (the vectors move,
+// nothing is copied). Other indexes are left as they are.
+void use_fast_storage(faiss::Index* index) {
+  auto* h = dynamic_cast<faiss::IndexHNSW*>(core_of(index));
+  if (h == nullptr || h->storage == nullptr || !h->own_fields) return;
+  const faiss::Index& st = *h->storage;
+  if (typeid(st) != typeid(faiss::IndexFlat) && typeid(st) != typeid(faiss::IndexFlatIP)) return;
+  auto* flat = static_cast<faiss::IndexFlat*>(h->storage);
+  if (flat->metric_type != faiss::METRIC_INNER_PRODUCT) return;
+  auto fast = std::make_unique<FastFlatIP>(flat->d);
+  fast->codes = std::move(flat->codes);
+  fast->ntotal = flat->ntotal;
+  delete h->storage;
+  h->storage = fast.release();
+}
+
 }  // namespace
 
 std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold) {
@@ -32,6 +76,7 @@ std::string resolve_vector_factory(const std::string& factory, size_t n, size_t 
 
 FaissVectorIndex::FaissVectorIndex(const std::string& factory, size_t dim, int ef_construction)
     : index_(faiss_from_factory(factory, dim)), factory_(factory) {
+  use_fast_storage(index_.get());
   if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_of(index_.get()))) h->hnsw.efConstruction = ef_construction;
 }
 
@@ -40,6 +85,7 @@ FaissVectorIndex::FaissVectorIndex(const std::string& path, size_t dim) : index_
                      "'" << path << "' holds vectors of dimension " << index_->d << ", expected " << dim);
   SIEVE_THROW_IF_NOT(index_->metric_type == faiss::METRIC_INNER_PRODUCT,
                      "'" << path << "' does not use inner product (not a sieve vector index)");
+  use_fast_storage(index_.get());
 }
 
 FaissVectorIndex::~FaissVectorIndex() = default;
