@@ -44,7 +44,7 @@ class IndexImpl final : public Index {
                                                              << " vectors, the manifest says " << m_.documents
                                                              << " (damaged index)");
     corpus_ = std::make_unique<CorpusStore>(dir, m_.corpus);
-    keys_ = RecordLogReader(dir, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
+    if (!m_.keys_in_vectors) keys_ = RecordLogReader(dir, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
     if (m_.has_tokens) tokens_ = std::make_unique<TokenStore>(dir, m_);
     lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
     SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
@@ -64,6 +64,11 @@ class IndexImpl final : public Index {
   std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
 
   std::vector<float> key(uint32_t doc) const override {
+    if (m_.keys_in_vectors) {
+      std::vector<float> k(m_.dim);
+      vectors_->reconstruct(doc, k.data());
+      return k;
+    }
     auto r = keys_.record(doc);
     SIEVE_THROW_IF_NOT(r.size == m_.dim * sizeof(float), "key record " << doc << " has the wrong size (damaged)");
     std::vector<float> k(m_.dim);
@@ -146,7 +151,7 @@ class IndexImpl final : public Index {
  private:
   void verify() const {
     corpus_->verify();
-    keys_.verify_data();
+    if (!m_.keys_in_vectors) keys_.verify_data();
     if (tokens_) tokens_->verify();
     std::ostringstream report;
     size_t errors = 0;
@@ -189,8 +194,8 @@ class IndexImpl final : public Index {
     stats_.token_code_bytes = m_.token_code_bytes;
     stats_.model_identity = m_.model_identity;
     stats_.model_path = m_.model_path;
-    std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", "keys.dat", "keys.idx",
-                                      m_.vectors.file, kLexicalDir};
+    std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", m_.vectors.file, kLexicalDir};
+    if (!m_.keys_in_vectors) parts.insert(parts.end(), {"keys.dat", "keys.idx"});
     if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", codec_file});
     for (const auto& f : parts) {
       uint64_t b = bytes_under(fs::path(dir_) / f);

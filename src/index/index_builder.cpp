@@ -50,6 +50,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 struct Writers {
   RecordLogWriter corpus, keys, tokens;
+  bool store_keys = true;  // false: the index keeps its keys in the vector index only
   std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
   std::unique_ptr<XapianLexicalWriter> lexical;
 };
@@ -145,7 +146,7 @@ class ChunkWriter {
     for (size_t i = 0; i < docs.size(); ++i) {
       std::string record = encode_document(docs[i]);
       w_.corpus.append(record.data(), record.size());
-      w_.keys.append(e.pooled.data() + i * dim_, dim_ * sizeof(float));
+      if (w_.store_keys) w_.keys.append(e.pooled.data() + i * dim_, dim_ * sizeof(float));
       if (w_.codec) {
         const TokenStates& t = e.tokens[i];
         codes_.resize(t.length * w_.codec->code_size());
@@ -155,7 +156,7 @@ class ChunkWriter {
       }
     }
     m_.corpus = w_.corpus.sync();
-    m_.keys = w_.keys.sync();
+    if (w_.store_keys) m_.keys = w_.keys.sync();
     if (w_.codec) m_.token_log = w_.tokens.sync();
     auto t1 = Clock::now();
     for (size_t i = 0; i < docs.size(); ++i) w_.lexical->put(first + static_cast<uint32_t>(i), docs[i].title, docs[i].text);
@@ -455,6 +456,10 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   vindex.save(path_join(staging, m.vectors.file));
   m.vectors = sum_file(staging, m.vectors.file);
   rep.vectors_seconds += seconds_since(t_vectors);
+  // One copy of the keys: when the vector index stores them exactly, the keys log (kept until now
+  // so that an interrupted build can rebuild the vector index) is dropped after the commit.
+  m.keys_in_vectors = vindex.holds_exact_keys();
+  if (m.keys_in_vectors) m.keys = LogState{};
 
   // Commit: the manifest makes the directory an index; the rename publishes it. The checkpoint
   // stays until then, so a crash before the rename resumes with nothing left to encode.
@@ -473,6 +478,8 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
     fs::rename(staging, out_dir);
   }
   fs::remove(path_join(out_dir, kCheckpointFile));
+  if (m.keys_in_vectors)
+    for (const char* f : {"keys.dat", "keys.idx"}) fs::remove(path_join(out_dir, f));
   fsync_dir(fs::absolute(out_dir).parent_path().string());
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
@@ -514,7 +521,8 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
   Writers w;
   w.corpus = RecordLogWriter::reopen(index_dir, "corpus", "CORP", 0, m.corpus);
-  w.keys = RecordLogWriter::reopen(index_dir, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
+  w.store_keys = !m.keys_in_vectors;
+  if (w.store_keys) w.keys = RecordLogWriter::reopen(index_dir, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
   if (m.has_tokens) {
     check_file(index_dir, m.codec);
     w.codec = TokenCodec::load(path_join(index_dir, m.codec.file), dim);

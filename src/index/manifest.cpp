@@ -60,9 +60,10 @@ void write_manifest(const std::string& dir, const std::string& name, const Manif
       {"vectors", {{"factory", m.vector_factory}, {"sum", sum_to_json(m.vectors)}}},
       {"tokens", {{"stored", m.has_tokens}, {"codec", m.token_codec}, {"code_bytes", m.token_code_bytes},
                   {"count", m.tokens}, {"codec_sum", sum_to_json(m.codec)}}},
-      {"logs", {{"corpus", log_state_to_json(m.corpus)}, {"keys", log_state_to_json(m.keys)},
-                {"tokens", log_state_to_json(m.token_log)}}},
+      {"logs", {{"corpus", log_state_to_json(m.corpus)}, {"tokens", log_state_to_json(m.token_log)}}},
   };
+  if (m.keys_in_vectors) j["keys_in_vectors"] = true;
+  else j["logs"]["keys"] = log_state_to_json(m.keys);
   if (!m.corpus_fingerprint.empty()) j["build"] = {{"corpus", m.corpus_fingerprint}, {"options", m.build_options}};
   // The checksum covers the compact dump of everything else, so any edit of the file is caught.
   j["crc32"] = crc32_hex(crc32(j.dump().data(), j.dump().size()));
@@ -82,9 +83,10 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
                      "'" << path << "' is not a sieve index manifest");
   SIEVE_THROW_IF_NOT(j.contains("version") && j["version"].is_number_unsigned(), "'" << path << "' has no version");
   uint32_t version = j["version"].get<uint32_t>();
-  SIEVE_THROW_IF_NOT(version == kIndexFormatVersion, "'" << dir << "' is an index of format version " << version
-                                                         << "; this sieve reads version " << kIndexFormatVersion
-                                                         << " (rebuild it with `sieve index build`)");
+  SIEVE_THROW_IF_NOT(version >= kOldestIndexFormatVersion && version <= kIndexFormatVersion,
+                     "'" << dir << "' is an index of format version " << version << "; this sieve reads versions "
+                         << kOldestIndexFormatVersion << " to " << kIndexFormatVersion
+                         << " (rebuild it with `sieve index build`)");
   SIEVE_THROW_IF_NOT(j.contains("crc32") && j["crc32"].is_string(), "'" << path << "' has no checksum (damaged)");
   std::string want = j["crc32"].get<std::string>();
   j.erase("crc32");
@@ -112,7 +114,8 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     m.codec = sum_from_json(tok.at("codec_sum"), what);
     const auto& logs = j.at("logs");
     m.corpus = log_state_from_json(logs.at("corpus"), what + " corpus log");
-    m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
+    if (j.contains("keys_in_vectors")) m.keys_in_vectors = get<bool>(j, "keys_in_vectors", what);
+    if (!m.keys_in_vectors) m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
     m.token_log = log_state_from_json(logs.at("tokens"), what + " tokens log");
     if (j.contains("build")) {
       m.corpus_fingerprint = get<std::string>(j["build"], "corpus", what);
@@ -121,7 +124,7 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
   } catch (const nlohmann::json::exception& e) {
     SIEVE_THROW(what << ": unexpected structure (damaged manifest): " << e.what());
   }
-  SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && m.keys.records == m.documents &&
+  SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && (m.keys_in_vectors || m.keys.records == m.documents) &&
                          (!m.has_tokens || m.token_log.records == m.documents),
                      what << ": record counts disagree (damaged manifest)");
   return m;

@@ -10,7 +10,10 @@
 
 namespace sieve::index {
 
-constexpr uint32_t kIndexFormatVersion = 1;
+/// Version 2 may keep the pooled keys only inside the vector index (`keys_in_vectors`); version 1
+/// indexes (always a keys log) are still read.
+constexpr uint32_t kIndexFormatVersion = 2;
+constexpr uint32_t kOldestIndexFormatVersion = 1;
 constexpr const char* kManifestFile = "manifest.json";
 constexpr const char* kCheckpointFile = "checkpoint.json";
 constexpr const char* kCodecFile = "codec.faiss";
@@ -35,6 +38,9 @@ struct Manifest {
   // dense keys
   std::string vector_factory;
   FileSum vectors;  ///< empty file name in a checkpoint (built at the end)
+  /// The keys live only in the vector index, whose storage holds them exactly (Flat, HNSW over
+  /// Flat): there is no keys log and `keys` is empty. False in checkpoints and version 1.
+  bool keys_in_vectors = false;
   // token store
   bool has_tokens = false;
   std::string token_codec;   ///< FAISS factory string of the codec

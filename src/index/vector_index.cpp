@@ -182,6 +182,19 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
   });
 }
 
+bool FaissVectorIndex::holds_exact_keys() const {
+  const faiss::Index* storage = index_.get();
+  if (const auto* h = dynamic_cast<const faiss::IndexHNSW*>(storage)) storage = h->storage;
+  const auto* flat = dynamic_cast<const faiss::IndexFlat*>(storage);
+  return flat != nullptr && flat->metric_type == faiss::METRIC_INNER_PRODUCT;
+}
+
+void FaissVectorIndex::reconstruct(size_t i, float* out) const {
+  SIEVE_THROW_IF_NOT(i < size(), "key " << i << " is out of range (" << size() << " vectors)");
+  faiss_call("cannot read key " + std::to_string(i) + " from the vector index '" + factory_ + "'",
+             [&] { index_->reconstruct(static_cast<int64_t>(i), out); });
+}
+
 void FaissVectorIndex::save(const std::string& path) const { faiss_write_file(*index_, path); }
 
 }  // namespace sieve::index

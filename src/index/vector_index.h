@@ -51,6 +51,12 @@ class FaissVectorIndex : public VectorIndex {
   void train(size_t n, const float* x);
   /// Adds `n` vectors with labels size()..size()+n-1.
   void add(size_t n, const float* x);
+  /// True when the index stores the keys exactly (Flat, HNSW over Flat), so that reconstruct()
+  /// gives back what was added, bit for bit.
+  bool holds_exact_keys() const;
+  /// Writes key `i` (dim floats) to `out`; with holds_exact_keys() false, an approximation or
+  /// sieve::Error when the index cannot reconstruct.
+  void reconstruct(size_t i, float* out) const;
   /// Writes the index atomically.
   void save(const std::string& path) const;
 

@@ -70,7 +70,13 @@ TEST(Index, RoundTripDocumentsKeysAndTokens) {
       for (size_t h = 0; h < e.dim; ++h)
         ASSERT_NEAR(t.values[r0 * e.dim + h], e.tokens[i].values[r0 * e.dim + h] / std::sqrt(ss), 1e-5);
     }
+    std::vector<float> key = idx->key(i);  // read back from the Flat vector index
+    ASSERT_EQ(key.size(), e.dim);
+    for (size_t h = 0; h < e.dim; ++h) ASSERT_NEAR(key[h], e.pooled[i * e.dim + h], 1e-5);
   }
+  // One copy of the keys: Flat holds them exactly, so no keys log is kept.
+  EXPECT_FALSE(fs::exists(dir + "/ix/keys.dat"));
+  EXPECT_FALSE(fs::exists(dir + "/ix/keys.idx"));
   EXPECT_EQ(idx->find("nope"), -1);
   EXPECT_THROW(idx->document(60), Error);
 
@@ -170,8 +176,7 @@ TEST(Index, OverlappedWriterStoresWhatTurnByTurnStores) {
   EXPECT_EQ(b.added, 90u);
   EXPECT_GT(a.encode_seconds, 0);
   EXPECT_GT(a.lexical_seconds, 0);
-  for (const char* f : {"corpus.dat", "corpus.idx", "keys.dat", "keys.idx", "tokens.dat", "tokens.idx",
-                        "vectors.90.faiss"}) {
+  for (const char* f : {"corpus.dat", "corpus.idx", "tokens.dat", "tokens.idx", "vectors.90.faiss"}) {
     EXPECT_TRUE(read_file(dir + "/overlap/" + f) == read_file(dir + "/turns/" + f)) << f;
   }
   auto x = Index::open(dir + "/overlap"), y = Index::open(dir + "/turns");
@@ -202,6 +207,7 @@ TEST(Index, InterruptedBuildCommitsWhatWasEncodedAndResumes) {
   BuildReport r = build_index(model_dir(), corpus, dir + "/ix", o);
   EXPECT_EQ(r.resumed_from, 48u);
   EXPECT_EQ(r.added, 52u);
+  EXPECT_FALSE(fs::exists(dir + "/ix/keys.dat"));  // HNSW over Flat holds the keys
   auto ix = Index::open(dir + "/ix");
   ASSERT_EQ(ix->size(), 100u);
   // Documents from both sides of the stop are found first by their own text (the graph holds all).
@@ -428,7 +434,7 @@ TEST(IndexBadInput, OtherModelAndOtherVersion) {
   std::string manifest = dir + "/ix/manifest.json";
   std::ifstream in(manifest);
   std::string text((std::istreambuf_iterator<char>(in)), {});
-  size_t at = text.find("\"version\": 1");
+  size_t at = text.find("\"version\": 2");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 12, "\"version\": 9");
   write_text(manifest, text);
@@ -462,7 +468,7 @@ TEST(IndexBadInput, DamagedFiles) {
     EXPECT_NE(error_of([&] { idx->tokens(0); }).find("damaged"), std::string::npos);
   }
   // Files whose damage is caught at open.
-  for (const char* file : {"vectors.40.faiss", "corpus.idx", "tokens.idx", "keys.idx", "codec.faiss", "manifest.json"}) {
+  for (const char* file : {"vectors.40.faiss", "corpus.idx", "tokens.idx", "codec.faiss", "manifest.json"}) {
     std::string ix = fresh(std::string("open_") + file);
     flip_byte(ix + "/" + file, fs::file_size(ix + "/" + file) / 2);
     std::string err = error_of([&] { Index::open(ix); });
@@ -476,8 +482,16 @@ TEST(IndexBadInput, DamagedFiles) {
   }
   {  // a missing file
     std::string ix = fresh("missing");
-    fs::remove(ix + "/keys.dat");
+    fs::remove(ix + "/corpus.dat");
     EXPECT_NE(error_of([&] { Index::open(ix); }), "");
+  }
+  {  // the keys log, kept where the vector index does not hold the keys exactly (IVF)
+    IndexBuildOptions o = small_opts();
+    o.vector_factory = "IVF2,Flat";
+    build_index(model_dir(), corpus, dir + "/ivf", o);
+    ASSERT_TRUE(fs::exists(dir + "/ivf/keys.dat"));
+    flip_byte(dir + "/ivf/keys.idx", fs::file_size(dir + "/ivf/keys.idx") / 2);
+    EXPECT_NE(error_of([&] { Index::open(dir + "/ivf"); }).find("damaged"), std::string::npos);
   }
   {  // the BM25 database
     std::string ix = fresh("lexical");

@@ -177,8 +177,42 @@ TEST(Manifest, CountsOutOfRangeAreRefused) {
 TEST(Manifest, OtherVersionIsRefused) {
   const std::string dir = sieve::test::make_temp_dir("manifest");
   write_manifest(dir, kManifestFile, full_manifest());
-  edit(dir + "/" + kManifestFile, "\"version\": 1", "\"version\": 2");
-  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 2");
+  edit(dir + "/" + kManifestFile, "\"version\": 2", "\"version\": 3");
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 3");
+  edit(dir + "/" + kManifestFile, "\"version\": 3", "\"version\": 0");
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 0");
+}
+
+// Version 1 (always a keys log) is still read; version 2 may keep the keys in the vector index
+// only, and then writes no keys log and needs none to agree with the document count.
+TEST(Manifest, Version1IsReadAndKeysInVectorsHaveNoLog) {
+  const std::string dir = sieve::test::make_temp_dir("manifest");
+  write_manifest(dir, kManifestFile, full_manifest());
+  auto j = nlohmann::json::parse(slurp(dir + "/" + kManifestFile));
+  j["version"] = 1;
+  j.erase("crc32");
+  j["crc32"] = sieve::crc32_hex(sieve::crc32(j.dump().data(), j.dump().size()));
+  spit(dir + "/" + kManifestFile, j.dump(2));
+  Manifest old = read_manifest(dir, kManifestFile);
+  EXPECT_FALSE(old.keys_in_vectors);
+  expect_log_state(old.keys, 3, 4640, 0x33333333, 0x44444444);
+
+  Manifest m = full_manifest();
+  m.keys_in_vectors = true;
+  m.keys = LogState{};
+  write_manifest(dir, kManifestFile, m);
+  const std::string text = slurp(dir + "/" + kManifestFile);
+  EXPECT_EQ(nlohmann::json::parse(text)["logs"].count("keys"), 0u) << text;
+  Manifest back = read_manifest(dir, kManifestFile);
+  EXPECT_TRUE(back.keys_in_vectors);
+  EXPECT_EQ(back.keys.records, 0u);
+  // Without the flag, the missing keys log is damage.
+  auto k = nlohmann::json::parse(text);
+  k.erase("keys_in_vectors");
+  k.erase("crc32");
+  k["crc32"] = sieve::crc32_hex(sieve::crc32(k.dump().data(), k.dump().size()));
+  spit(dir + "/" + kManifestFile, k.dump(2));
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "damaged manifest");
 }
 
 TEST(Manifest, MissingOrForeignFiles) {
