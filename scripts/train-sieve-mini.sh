@@ -96,7 +96,7 @@ step verifier "$WORK/verifier/verifier.safetensors" "$S" train verifier --model 
   --seed "$SEED" --log-every 20 --threads "$THREADS" --out "$WORK/verifier"
 # 7. Export: the end-to-end encoder (Model A after the verifier's phase) in float16. It is the
 #    encoder that ships; the identity-trained verifier goes with it only until step 9.
-step export "$WORK/export/config.json" "$S" model export --in "$WORK/verifier/encoder" \
+step export "$WORK/export/config.json" "$S" model export --model "$WORK/verifier/encoder" \
   --verifier "$WORK/verifier/verifier.safetensors" --out "$WORK/export"
 # 8. The shipped verifier: F4 on the exported encoder's frozen token states, trained on triplets
 #    whose positives are meaning-preserving rewrites (synonym, passive, contraction, coordination,

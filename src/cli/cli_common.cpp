@@ -176,6 +176,17 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
                                            : " (RRF, k " + std::to_string(p.rrf_k) + ")";
     log_info(what + ", as the model folder recommends (--mode overrides)");
   }
+  // Knobs of a fusion that does not run are said to be ignored rather than silently dropped.
+  const bool hybrid = p.mode == SearchMode::Hybrid;
+  auto ignored = [&](const char* flag, bool applies, const char* where) {
+    if (given_flag(flag) && !applies)
+      log_warn(std::string(flag) + " applies only to " + where + "; ignored with mode " + search_mode_name(p.mode) +
+               (hybrid ? std::string(" and ") + (p.fusion == Fusion::Weighted ? "weighted" : "rrf") + " fusion" : ""));
+  };
+  ignored("--dense-weight", hybrid && p.fusion == Fusion::Weighted, "hybrid search with weighted fusion");
+  ignored("--rrf-k", hybrid && p.fusion == Fusion::Rrf, "hybrid search with rrf fusion");
+  ignored("--fusion", hybrid, "hybrid search");
+  ignored("--fusion-depth", hybrid, "hybrid search");
 }
 
 }  // namespace sieve::cli

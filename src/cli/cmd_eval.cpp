@@ -69,7 +69,7 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
       ->check(kPositive);
-  cmd->add_option("--depth", o->r.depth, "Results kept per query in the run")->capture_default_str()->check(kPositive);
+  cmd->add_option("--run-depth", o->r.depth, "Results kept per query in the run (scored and written by --run-out)")->capture_default_str()->check(kPositive);
   cmd->add_option("-k,--k,--cutoffs", o->ks, "Cutoffs of the measures, comma-separated (nDCG@k, recall@k, ...)")->capture_default_str();
   cmd->add_option("--max-queries", o->r.max_queries, "Evaluate only the first N judged queries (0 = all)")
       ->capture_default_str();

@@ -26,7 +26,7 @@ void register_tradeoff(CLI::App* group) {
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(
       "tradeoff", "Model A vs Model B (+ structural negatives): train per seed, evaluate zero-shot, aggregate");
-  cmd->add_option("--backbone", o->t.backbone, "Model directory to fine-tune")->required();
+  cmd->add_option("-m,--model,--backbone", o->t.backbone, "Model directory to fine-tune (the backbone)")->required();
   cmd->add_option("--train", o->t.train, "Model A data: triplet/pair files or BEIR folders (train qrels); repeatable")
       ->required();
   cmd->add_option("--structural", o->t.structural,
@@ -77,7 +77,7 @@ void register_verifiers(CLI::App* group) {
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(
       "verifiers", "F0-F4, frozen and end to end: train per seed, evaluate reranking and near-miss rejection");
-  cmd->add_option("--encoder", o->v.encoder, "Encoder model directory")->required();
+  cmd->add_option("-m,--model,--encoder", o->v.encoder, "Encoder model directory")->required();
   cmd->add_option("--train", o->v.train,
                   "Verifier training triplets, or pairs read as identity triplets (default: near-misses generated "
                   "from WordNet's example sentences)");

@@ -89,12 +89,12 @@ void register_model(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "export", "Copy a model folder with float16 weights, without the MLM head, and write its manifest.json");
-    cmd->add_option("--in", o->in, "Model folder to export")->required();
+    cmd->add_option("-m,--model,--in", o->in, "Model folder to export")->required();
     cmd->add_option("-o,--out", o->out, "New folder to write")->required();
     cmd->add_flag("--fp32", o->fp32, "Keep float32 weights");
     cmd->add_flag("--keep-mlm-head", o->keep_head, "Keep the cls.* (MLM head) tensors");
     cmd->add_option("--verifier", o->verifier,
-                    "A verifier file of the --in encoder: stored as OUT/verifier.safetensors for the exported one");
+                    "A verifier file of the --model encoder: stored as OUT/verifier.safetensors for the exported one");
     on_run(cmd, [o] {
       o->e.fp16 = !o->fp32;
       o->e.drop_mlm_head = !o->keep_head;

@@ -128,7 +128,7 @@ void register_search(CLI::App& app) {
                   "dense, bm25 or hybrid (default: what the index's model folder recommends, else dense)")
       ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
   cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(kPositive);
-  cmd->add_option("--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
+  cmd->add_option("--fusion-depth,--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
       ->check(kNonNegative);
   cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
       ->check(CLI::IsMember({"rrf", "weighted"}));
