@@ -103,11 +103,13 @@ run_target() {
     cp "$a" "tests/fuzz/regressions/$t/"
     found=$((found + 1))
   done
-  # Coverage of the final corpus (one pass, no mutation).
+  # Coverage of the final corpus and the seeds (one pass, no mutation).
   cov="null"
   if [[ -n "$PROFDATA" && -n "$LLVMCOV" ]]; then
     rm -f "$BUILD/prof/$t-cov.profraw"
-    LLVM_PROFILE_FILE="$BUILD/prof/$t-cov.profraw" "$bin" -runs=0 "$corpus" >/dev/null 2>&1 || true
+    # The seeds too: libFuzzer keeps in $corpus only inputs that add coverage to what the seeds
+    # (read from their own folders) reach, so the corpus alone misses the seeds' lines.
+    LLVM_PROFILE_FILE="$BUILD/prof/$t-cov.profraw" "$bin" -runs=0 "$corpus" "${seeds[@]}" >/dev/null 2>&1 || true
     if [[ -f "$BUILD/prof/$t-cov.profraw" ]]; then
       "$PROFDATA" merge -sparse "$BUILD/prof/$t-cov.profraw" -o "$BUILD/prof/$t.profdata"
       # shellcheck disable=SC2046

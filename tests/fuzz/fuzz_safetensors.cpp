@@ -1,7 +1,8 @@
 // safetensors files on arbitrary bytes: the 8-byte header length, the JSON header (dtypes, shapes,
 // offsets, __metadata__) and the data they point into. Every tensor of a file that opens must lie
-// inside it.
+// inside it, and a small one converts to as many floats as it has elements.
 #include <cstdlib>
+#include <vector>
 
 #include "fuzz_target.h"
 #include "sieve/safetensors.h"
@@ -17,6 +18,11 @@ SIEVE_FUZZ_TARGET(safetensors) {
       for (size_t i = 0; i < t.nbytes; i += 4096) sink ^= bytes[i];
       if (t.nbytes > 0) sink ^= bytes[t.nbytes - 1];
       (void)sink;
+      // Small tensors are also converted to float (every dtype's loader; F16/BF16 decoding).
+      if (t.numel() <= 4096 && f->contains(name)) {
+        std::vector<float> v = t.to_float();
+        if (v.size() != static_cast<size_t>(t.numel())) std::abort();
+      }
     }
   });
   return 0;
