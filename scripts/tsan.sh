@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the concurrency tests under ThreadSanitizer: readers searching while an add commits (threads
-# and processes), stage 2's parallel decoding and maps (the pipeline tests), and the server's
+# and processes), the build's writer thread beside the encoder (builds, a stopped build, an add),
+# stage 2's parallel decoding and maps (the pipeline tests), and the server's
 # concurrent clients, several encoder workers and live documents. Builds the three test binaries
 # in build-tsan/ (-DSIEVE_TSAN=ON); suppressions for the uninstrumented third-party runtimes are
 # in tests/tsan.supp (docs/testing.md says why each is there). Exit status: 0 when no report.
@@ -22,7 +23,7 @@ run() {
   passed=$(grep -oE "PASSED  \] [0-9]+" "$out" | grep -oE "[0-9]+$" || echo 0)
   echo "{\"binary\": \"$1\", \"filter\": \"$2\", \"exit\": $rc, \"tests_passed\": ${passed:-0}, \"tsan_reports\": $reports}"
 }
-run index/test_index 'Index.ThreadsSearchWhileAnAddCommits:Index.ReaderKeepsItsSnapshotWhileAddsCommit:Index.LeftoversOfAKilledAddLeaveTheBm25Statistics'
+run index/test_index 'Index.ThreadsSearchWhileAnAddCommits:Index.ReaderKeepsItsSnapshotWhileAddsCommit:Index.LeftoversOfAKilledAddLeaveTheBm25Statistics:Index.OverlappedWriterStoresWhatTurnByTurnStores:Index.InterruptedBuildCommitsWhatWasEncodedAndResumes:Index.AddEqualsBuildingAtOnce'
 run verify/test_verify_cli 'Pipeline.*'
 run serve/test_serve 'ServeTest.ConcurrentClientsGetTheSequentialAnswers:ServeTest.SeveralEncoderWorkersGiveTheSameAnswers:ServeDocuments.*:ServeBatching.*'
 exit $status
