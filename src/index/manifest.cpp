@@ -79,7 +79,7 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
   } catch (const nlohmann::json::exception& e) {
     SIEVE_THROW("'" << path << "' is not valid JSON (damaged): " << e.what());
   }
-  SIEVE_THROW_IF_NOT(j.is_object() && j.value("format", "") == kFormatName,
+  SIEVE_THROW_IF_NOT(j.is_object() && j.contains("format") && j["format"].is_string() && j["format"] == kFormatName,
                      "'" << path << "' is not a sieve index manifest");
   SIEVE_THROW_IF_NOT(j.contains("version") && j["version"].is_number_unsigned(), "'" << path << "' has no version");
   uint32_t version = j["version"].get<uint32_t>();

@@ -49,6 +49,14 @@ bool get_flag(const json& j, const char* key, bool def, const std::string& sourc
   return j[key].get<bool>();
 }
 
+// A string field that may be absent or null (then ""); of another type it is an error, not
+// nlohmann's exception (modules.json's "type" and "path").
+std::string get_string(const json& j, const char* key, const std::string& source) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  SIEVE_THROW_IF_NOT(j[key].is_string(), source << ": '" << key << "' must be a string");
+  return j[key].get<std::string>();
+}
+
 double get_positive(const json& j, const char* key, double def, const std::string& source) {
   if (!j.contains(key) || j[key].is_null()) return def;
   SIEVE_THROW_IF_NOT(j[key].is_number() && j[key].get<double>() > 0, source << ": '" << key << "' must be a positive number");
@@ -237,8 +245,8 @@ ModelInfo read_model_info(const std::string& dir) {
     SIEVE_THROW_IF_NOT(!m.is_discarded() && m.is_array(), modules_path << ": expected a JSON array of modules");
     for (const auto& mod : m) {
       SIEVE_THROW_IF_NOT(mod.is_object(), modules_path << ": each module must be an object");
-      std::string type = mod.value("type", "");
-      std::string path = mod.value("path", "");
+      std::string type = get_string(mod, "type", modules_path);
+      std::string path = get_string(mod, "path", modules_path);
       if (type.find("Pooling") != std::string::npos && !path.empty()) pooling_dir = path_join(dir, path);
       if (type.find("Normalize") != std::string::npos) info.normalize_module = true;
     }
@@ -247,10 +255,11 @@ ModelInfo read_model_info(const std::string& dir) {
   if (is_file(pooling_cfg)) {
     json p = parse_json(read_file(pooling_cfg), pooling_cfg);
     int modes = 0;
-    if (p.value("pooling_mode_cls_token", false)) { info.pooling = Pooling::Cls; ++modes; }
-    if (p.value("pooling_mode_mean_tokens", false)) { info.pooling = Pooling::Mean; ++modes; }
-    if (p.value("pooling_mode_lasttoken", false)) { info.pooling = Pooling::LastToken; ++modes; }
-    SIEVE_THROW_IF_NOT(!p.value("pooling_mode_max_tokens", false) && !p.value("pooling_mode_mean_sqrt_len_tokens", false),
+    auto mode = [&](const char* key) { return get_flag(p, key, false, pooling_cfg); };
+    if (mode("pooling_mode_cls_token")) { info.pooling = Pooling::Cls; ++modes; }
+    if (mode("pooling_mode_mean_tokens")) { info.pooling = Pooling::Mean; ++modes; }
+    if (mode("pooling_mode_lasttoken")) { info.pooling = Pooling::LastToken; ++modes; }
+    SIEVE_THROW_IF_NOT(!mode("pooling_mode_max_tokens") && !mode("pooling_mode_mean_sqrt_len_tokens"),
                        pooling_cfg << ": max and mean_sqrt_len pooling are not supported (cls, mean, last)");
     SIEVE_THROW_IF_NOT(modes == 1, pooling_cfg << ": expected exactly one of pooling_mode_cls_token, "
                                                   "pooling_mode_mean_tokens, pooling_mode_lasttoken");

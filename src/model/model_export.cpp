@@ -91,18 +91,23 @@ std::vector<std::string> check_manifest(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not valid JSON (" + e.what() + ")");
   }
-  SIEVE_THROW_IF_NOT(m.value("format", "") == "sieve-manifest" && m.value("version", 0) == 1,
+  SIEVE_THROW_IF_NOT(m.is_object() && m.contains("format") && m["format"] == "sieve-manifest" && m.contains("version") &&
+                         m["version"] == 1 && m.contains("files") && m["files"].is_object(),
                      path << ": not a version-1 sieve manifest");
   std::vector<std::string> problems;
-  const auto& files = m.at("files");
-  for (const auto& [rel, want] : files.items()) {
-    const std::string p = path_join(dir, rel);
-    if (!is_file(p)) {
-      problems.push_back(rel + ": missing");
-      continue;
+  const auto& files = m["files"];
+  try {
+    for (const auto& [rel, want] : files.items()) {
+      const std::string p = path_join(dir, rel);
+      if (!is_file(p)) {
+        problems.push_back(rel + ": missing");
+        continue;
+      }
+      if (fs::file_size(p) != want.at("bytes").get<uint64_t>()) problems.push_back(rel + ": size differs");
+      else if (crc32_hex(crc32_file(p)) != want.at("crc32").get<std::string>()) problems.push_back(rel + ": checksum differs");
     }
-    if (fs::file_size(p) != want.at("bytes").get<uint64_t>()) problems.push_back(rel + ": size differs");
-    else if (crc32_hex(crc32_file(p)) != want.at("crc32").get<std::string>()) problems.push_back(rel + ": checksum differs");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": damaged manifest (" + e.what() + ")");
   }
   for (const auto& rel : model_files(dir))
     if (!files.contains(rel)) problems.push_back(rel + ": not in the manifest");

@@ -128,17 +128,50 @@ class VerifierImpl final : public Verifier {
 
 }  // namespace
 
+namespace {
+
+// The sizes a verifier file (or a caller) can get wrong, checked before libtorch builds the layers:
+// its own checks throw c10::Error or terminate (a dropout of 5.1 did, found by fuzzing) instead
+// of naming the field, and absurd sizes would allocate gigabytes.
+void check_config(const VerifierConfig& c) {
+  auto in = [](double v, double lo, double hi) { return v >= lo && v <= hi; };  // false for NaN
+  SIEVE_THROW_IF_NOT(c.max_tokens >= 1 && c.max_tokens <= 4096, "max_tokens must be 1 to 4096, not " << c.max_tokens);
+  SIEVE_THROW_IF_NOT(c.encoder_dim <= 65536, "encoder_dim must be at most 65536, not " << c.encoder_dim);
+  if (c.kind == VerifierKind::F3) {
+    const F3Options& o = c.f3;
+    SIEVE_THROW_IF_NOT(in(o.hidden, 1, 4096) && in(o.mlp_hidden, 1, 65536) && in(o.kernel, 1, 31) && in(o.blocks, 0, 64),
+                       "F3 sizes out of range (hidden 1-4096, mlp_hidden 1-65536, kernel 1-31, blocks 0-64): "
+                           << o.hidden << ", " << o.mlp_hidden << ", " << o.kernel << ", " << o.blocks);
+    SIEVE_THROW_IF_NOT(in(o.dropout, 0, 1) && o.dropout < 1, "F3 dropout must be in [0, 1), not " << o.dropout);
+  }
+  if (c.kind == VerifierKind::F4) {
+    const F4Options& o = c.f4;
+    SIEVE_THROW_IF_NOT(in(o.width, 1, 65536) && in(o.layers, 0, 64) && in(o.heads, 1, 256) && in(o.ff, 1, 65536) &&
+                           in(o.patch, 1, static_cast<double>(c.max_tokens)),
+                       "F4 sizes out of range (width 1-65536, layers 0-64, heads 1-256, ff 1-65536, patch 1-max_tokens): "
+                           << o.width << ", " << o.layers << ", " << o.heads << ", " << o.ff << ", " << o.patch);
+    SIEVE_THROW_IF_NOT(o.width % o.heads == 0, "F4 width " << o.width << " is not a multiple of its " << o.heads << " heads");
+    SIEVE_THROW_IF_NOT(in(o.dropout, 0, 1) && o.dropout < 1, "F4 dropout must be in [0, 1), not " << o.dropout);
+  }
+}
+
+}  // namespace
+
 namespace verify {
 
 VerifierModule::VerifierModule(VerifierConfig c, uint64_t seed) : c_(std::move(c)) {
-  SIEVE_THROW_IF_NOT(c_.max_tokens > 0, "max_tokens must be positive");
   if (c_.kind == VerifierKind::F4 && c_.f4.width == 0) c_.f4.width = static_cast<int>(c_.encoder_dim);
+  check_config(c_);
   if (c_.kind == VerifierKind::F3 || c_.kind == VerifierKind::F4) {
     SIEVE_THROW_IF_NOT(c_.encoder_dim > 0, "a learned verifier needs the encoder width (encoder_dim)");
     at::manual_seed(seed);
     const auto S = static_cast<int64_t>(c_.max_tokens);
-    if (c_.kind == VerifierKind::F3) module_ = F3Cnn(c_.f3, S).ptr();
-    else module_ = F4Transformer(c_.f4, S).ptr();
+    try {
+      if (c_.kind == VerifierKind::F3) module_ = F3Cnn(c_.f3, S).ptr();
+      else module_ = F4Transformer(c_.f4, S).ptr();
+    } catch (const c10::Error& e) {
+      SIEVE_THROW("invalid verifier config: " << e.what_without_backtrace());
+    }
     module_->eval();
   }
 }

@@ -222,6 +222,8 @@ TEST(Manifest, MissingOrForeignFiles) {
   expect_error([&] { read_manifest(dir, kManifestFile); }, "not valid JSON");
   spit(dir + "/" + kManifestFile, "{\"format\": \"something-else\", \"version\": 1}\n");
   expect_error([&] { read_manifest(dir, kManifestFile); }, "not a sieve index manifest");
+  spit(dir + "/" + kManifestFile, "{\"format\": 8556543, \"version\": 1}\n");  // found by fuzzing
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "not a sieve index manifest");
   spit(dir + "/" + kManifestFile, "{\"format\": \"sieve-index\", \"version\": 1}\n");
   expect_error([&] { read_manifest(dir, kManifestFile); }, "no checksum");
 }

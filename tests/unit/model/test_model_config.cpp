@@ -91,6 +91,12 @@ TEST(ModelInfo, ReadsSentenceTransformersFiles) {
   EXPECT_THROW(read_model_info(dir), Error);
   write(dir + "/pool/config.json", R"({"pooling_mode_cls_token":true,"pooling_mode_mean_tokens":true})");
   EXPECT_THROW(read_model_info(dir), Error);
+  // Fields of the wrong type are sieve errors naming the file, not nlohmann's exceptions.
+  write(dir + "/pool/config.json", R"({"pooling_mode_cls_token":"yes"})");
+  test::expect_error([&] { read_model_info(dir); }, "'pooling_mode_cls_token' must be true or false");
+  write(dir + "/pool/config.json", R"({"pooling_mode_cls_token":true})");
+  write(dir + "/modules.json", R"([{"idx":1,"path":"pool","type":5}])");
+  test::expect_error([&] { read_model_info(dir); }, "modules.json: 'type' must be a string");
 }
 
 TEST(ModelInfo, MissingPiecesAreNamed) {

@@ -103,6 +103,11 @@ TEST_F(ModelExport, ManifestCheckFindsTamperingMissingAndExtraFiles) {
   EXPECT_TRUE(has("extra.txt: not in the manifest"));
   EXPECT_EQ(problems.size(), 3u);
   expect_error([&] { export_model(src_, out); }, "exists");
+  // A manifest of the wrong shape is a sieve error naming it, not nlohmann's exception.
+  std::ofstream(out + "/manifest.json") << R"({"format": 7, "version": 1, "files": {}})";
+  expect_error([&] { check_manifest(out); }, "not a version-1 sieve manifest");
+  std::ofstream(out + "/manifest.json") << R"({"format": "sieve-manifest", "version": 1, "files": {"vocab.txt": 3}})";
+  expect_error([&] { check_manifest(out); }, "damaged manifest");
 }
 
 TEST_F(ModelExport, CliRebindsAVerifierToTheExportedEncoder) {

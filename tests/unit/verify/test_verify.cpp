@@ -269,6 +269,30 @@ TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
   EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
 }
 
+// Sizes out of range are refused with the field named, before libtorch builds anything (a file
+// with F4 dropout 5.1 made libtorch terminate the process: found by fuzzing).
+TEST(Verifiers, OutOfRangeSizesAreNamed) {
+  VerifierConfig c = config(VerifierKind::F4, 32);
+  c.f4.dropout = 5.1;
+  test::expect_error([&] { Verifier::create(c); }, "F4 dropout must be in [0, 1), not 5.1");
+  c = config(VerifierKind::F4, 32);
+  c.f4.width = 30;
+  c.f4.heads = 4;
+  test::expect_error([&] { Verifier::create(c); }, "not a multiple of its 4 heads");
+  c = config(VerifierKind::F4, 32);
+  c.f4.patch = 0;
+  test::expect_error([&] { Verifier::create(c); }, "F4 sizes out of range");
+  c = config(VerifierKind::F3, 32);
+  c.f3.dropout = std::nan("");
+  test::expect_error([&] { Verifier::create(c); }, "F3 dropout");
+  c = config(VerifierKind::F3, 32);
+  c.f3.hidden = 1 << 20;
+  test::expect_error([&] { Verifier::create(c); }, "F3 sizes out of range");
+  c = config(VerifierKind::F1, 32);
+  c.max_tokens = 0;
+  test::expect_error([&] { Verifier::create(c); }, "max_tokens must be 1 to 4096");
+}
+
 TEST(Verifiers, F4OnTheUsedPatchesEqualsF4OnAllPatches) {
   std::mt19937 rng(9);
   TokenStates q = random_tokens(13, kD, rng);
