@@ -100,7 +100,7 @@ run_target() {
   local found=0 a
   for a in "$artifacts"/*; do
     [[ -f "$a" ]] || continue
-    cp "$a" "tests/fuzz/regressions/$t/"
+    mv "$a" "tests/fuzz/regressions/$t/"  # moved, so a later run counts only its own findings
     found=$((found + 1))
   done
   # Coverage of the final corpus and the seeds (one pass, no mutation).
