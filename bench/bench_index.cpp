@@ -29,16 +29,7 @@ using sieve::bench::percentile;
 using sieve::bench::since;
 namespace fs = std::filesystem;
 
-namespace {
-
-nlohmann::json latency_json(const std::vector<double>& secs) {
-  double total = 0;
-  for (double s : secs) total += s;
-  return {{"p50_ms", percentile(secs, 50) * 1e3}, {"p99_ms", percentile(secs, 99) * 1e3},
-          {"qps_sequential", secs.size() / total}};
-}
-
-}  // namespace
+using sieve::bench::latency_json;
 
 int main(int argc, char** argv) {
   ensure_fast_blas(argv);

@@ -20,7 +20,7 @@
 
 using namespace sieve;
 using sieve::bench::Clock;
-using sieve::bench::percentile;
+using sieve::bench::latency_json;
 using sieve::bench::since;
 
 namespace {
@@ -29,15 +29,6 @@ double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-nlohmann::json latency_json(const std::vector<double>& secs) {
-  double total = 0;
-  for (double s : secs) total += s;
-  return {{"queries", secs.size()},
-          {"p50_ms", percentile(secs, 50) * 1e3},
-          {"p99_ms", percentile(secs, 99) * 1e3},
-          {"qps_sequential", total > 0 ? secs.size() / total : 0.0}};
 }
 
 }  // namespace

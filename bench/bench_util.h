@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sieve/model.h"
 
 namespace sieve::bench {
@@ -20,6 +22,16 @@ inline double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
   return v[std::min(i == 0 ? 0 : i - 1, v.size() - 1)];
+}
+
+/// p50, p99 (ms) and sequential QPS of per-query latencies in seconds.
+inline nlohmann::json latency_json(const std::vector<double>& secs) {
+  double total = 0;
+  for (double s : secs) total += s;
+  return {{"queries", secs.size()},
+          {"p50_ms", percentile(secs, 50) * 1e3},
+          {"p99_ms", percentile(secs, 99) * 1e3},
+          {"qps_sequential", total > 0 ? secs.size() / total : 0.0}};
 }
 
 /// A random model of all-MiniLM-L6-v2's shape: 6 layers, hidden 384, 12 heads, FFN 1536, vocab

@@ -368,9 +368,11 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   const size_t total = validate_corpus(corpus_path, opt.format, nullptr);
   rep.validate_seconds = seconds_since(t_validate);
   m.vector_factory = resolve_vector_factory(opt.vector_factory, total, opt.auto_hnsw_threshold);
-  {  // a bad factory string should fail now, not after encoding the corpus
-    FaissVectorIndex probe(m.vector_factory, dim, opt.hnsw_ef_construction);
-  }
+  // Made now so that a bad factory string fails before any encoding. One that needs no training
+  // (Flat, HNSW) takes each chunk's keys as it is stored; one that does (IVF, PQ) is trained and
+  // filled from the stored keys at the end.
+  FaissVectorIndex vindex(m.vector_factory, dim, opt.hnsw_ef_construction);
+  const bool incremental = !vindex.needs_training();
   // Resume or restart an interrupted build.
   std::optional<Manifest> ckpt;
   std::string reason;
@@ -429,10 +431,6 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   }
   log_info(rep.note);
 
-  // The vector index: one that needs no training (Flat, HNSW) takes each chunk's keys as it is
-  // stored; one that does (IVF, PQ) is trained and filled from the stored keys at the end.
-  FaissVectorIndex vindex(m.vector_factory, dim, opt.hnsw_ef_construction);
-  const bool incremental = !vindex.needs_training();
   if (incremental && m.documents > 0) {  // resumed: the keys stored before the interruption
     auto t0 = Clock::now();
     std::vector<float> keys = read_keys(staging, m, 0);
