@@ -127,6 +127,13 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ::kill(pid, SIGKILL);
+  // kill() returns before the process has exited; its write lock is released during the exit.
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(st, line) || line.find(") Z") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   big.join();
   IndexOpenOptions oo;
   oo.verify = true;
