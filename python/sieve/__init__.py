@@ -3,9 +3,9 @@
 The Python face of sieve's C++ library, with NumPy arrays in and out:
 
     import sieve
-    enc = sieve.Encoder.load()                       # the embedded sieve-mini, or a model folder
+    enc = sieve.Encoder.load()                       # the default model, or a name / model folder
     keys = enc.encode(["the dog bit the man"])       # float32 [n, dim], unit rows
-    ver = sieve.Verifier.load()                      # sieve-mini's calibrated verifier
+    ver = sieve.Verifier.load()                      # the default model's verifier
     ver.score([("the dog bit the man", "the man bit the dog")])   # float32 [n]
     ver.accept([...])                                # bool [n] at its threshold
     sieve.Index.build(docs, "my-index")              # from a corpus file or dicts {"_id", "title", "text"}
@@ -34,7 +34,7 @@ from . import nearmiss
 from . import train
 
 __all__ = ["Error", "Encoder", "Index", "Verifier", "search_verified", "explain", "set_threads",
-           "default_model_dir", "eval", "nearmiss", "train"]
+           "default_model_dir", "models", "set_log_level", "eval", "nearmiss", "train"]
 
 
 def _texts(texts):
@@ -62,12 +62,26 @@ def set_threads(n):
 
 
 def default_model_dir():
-    """The folder of the embedded default model (sieve-mini)."""
+    """The folder of the default model: all-MiniLM-L6-v2 when installed (scripts/setup.sh), else the
+    embedded sieve-mini; the same rule as the CLI and the server."""
     return _sieve.default_model_dir()
 
 
+def models():
+    """The installed models that `model=` accepts by name: a list of dicts (name, folder, family,
+    dim, pooling, max_length, verifier), like `sieve model list`."""
+    return _sieve.models()
+
+
+def set_log_level(level):
+    """How much sieve writes to stderr: "quiet", "warn" (the default in Python), "info" (build
+    and training steps, as the CLI shows) or "debug"."""
+    _sieve.set_log_level(level)
+
+
 class Encoder:
-    """A text encoder (any model folder in Hugging Face layout; default: sieve-mini).
+    """A text encoder (an installed model's name, e.g. "all-MiniLM-L6-v2", or any model folder in
+    Hugging Face layout; default: default_model_dir()).
     Immutable once loaded: encode() may be called from several threads at once."""
 
     def __init__(self, impl):
@@ -75,7 +89,7 @@ class Encoder:
 
     @classmethod
     def load(cls, path=None, device="cpu", threads=0):
-        """Loads a model folder (None: the embedded sieve-mini) on `device` ("cpu", "cuda",
+        """Loads a model by name or folder (None: the default model) on `device` ("cpu", "cuda",
         "cuda:N") with `threads` compute threads (0: every core)."""
         return cls(_Encoder.load(str(path or ""), device, threads))
 
@@ -127,7 +141,7 @@ class Index:
 
         `corpus`: a corpus file (BEIR corpus.jsonl, TSV `id<TAB>text[<TAB>title]`, or text with
         one document per line) or any iterable of dicts {"_id", "title", "text"}. `model`: a
-        model folder (None: sieve-mini). The options are `sieve index build`'s (see its --help).
+        model name or folder (None: the default model). The options are `sieve index build`'s (see its --help).
         Ctrl-C stops after the chunk being encoded; building again resumes from there."""
         report = _Index.build(corpus, str(out), str(model or ""), vector_factory, token_codec, store_tokens,
                               batch_size, chunk_docs, force, restart, threads)
@@ -198,7 +212,7 @@ class Verifier:
     @classmethod
     def load(cls, path_or_name="default", model=None, threads=0):
         """A verifier file, or "F0", "F1", "F2", or "cosine" (the pooled keys' cosine);
-        "default": sieve-mini's calibrated verifier (F1 for another `model`)."""
+        "default": the verifier shipped for `model` (default: the default model), else F1."""
         return cls(_Verifier.load(str(path_or_name), str(model or ""), threads))
 
     @property

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "eval/metrics.h"
 #include "nearmiss/generate.h"
 #include "nearmiss/lexicon.h"
@@ -114,15 +115,13 @@ struct PyVerifier {
 SearchParams search_params(size_t k, const std::string& mode, const SearchRecommendation& rec) {
   if (k == 0) throw py::value_error("k must be positive");
   SearchParams p;
+  rec.apply(p);
   p.k = k;
   try {
-    p.mode = mode.empty() ? rec.mode : search_mode_from_name(mode);
+    if (!mode.empty()) p.mode = search_mode_from_name(mode);
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }
-  p.fusion = rec.fusion;
-  p.rrf_k = rec.rrf_k;
-  p.dense_weight = rec.dense_weight;
   return p;
 }
 
@@ -609,6 +608,35 @@ PYBIND11_MODULE(_sieve, m) {
       py::arg("run"), py::arg("qrels"), py::arg("ks"), py::arg("per_query") = false);
 
   m.def("default_model_dir", [] { return resolve_model_dir(""); });
+  m.def("resolve_model", [](const std::string& name) { return resolve_model_dir(name); }, py::arg("name"));
+  m.def("models", [] {
+    py::list out;
+    for (const InstalledModel& im : installed_models()) {
+      py::dict d;
+      d["name"] = im.name;
+      d["folder"] = im.dir;
+      d["family"] = im.family;
+      d["dim"] = im.dim;
+      d["pooling"] = im.pooling;
+      d["max_length"] = im.max_seq_length;
+      d["verifier"] = im.verifier.empty() ? py::object(py::none()) : py::object(py::str(im.verifier));
+      out.append(d);
+    }
+    return out;
+  });
+  // A library call is quiet unless asked: the log level starts at "warn" in Python (the CLI's is
+  // "info"); SIEVE_LOG or sieve.set_log_level() change it.
+  if (std::getenv("SIEVE_LOG") == nullptr) set_log_level(LogLevel::Warn);
+  m.def(
+      "set_log_level",
+      [](const std::string& level) {
+        if (level == "quiet") set_log_level(LogLevel::Quiet);
+        else if (level == "warn") set_log_level(LogLevel::Warn);
+        else if (level == "info") set_log_level(LogLevel::Info);
+        else if (level == "debug") set_log_level(LogLevel::Debug);
+        else throw py::value_error("log level must be quiet, warn, info or debug");
+      },
+      py::arg("level"));
   m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));
   m.def("threads", [] { return compute_threads(); });
 }

@@ -166,6 +166,7 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
   };
   if (given_flag("--rrf-k")) p.rrf_k = given.rrf_k;
   if (given_flag("--dense-weight")) p.dense_weight = given.dense_weight;
+  if (given_flag("--fusion-depth")) p.depth = given.depth;
   if (!fusion.empty()) p.fusion = fusion_from_name(fusion);
   if (!mode.empty()) {
     p.mode = search_mode_from_name(mode);

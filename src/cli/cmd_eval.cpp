@@ -65,6 +65,8 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("--dense-weight", o->r.search.dense_weight,
                   "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--fusion-depth", o->r.search.depth,
+                  "Hybrid: candidates taken from each list (default: the model's recommendation, else max(k, 100))");
   cmd->add_option("--verifier", o->verifier, "Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2)");
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()

@@ -1,6 +1,7 @@
 // `sieve make-fixture` (a random BERT in complete Hugging Face + sentence-transformers layout) and
 // `sieve model export / check` (shipping a model folder: float16 weights and a checksummed manifest).
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
@@ -11,6 +12,14 @@
 #include "sieve/verify.h"
 
 namespace sieve::cli {
+namespace {
+
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code e1, e2;
+  return std::filesystem::weakly_canonical(a, e1) == std::filesystem::weakly_canonical(b, e2) && !e1 && !e2;
+}
+
+}  // namespace
 
 void register_make_fixture(CLI::App& app) {
   struct Opts {
@@ -78,8 +87,51 @@ void register_make_fixture(CLI::App& app) {
 }
 
 void register_model(CLI::App& app) {
-  auto* group = app.add_subcommand("model", "Prepare model folders for shipping: float16 export, manifest checks");
+  auto* group = app.add_subcommand("model", "Installed models by name; prepare model folders for shipping (float16 export, manifest checks)");
   group->require_subcommand(1);
+  {
+    struct Opts {
+      bool json = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "list", "The installed models that --model accepts by name (name, family, dim, pooling, max length, folder, "
+                "identity, shipped verifier); * marks the default");
+    cmd->add_flag("--json", o->json, "One JSON object per model instead of a table");
+    on_run(cmd, [o] {
+      const std::string def = default_model_dir();
+      const auto models = installed_models();
+      if (!o->json)
+        std::printf("default\tname\tfamily\tdim\tpooling\tmax_length\tverifier\tidentity\tfolder\n");
+      for (const InstalledModel& m : models) {
+        const bool is_default = !def.empty() && same_path(def, m.dir);
+        std::string identity;
+        if (m.problem.empty()) {
+          try {
+            identity = model_identity(m.dir);
+          } catch (const Error&) {
+            identity = "";
+          }
+        }
+        if (o->json) {
+          nlohmann::json j = {{"name", m.name},         {"default", is_default},
+                              {"family", m.family},     {"dim", m.dim},
+                              {"pooling", m.pooling},   {"max_length", m.max_seq_length},
+                              {"folder", m.dir},        {"identity", identity},
+                              {"verifier", m.verifier.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.verifier)},
+                              {"source", m.source_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.source_file)}};
+          if (!m.problem.empty()) j["problem"] = m.problem;
+          std::printf("%s\n", j.dump().c_str());
+        } else {
+          std::printf("%s\t%s\t%s\t%lld\t%s\t%zu\t%s\t%s\t%s\n", is_default ? "*" : "", m.name.c_str(),
+                      m.problem.empty() ? m.family.c_str() : "unreadable", static_cast<long long>(m.dim),
+                      m.pooling.c_str(), m.max_seq_length, m.verifier.empty() ? "no" : "yes", identity.c_str(),
+                      m.dir.c_str());
+        }
+      }
+      SIEVE_THROW_IF_NOT(!models.empty(), "no models are installed (run scripts/setup.sh, or set SIEVE_MODELS)");
+    });
+  }
   {
     struct Opts {
       std::string in, out, verifier;

