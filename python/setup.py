@@ -15,10 +15,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
-def built_extension():
+def build_dir():
     build = os.environ.get("SIEVE_BUILD_DIR") or os.path.join(REPO, "build")
-    if not os.path.isabs(build):
-        build = os.path.join(REPO, build)
+    return build if os.path.isabs(build) else os.path.join(REPO, build)
+
+
+def built_extension():
+    build = build_dir()
     pattern = os.path.join(build, "python", "sieve", "_sieve*.so")
     found = glob.glob(pattern)
     if not found:
@@ -32,13 +35,19 @@ def built_extension():
 
 
 class BuildWithExtension(build_py):
-    """build_py that also copies the prebuilt extension into the package."""
+    """build_py that also copies the prebuilt extension, and the `sieve` executable that the
+    package runs for training and corpus building (sieve/bin/sieve), into the package."""
 
     def run(self):
         super().run()
         target = os.path.join(self.build_lib, "sieve")
         os.makedirs(target, exist_ok=True)
         shutil.copy2(built_extension(), target)
+        exe = os.path.join(build_dir(), "sieve")
+        if not os.access(exe, os.X_OK):
+            raise RuntimeError(f"the sieve executable was not built ({exe})")
+        os.makedirs(os.path.join(target, "bin"), exist_ok=True)
+        shutil.copy2(exe, os.path.join(target, "bin", "sieve"))
 
 
 class BinaryDistribution(Distribution):

@@ -3,7 +3,7 @@
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --oracles
 scripts/build.sh -DSIEVE_BUILD_TESTS=ON -DSIEVE_BUILD_BENCH=OFF
 cd "${SIEVE_BUILD_DIR:-build}"
 ctest --output-on-failure -j"$(nproc)" "$@"

@@ -12,18 +12,21 @@ import subprocess
 
 
 def cli_path():
-    """The `sieve` executable: $SIEVE_CLI, else the one on PATH, else the build tree's."""
+    """The `sieve` executable: $SIEVE_CLI, else the one installed with this package (sieve/bin),
+    else the build tree's (build/python/sieve -> build/sieve), else the one on PATH."""
     env = os.environ.get("SIEVE_CLI")
     if env:
         return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "bin", "sieve"), os.path.join(here, "..", "..", "sieve"),
+                 os.path.join(here, "..", "..", "build", "sieve")):
+        if os.access(cand, os.X_OK) and os.path.isfile(cand):
+            return os.path.abspath(cand)
     found = shutil.which("sieve")
     if found:
         return found
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "sieve"), os.path.join(here, "..", "..", "build", "sieve")):
-        if os.access(cand, os.X_OK) and os.path.isfile(cand):
-            return os.path.abspath(cand)
-    raise FileNotFoundError("the sieve executable was not found: set SIEVE_CLI or put it on PATH")
+    raise FileNotFoundError("the sieve executable was not found: reinstall the package "
+                            "(scripts/install-python.sh), set SIEVE_CLI, or put it on PATH")
 
 
 def arguments(**options):
