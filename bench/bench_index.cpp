@@ -1,10 +1,12 @@
 // End-to-end benchmark of stage 1 (prints one JSON object; see docs/benchmarks.md):
 //  - build throughput against pure encoding throughput on a corpus,
 //  - token codecs: bytes per token and per document, decode time per document, max cosine error,
+//    and with --qrels what each costs stage 2: the F1 (MaxSim) score error over the top-100
+//    candidates of every judged query, and nDCG@10 after reranking them by F1 on decoded states,
 //  - search latency (p50/p99) and QPS for dense, bm25 and hybrid on the built index,
 //  - a synthetic corpus of N unit vectors: Flat against HNSW32 (build time, latency, recall@10).
 // Usage: bench_index --model DIR --corpus corpus.jsonl --queries queries.jsonl --work DIR
-//                    [--synthetic 100000] [--threads 2]
+//                    [--qrels qrels.tsv] [--synthetic 100000] [--threads 2]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <unordered_map>
+
+#include "sieve/verify.h"
 
 #include "bench_util.h"
 #include "eval/beir.h"
@@ -31,22 +36,35 @@ namespace fs = std::filesystem;
 
 using sieve::bench::latency_json;
 
+namespace {
+
+// Decodes one document's codes into `t` (t.length rows) as the token store serves them: unit rows.
+void c_decode(const index::TokenCodec& codec, const std::vector<uint8_t>& codes, TokenStates& t) {
+  const size_t d = t.values.size() / std::max<size_t>(1, t.length);
+  codec.decode(t.length, codes.data(), t.values.data());
+  index::normalize_rows(t.values.data(), t.length, d);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   ensure_fast_blas(argv);
   tune_allocator();
   CLI::App app{"sieve stage-1 benchmark"};
-  std::string model, corpus, queries_path, work;
+  std::string model, corpus, queries_path, work, qrels_path;
   size_t synthetic = 100000, chunk = 512, max_queries = 300;
   int threads = 0;
-  app.add_option("--model", model)->required();
+  app.add_option("--model", model, "a model name or folder")->required();
   app.add_option("--corpus", corpus)->required();
   app.add_option("--queries", queries_path)->required();
+  app.add_option("--qrels", qrels_path, "judgements: measure each codec's F1 error and rerank nDCG@10");
   app.add_option("--work", work, "scratch folder for the index")->required();
   app.add_option("--synthetic", synthetic, "vectors in the synthetic ANN corpus (0 = skip)");
   app.add_option("--max-queries", max_queries);
   app.add_option("--threads", threads);
   CLI11_PARSE(app, argc, argv);
   set_compute_threads(threads);
+  model = resolve_model_dir(model);
   nlohmann::json out;
 
   // 1. Pure encoding, chunked exactly as the build chunks it.
@@ -102,6 +120,61 @@ int main(int argc, char** argv) {
         if (row % stride == 0) sample.insert(sample.end(), t.values.begin() + r * d, t.values.begin() + (r + 1) * d);
     }
   }
+  // Stage 2's view: every judged query's top 100 of stage 1 (the model's default search), with the
+  // query's token states, to rerank by F1 on each codec's decoded states.
+  struct Judged {
+    std::string id;
+    TokenStates states;
+    std::vector<size_t> candidates;  // positions in docs
+  };
+  std::vector<Judged> judged;
+  eval::Qrels qrels;
+  auto f1 = Verifier::load("F1");
+  if (!qrels_path.empty()) {
+    qrels = eval::read_qrels(qrels_path);
+    std::unordered_map<std::string, size_t> pos;
+    for (size_t i = 0; i < docs.size(); ++i) pos[docs[i].id] = i;
+    IndexOpenOptions oo;
+    oo.encoder = eo;
+    auto idx = Index::open(ix, oo);
+    SearchParams p;
+    recommended_search_for_index(ix).apply(p);
+    p.k = 100;
+    std::vector<std::string> texts;
+    for (const auto& q : eval::read_queries(queries_path))
+      if (qrels.count(q.id)) {
+        judged.push_back({q.id, {}, {}});
+        texts.push_back(q.text);
+        for (const Hit& h : idx->search(q.text, p).hits) judged.back().candidates.push_back(pos.at(h.id));
+      }
+    EncodeCall call;
+    call.token_states = true;
+    Embeddings e = enc->encode(texts, call);
+    for (size_t i = 0; i < judged.size(); ++i) {
+      judged[i].states = std::move(e.tokens[i]);
+      index::normalize_rows(judged[i].states.values.data(), judged[i].states.length, d);
+    }
+    out["stage2_codec_queries"] = judged.size();
+    out["stage2_codec_stage1"] = search_mode_name(p.mode);
+  }
+  // F1 of every judged query against its candidates, on the exact states or on decoded ones.
+  auto rerank = [&](const std::function<const TokenStates&(size_t)>& states_of, std::vector<std::vector<float>>& scores) {
+    eval::Run run;
+    scores.assign(judged.size(), {});
+    for (size_t i = 0; i < judged.size(); ++i) {
+      std::vector<const TokenStates*> cands;
+      for (size_t c : judged[i].candidates) cands.push_back(&states_of(c));
+      scores[i] = f1->score(judged[i].states, cands);
+      auto& entries = run[judged[i].id];
+      for (size_t j = 0; j < cands.size(); ++j) entries.push_back({docs[judged[i].candidates[j]].id, scores[i][j]});
+      std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    }
+    return eval::evaluate_run(run, qrels, {10}).mean.at("ndcg@10");
+  };
+  std::vector<std::vector<float>> exact_f1;
+  if (!judged.empty()) {
+    out["stage2_exact_f1_rerank_ndcg@10"] = rerank([&](size_t c) -> const TokenStates& { return tokens[c]; }, exact_f1);
+  }
   nlohmann::json codecs = nlohmann::json::array();
   for (const char* name : {"fp32", "fp16", "sq8", "sq4", "pq"}) {
     auto c = index::TokenCodec::create(index::TokenCodec::factory_for(name, d), d);
@@ -140,7 +213,32 @@ int main(int argc, char** argv) {
           max_err = std::max(max_err, std::abs(x - y));
         }
     }
+    nlohmann::json stage2;
+    if (!judged.empty()) {
+      std::unordered_map<size_t, TokenStates> decoded;  // the candidates' decoded states
+      for (const auto& q : judged)
+        for (size_t cand : q.candidates)
+          if (!decoded.count(cand)) {
+            TokenStates t;
+            t.length = tokens[cand].length;
+            t.values.resize(t.length * d);
+            c_decode(*c, codes[cand], t);
+            decoded.emplace(cand, std::move(t));
+          }
+      std::vector<std::vector<float>> got;
+      const double ndcg = rerank([&](size_t c) -> const TokenStates& { return decoded.at(c); }, got);
+      double sum = 0, worst = 0;
+      size_t n = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        for (size_t j = 0; j < got[i].size(); ++j, ++n) {
+          const double e = std::abs(double(got[i][j]) - exact_f1[i][j]);
+          sum += e;
+          worst = std::max(worst, e);
+        }
+      stage2 = {{"f1_mean_abs_error", n ? sum / n : 0.0}, {"f1_max_abs_error", worst}, {"f1_rerank_ndcg@10", ndcg}};
+    }
     codecs.push_back({{"codec", name},
+                      {"stage2", stage2},
                       {"bytes_per_token", c->code_size()},
                       {"bytes_per_document", (double(n_tokens) * c->code_size() + 16.0 * tokens.size()) / tokens.size()},
                       {"train_seconds", train_s},
