@@ -58,6 +58,27 @@ std::string unknown_subcommand(const CLI::App& app, int argc, const char* const*
   return {};
 }
 
+int run_command_line(CLI::App& app, int argc, char** argv) {
+  const std::string unknown = unknown_subcommand(app, argc, argv);
+  if (!unknown.empty()) {
+    std::fprintf(stderr, "sieve: error: %s; see sieve --help\n", unknown.c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    // CLI11 checks required options and values before it looks for arguments nobody took, so
+    // `search --bogus` said "--index is required"; the unknown argument is the real mistake.
+    if (e.get_exit_code() != 0 && app.remaining_size(true) > 0)
+      return app.exit(CLI::ExtrasError(app.get_name(), app.remaining(true))) == 0 ? 0 : 2;
+    // Usage errors exit 2; --help and --version exit 0.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return 0;
+}
+
 void DeviceFlags::add(CLI::App* cmd) {
   cmd->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", threads, "Compute threads (0 = all cores)")
@@ -141,6 +162,9 @@ int run_guarded(const std::function<void()>& body) {
   try {
     body();
     return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "sieve: error: %s\n", e.what());
+    return 2;
   } catch (const sieve::Error& e) {
     std::fprintf(stderr, "sieve: error: %s\n", e.what());
   } catch (const std::exception& e) {

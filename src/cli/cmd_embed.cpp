@@ -129,6 +129,9 @@ void register_similarity(CLI::App& app) {
   o->src.add_options(cmd);
   on_run(cmd, [o] {
     auto texts = o->src.read();
+    if (texts.size() < 2)
+      throw UsageError("similarity compares texts pairwise: give at least two (got " + std::to_string(texts.size()) +
+                       "); see sieve similarity --help");
     Embeddings e = o->enc.encode(texts, false);
     std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
     for (size_t i = 0; i < texts.size(); ++i)

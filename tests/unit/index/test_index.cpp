@@ -739,5 +739,33 @@ TEST(IndexCli, ErrorsAndExitCodes) {
   }
 }
 
+// An unknown flag is named before a missing required option (CLI11 checks those first), in
+// every command; a flag's help line shows its name only; too few texts are a usage error.
+TEST(IndexCli, UsageMistakesAreNamedFirst) {
+  for (const char* c : {" search --bogus x", " index build --bogus", " verify score --bogus", " embed --bogus x",
+                        " search --index /nonexistent -k 0 --bogus x"}) {
+    auto r = run_command(cli_path() + c + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << c;
+    EXPECT_NE(r.out.find("not expected: --bogus"), std::string::npos) << c << "\n" << r.out;
+    EXPECT_EQ(r.out.find("is required"), std::string::npos) << c << "\n" << r.out;
+  }
+  auto r = run_command(cli_path() + " search x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--index is required"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " index build --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--no-overlap "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("{false}"), std::string::npos) << r.out;
+  for (const char* texts : {" 'only one'", " < /dev/null"}) {
+    r = run_command(cli_path() + " similarity -m " + model_dir() + texts + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << texts << "\n" << r.out;
+    EXPECT_NE(r.out.find("at least two"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("cosine"), std::string::npos) << r.out;  // no header
+  }
+  r = run_command(cli_path() + " similarity -m " + model_dir() + " 'a dog' 'a cat' 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0\t1\t"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sieve
