@@ -277,14 +277,6 @@ std::vector<float> read_keys(const std::string& dir, const Manifest& m, size_t f
   return x;
 }
 
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 // Empties a folder except its lock file.
 void clear_dir(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir))
@@ -464,7 +456,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   m.corpus_fingerprint.clear();
   m.build_options.clear();
   write_manifest(staging, kManifestFile, m);
-  fsync_dir(staging);
+  sync_dir(staging);
   if (fs::exists(out_dir)) {
     SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
     WriteLock old_lock(out_dir);  // not while an add is writing it
@@ -478,7 +470,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   fs::remove(path_join(out_dir, kCheckpointFile));
   if (m.keys_in_vectors)
     for (const char* f : {"keys.dat", "keys.idx"}) fs::remove(path_join(out_dir, f));
-  fsync_dir(fs::absolute(out_dir).parent_path().string());
+  sync_dir(fs::absolute(out_dir).parent_path().string());
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
   return rep;
@@ -545,7 +537,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   m.vectors = sum_file(index_dir, m.vectors.file);
   rep.vectors_seconds += seconds_since(t_vectors);
   write_manifest(index_dir, kManifestFile, m);
-  fsync_dir(index_dir);
+  sync_dir(index_dir);
   if (old_vectors != m.vectors.file) fs::remove(path_join(index_dir, old_vectors));
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
