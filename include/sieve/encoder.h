@@ -14,10 +14,13 @@
 
 namespace sieve {
 
-/// Load-time options of an encoder (fixed for its lifetime).
+/// Load-time options of an encoder (fixed for its lifetime, except `threads`: see there).
 struct EncoderOptions {
   std::string device = "cpu";        ///< "cpu", "cuda" or "cuda:N"
-  int threads = 0;                   ///< intra-op threads; 0 = all cores (see docs/architecture.md)
+  /// > 0: set_compute_threads(threads) at load, which is process-wide (every encoder and verifier
+  /// of the process, and later loads may change it again); 0 = keep the process's setting (all
+  /// cores unless set_compute_threads() was called). See docs/architecture.md.
+  int threads = 0;
   std::optional<Pooling> pooling;    ///< override the model's pooling (1_Pooling/config.json)
   size_t max_length = 0;             ///< token cap incl. specials; 0 = the model's max_seq_length
 };

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "model/bert.h"
+#include "model/threads.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
@@ -36,7 +37,12 @@ class BertEncoder final : public Encoder {
     max_length_ = opt.max_length ? opt.max_length : info_.max_seq_length;
     max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(max_sequence_length(info_.config)));
     SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2 (room for [CLS] and [SEP])");
-    set_compute_threads(opt.threads);
+    // Threads are process-wide: set only when asked, else a caller's set_compute_threads(1) (or
+    // Python's set_threads(1)) would be undone by every load.
+    if (opt.threads > 0)
+      set_compute_threads(opt.threads);
+    else
+      ensure_compute_threads();
     ensure_fast_blas(nullptr);  // warns when the process runs OpenBLAS's generic kernels
 
     auto weights = SafetensorsFile::open(info_.weights_path);
