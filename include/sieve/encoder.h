@@ -23,6 +23,9 @@ struct EncoderOptions {
   int threads = 0;
   std::optional<Pooling> pooling;    ///< override the model's pooling (1_Pooling/config.json)
   size_t max_length = 0;             ///< token cap incl. specials; 0 = the model's max_seq_length
+  /// false: load no tokenizer (the folder needs none): only encode_ids() works, encode() and
+  /// tokenizer() throw sieve::Error; padding uses config.json's pad_token_id.
+  bool load_tokenizer = true;
 };
 
 /// Per-call options of Encoder::encode.
@@ -59,7 +62,8 @@ class Encoder {
   virtual ~Encoder() = default;
   /// Width of token states and keys.
   virtual size_t dim() const = 0;
-  /// The tokenizer this encoder was loaded with.
+  /// The tokenizer this encoder was loaded with; sieve::Error when loaded without one
+  /// (EncoderOptions::load_tokenizer false).
   virtual const Tokenizer& tokenizer() const = 0;
   /// What was read from the model directory.
   virtual const ModelInfo& info() const = 0;

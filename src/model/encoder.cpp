@@ -29,10 +29,16 @@ class BertEncoder final : public Encoder {
  public:
   BertEncoder(const std::string& dir, const EncoderOptions& opt) : device_(parse_device(opt.device)) {
     info_ = read_model_info(dir);
-    tokenizer_ = Tokenizer::from_model_dir(dir);
-    SIEVE_THROW_IF_NOT(tokenizer_->vocab_size() <= static_cast<size_t>(info_.config.vocab_size),
-                       dir << ": the tokenizer has " << tokenizer_->vocab_size()
-                           << " entries but config.json says vocab_size " << info_.config.vocab_size);
+    if (opt.load_tokenizer) {
+      tokenizer_ = Tokenizer::from_model_dir(dir);
+      SIEVE_THROW_IF_NOT(tokenizer_->vocab_size() <= static_cast<size_t>(info_.config.vocab_size),
+                         dir << ": the tokenizer has " << tokenizer_->vocab_size()
+                             << " entries but config.json says vocab_size " << info_.config.vocab_size);
+      pad_id_ = tokenizer_->special_tokens().pad >= 0 ? tokenizer_->special_tokens().pad : 0;
+    } else {
+      const int64_t pad = info_.config.pad_token_id;
+      pad_id_ = pad >= 0 && pad < info_.config.vocab_size ? pad : 0;  // masked out either way
+    }
     pooling_ = opt.pooling.value_or(info_.pooling);
     max_length_ = opt.max_length ? opt.max_length : info_.max_seq_length;
     max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(max_sequence_length(info_.config)));
@@ -54,7 +60,10 @@ class BertEncoder final : public Encoder {
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const Tokenizer& tokenizer() const override {
+    SIEVE_THROW_IF_NOT(tokenizer_ != nullptr, "this encoder was loaded without a tokenizer: it encodes token ids only");
+    return *tokenizer_;
+  }
   const ModelInfo& info() const override { return info_; }
   Pooling pooling() const override { return pooling_; }
   size_t max_length() const override { return max_length_; }
@@ -65,8 +74,9 @@ class BertEncoder final : public Encoder {
     out.encodings.reserve(texts.size());
     EncodeOptions eo;
     eo.max_length = max_length_;
+    const Tokenizer& tok = tokenizer();
     for (const auto& t : texts) {
-      out.encodings.push_back(tokenizer_->encode(t, eo));
+      out.encodings.push_back(tok.encode(t, eo));
       if (out.encodings.back().truncated) ++out.truncated;
     }
     if (out.truncated > 0)
@@ -123,7 +133,7 @@ class BertEncoder final : public Encoder {
       auto* ip = ids.data_ptr<int64_t>();
       auto* mp = mask.data_ptr<int64_t>();
       auto* tp = types.data_ptr<int64_t>();
-      const int64_t pad = tokenizer_->special_tokens().pad >= 0 ? tokenizer_->special_tokens().pad : 0;
+      const int64_t pad = pad_id_;
       for (size_t r = 0; r < b; ++r) {
         const Encoding& e = out.encodings[order[start + r]];
         for (size_t j = 0; j < L; ++j) {
@@ -156,7 +166,8 @@ class BertEncoder final : public Encoder {
 
   c10::Device device_;
   ModelInfo info_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // null when loaded without one
+  int64_t pad_id_ = 0;
   std::shared_ptr<EncoderBackbone> model_;
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;
