@@ -32,6 +32,9 @@ struct EncoderOptions {
 struct EncodeCall {
   size_t batch_size = 32;      ///< texts per forward pass (after sorting by length)
   bool token_states = false;   ///< also return the final-layer token states of every text
+  /// true: warn (once per process) when texts were truncated; false: the caller reports
+  /// Embeddings::truncated itself (the index builder warns once with its total).
+  bool warn_truncation = true;
   /// Called after every forward pass with the texts done so far and the total; returning false
   /// stops the call with sieve::Error ("interrupted"). The Python package reports progress and
   /// honours Ctrl-C through it.

@@ -196,6 +196,8 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
             index::FaissVectorIndex* vectors, BuildReport& rep) {
   Document doc;
   for (size_t i = 0; i < skip; ++i) SIEVE_THROW_IF_NOT(reader.next(doc), "the corpus has fewer documents than the checkpoint");
+  log_info("indexing " + std::to_string(total - skip) + " document(s)" +
+           (skip > 0 ? " (resuming after " + std::to_string(skip) + " of " + std::to_string(total) + ")" : ""));
   Progress progress("indexing", total);
   progress.add(skip);
   ChunkWriter writer(enc.dim(), opt, dir, w, m, commit, vectors);
@@ -236,6 +238,7 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
       EncodeCall call;
       call.batch_size = opt.batch_size;
       call.token_states = w.codec != nullptr;
+      call.warn_truncation = false;  // one warning with the total, below
       c.e = enc.encode(texts, call);
       rep.encode_seconds += seconds_since(t0);
       rep.truncated += c.e.truncated;
@@ -261,8 +264,11 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
   rep.vectors_seconds += writer.vectors_seconds;
   if (writer_error) std::rethrow_exception(writer_error);
   rep.added += writer.added;
-  if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
   progress.finish();
+  if (rep.truncated > 0)
+    log_warn(std::to_string(rep.truncated) + " text(s) longer than " + std::to_string(enc.max_length()) +
+             " tokens were truncated for the keys and token states (BM25 and the corpus store keep the whole text)");
+  if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
 }
 
 // Reads the stored keys of documents [from, to) as one matrix.

@@ -79,7 +79,7 @@ class BertEncoder final : public Encoder {
       out.encodings.push_back(tok.encode(t, eo));
       if (out.encodings.back().truncated) ++out.truncated;
     }
-    if (out.truncated > 0)
+    if (out.truncated > 0 && call.warn_truncation)
       log_warn_once("encoder.truncate", std::to_string(out.truncated) + " text(s) longer than " +
                                             std::to_string(max_length_) + " tokens were truncated");
     run(out, call);
