@@ -1,6 +1,7 @@
 // `sieve verify score|create|info` through the built CLI.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -94,6 +95,20 @@ TEST(ExplainCli, MapJsonAndSvg) {
   for (size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++cells;
   EXPECT_EQ(cells, 7u * 7u + 11u);  // the 7 x 7 map and the 11 legend swatches
   EXPECT_NE(svg.find(">man</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">query</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">candidate</text>"), std::string::npos);
+  EXPECT_NE(r.out.find("\"svg\":\"" + dir + "/m.svg\""), std::string::npos) << r.out;
+}
+
+// Without --svg no file is written (it wrote ./explain.svg into the current folder).
+TEST(ExplainCli, WritesNoFileUnlessAsked) {
+  std::string dir = test::make_temp_dir("explain_cwd");
+  auto r = test::run_command("cd " + dir + " && " + test::cli_path() + " explain -m " + fixture_model() +
+                             " --verifier F1 'the dog bit the man' 'the man bit the dog' 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"map\":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"svg\""), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 }  // namespace
