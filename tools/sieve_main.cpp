@@ -31,19 +31,5 @@ int main(int argc, char** argv) {
   sieve::cli::register_vocab(app);
   sieve::cli::register_model(app);
   sieve::cli::register_serve(app);
-  const std::string unknown = sieve::cli::unknown_subcommand(app, argc, argv);
-  if (!unknown.empty()) {
-    std::fprintf(stderr, "sieve: error: %s; see sieve --help\n", unknown.c_str());
-    return 2;
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    // Usage errors exit 2; --help and --version exit 0.
-    return rc == 0 ? 0 : 2;
-  }
-  return 0;
+  return sieve::cli::run_command_line(app, argc, argv);
 }

@@ -14,18 +14,27 @@
 
 namespace sieve {
 
-/// Load-time options of an encoder (fixed for its lifetime).
+/// Load-time options of an encoder (fixed for its lifetime, except `threads`: see there).
 struct EncoderOptions {
   std::string device = "cpu";        ///< "cpu", "cuda" or "cuda:N"
-  int threads = 0;                   ///< intra-op threads; 0 = all cores (see docs/architecture.md)
+  /// > 0: set_compute_threads(threads) at load, which is process-wide (every encoder and verifier
+  /// of the process, and later loads may change it again); 0 = keep the process's setting (all
+  /// cores unless set_compute_threads() was called). See docs/architecture.md.
+  int threads = 0;
   std::optional<Pooling> pooling;    ///< override the model's pooling (1_Pooling/config.json)
   size_t max_length = 0;             ///< token cap incl. specials; 0 = the model's max_seq_length
+  /// false: load no tokenizer (the folder needs none): only encode_ids() works, encode() and
+  /// tokenizer() throw sieve::Error; padding uses config.json's pad_token_id.
+  bool load_tokenizer = true;
 };
 
 /// Per-call options of Encoder::encode.
 struct EncodeCall {
   size_t batch_size = 32;      ///< texts per forward pass (after sorting by length)
   bool token_states = false;   ///< also return the final-layer token states of every text
+  /// true: warn (once per process) when texts were truncated; false: the caller reports
+  /// Embeddings::truncated itself (the index builder warns once with its total).
+  bool warn_truncation = true;
   /// Called after every forward pass with the texts done so far and the total; returning false
   /// stops the call with sieve::Error ("interrupted"). The Python package reports progress and
   /// honours Ctrl-C through it.
@@ -56,7 +65,8 @@ class Encoder {
   virtual ~Encoder() = default;
   /// Width of token states and keys.
   virtual size_t dim() const = 0;
-  /// The tokenizer this encoder was loaded with.
+  /// The tokenizer this encoder was loaded with; sieve::Error when loaded without one
+  /// (EncoderOptions::load_tokenizer false).
   virtual const Tokenizer& tokenizer() const = 0;
   /// What was read from the model directory.
   virtual const ModelInfo& info() const = 0;

@@ -1,6 +1,8 @@
 #include "cli/cli_common.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -56,6 +58,41 @@ std::string unknown_subcommand(const CLI::App& app, int argc, const char* const*
     path += " " + a;
   }
   return {};
+}
+
+namespace {
+// Results go to stdout through stdio's buffer: a full disk or a closed pipe shows only in fflush
+// or ferror. Without this check `search ... > run.trec` on a full disk left a truncated file and
+// exited 0.
+int stdout_checked(int rc) {
+  const bool flushed = std::fflush(stdout) == 0;
+  const int e = errno;
+  if (flushed && !std::ferror(stdout)) return rc;
+  std::fprintf(stderr, "sieve: error: cannot write the results to standard output%s%s\n", flushed ? "" : ": ",
+               flushed ? "" : std::strerror(e));
+  return rc == 0 ? 1 : rc;
+}
+}  // namespace
+
+int run_command_line(CLI::App& app, int argc, char** argv) {
+  const std::string unknown = unknown_subcommand(app, argc, argv);
+  if (!unknown.empty()) {
+    std::fprintf(stderr, "sieve: error: %s; see sieve --help\n", unknown.c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return stdout_checked(e.get_exit_code());
+  } catch (const CLI::ParseError& e) {
+    // CLI11 checks required options and values before it looks for arguments nobody took, so
+    // `search --bogus` said "--index is required"; the unknown argument is the real mistake.
+    if (e.get_exit_code() != 0 && app.remaining_size(true) > 0)
+      return app.exit(CLI::ExtrasError(app.get_name(), app.remaining(true))) == 0 ? 0 : 2;
+    // Usage errors exit 2; --help and --version exit 0.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return stdout_checked(0);
 }
 
 void DeviceFlags::add(CLI::App* cmd) {
@@ -141,6 +178,9 @@ int run_guarded(const std::function<void()>& body) {
   try {
     body();
     return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "sieve: error: %s\n", e.what());
+    return 2;
   } catch (const sieve::Error& e) {
     std::fprintf(stderr, "sieve: error: %s\n", e.what());
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,18 @@ extern const CLI::Validator kNonNegative;
 /// message for it: "unknown command 'bogus' (commands: ...)"; empty otherwise.
 std::string unknown_subcommand(const CLI::App& app, int argc, const char* const* argv);
 
+/// Parses the command line and runs the chosen command: the exit code (0 ok, 1 runtime error,
+/// 2 usage error). An unknown command or argument is named before anything else is checked
+/// (a missing required option, a bad value).
+int run_command_line(CLI::App& app, int argc, char** argv);
+
+/// A usage mistake found only once the command runs (e.g. too few texts on stdin): exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Runs a command body, turning sieve::Error and std::exception into "sieve: error: ..." on
-/// stderr and exit code 1. Returns the exit code.
+/// stderr and exit code 1 (UsageError: 2). Returns the exit code.
 int run_guarded(const std::function<void()>& body);
 
 /// Makes `body` the subcommand's action, run through run_guarded; a failure exits with 1.

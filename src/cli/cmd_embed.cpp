@@ -28,8 +28,10 @@ struct EncoderFlags {
     cmd->add_option("--max-length", max_length,
                     "Token cap incl. specials (default: the model's max_seq_length)");
   }
-  std::unique_ptr<Encoder> load() const {
+  /// The encoder; with `ids_only` without a tokenizer (the ids are used as given).
+  std::unique_ptr<Encoder> load(bool ids_only = false) const {
     EncoderOptions eo = dev.options();
+    eo.load_tokenizer = !ids_only;
     eo.max_length = max_length;
     if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
     return Encoder::load(resolve_model_dir(model), eo);
@@ -94,7 +96,7 @@ void register_embed(CLI::App& app) {
       EncodeCall call;
       call.batch_size = o->enc.batch_size;
       call.token_states = o->tokens;
-      e = o->enc.load()->encode_ids(ids, call);
+      e = o->enc.load(/*ids_only=*/true)->encode_ids(ids, call);
     } else {
       e = o->enc.encode(texts, o->tokens);
     }
@@ -129,6 +131,9 @@ void register_similarity(CLI::App& app) {
   o->src.add_options(cmd);
   on_run(cmd, [o] {
     auto texts = o->src.read();
+    if (texts.size() < 2)
+      throw UsageError("similarity compares texts pairwise: give at least two (got " + std::to_string(texts.size()) +
+                       "); see sieve similarity --help");
     Embeddings e = o->enc.encode(texts, false);
     std::printf("i\tj\tcosine\ttext_i\ttext_j\n");
     for (size_t i = 0; i < texts.size(); ++i)

@@ -7,6 +7,7 @@
 
 #include "cli/cli_common.h"
 #include "core/file_util.h"
+#include "core/log.h"
 #include "eval/aggregate.h"
 #include "eval/beir.h"
 #include "eval/metrics.h"
@@ -109,6 +110,8 @@ void register_retrieval(CLI::App* group) {
         char tmpl[] = "/tmp/sieve-eval-XXXXXX";
         SIEVE_THROW_IF_NOT(::mkdtemp(tmpl) != nullptr, "cannot create a temporary folder in /tmp");
         cache = cleanup.dir = tmpl;
+        log_info("eval retrieval: no --index, so the corpus is indexed into a temporary folder, removed at the "
+                 "end; --index-dir DIR keeps that index and reuses it in later runs");
       }
       index_dir = experiment::cached_index(o->model, corpus, cache, {}, o->dev.options());
     }

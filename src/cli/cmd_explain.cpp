@@ -1,5 +1,5 @@
-// `sieve explain`: the cosine map of a query and a candidate, as JSON and as an SVG heatmap, with
-// the stage-1 cosine and the verifier's score and decision.
+// `sieve explain`: the cosine map of a query and a candidate, as JSON and (with --svg) as an SVG
+// heatmap, with the stage-1 cosine and the verifier's score and decision.
 #include <cmath>
 #include <cstdio>
 
@@ -14,7 +14,7 @@ namespace sieve::cli {
 
 void register_explain(CLI::App& app) {
   struct Opts {
-    std::string model, verifier, query, candidate, svg = "explain.svg";
+    std::string model, verifier, query, candidate, svg;
     double threshold = std::nan("");
     DeviceFlags dev;
   };
@@ -26,7 +26,7 @@ void register_explain(CLI::App& app) {
                   "Verifier file, or cosine, F0, F1, F2 (default: the verifier.safetensors beside the model, else F1)");
   cmd->add_option("query", o->query, "The query text")->required();
   cmd->add_option("candidate", o->candidate, "The candidate text")->required();
-  cmd->add_option("--svg", o->svg, "Where to write the heatmap ('' = nowhere)")->capture_default_str();
+  cmd->add_option("--svg", o->svg, "Also write the heatmap as an SVG file here (default: no file)");
   cmd->add_option("--threshold", o->threshold, "Decision threshold (default: the verifier file's)");
   o->dev.add(cmd);
   on_run(cmd, [o] {

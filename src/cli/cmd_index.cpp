@@ -17,6 +17,7 @@ struct BuildFlags {
   std::string pooling;
   size_t max_length = 0;
   bool no_tokens = false;
+  bool no_overlap = false;
 
   void add(CLI::App* cmd, bool build) {
     cmd->add_option("-c,--corpus", corpus, "Corpus: BEIR corpus.jsonl, TSV (id, text[, title]) or text")
@@ -47,7 +48,7 @@ struct BuildFlags {
     cmd->add_option("--chunk", opt.chunk_docs, "Documents encoded per commit")
         ->capture_default_str()
         ->check(kPositive);
-    cmd->add_flag("--no-overlap{false}", opt.overlap,
+    cmd->add_flag("--no-overlap", no_overlap,
                   "Encode and store in turn instead of storing each chunk while the next is encoded "
                   "(slower; to measure what the overlap saves)");
     cmd->add_option("--batch-size", opt.batch_size, "Texts per forward pass")
@@ -61,6 +62,7 @@ struct BuildFlags {
                  : format == "text" ? CorpusFormat::Text
                                     : CorpusFormat::Auto;
     opt.store_tokens = !no_tokens;
+    opt.overlap = !no_overlap;
   }
   EncoderOptions encoder_options() const {
     EncoderOptions eo = dev.options();

@@ -55,7 +55,8 @@ void register_verify(CLI::App& app) {
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
-        "score", "Score sentence pairs: one JSON line per pair, in input order, with a \"score\" field");
+        "score", "Score sentence pairs: one JSON line per pair, in input order, with \"score\", \"threshold\" "
+                 "(the verifier's calibrated one, or null) and, with a threshold, \"accepted\"");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier,
                     "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: the "
@@ -71,10 +72,19 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       auto verifier = load_for_model(o->verifier, o->model);
       std::vector<float> scores = score_pairs(pairs, o->model, verifier.get(), o->dev, o->batch_size);
+      // The decision the gate would take: with the verifier's calibrated threshold, else none.
+      const double threshold = verifier ? verifier->config().threshold : std::nan("");
       std::string out;
       for (size_t i = 0; i < pairs.size(); ++i) {
         out += "{\"score\":";
         append_float(out, scores[i]);
+        if (std::isnan(threshold)) {
+          out += ",\"threshold\":null";
+        } else {
+          out += ",\"threshold\":";
+          append_float(out, static_cast<float>(threshold));
+          out += scores[i] >= threshold ? ",\"accepted\":true" : ",\"accepted\":false";
+        }
         if (!pairs[i].category.empty()) out += ",\"category\":" + json_quote(pairs[i].category);
         if (!pairs[i].label.empty()) out += ",\"label\":" + json_quote(pairs[i].label);
         out += "}\n";

@@ -41,16 +41,27 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
+  // Both always run: a failed fsync must not leave the descriptor open.
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp.c_str());
-    SIEVE_THROW("cannot flush '" << tmp << "': " << std::strerror(e));
+    SIEVE_THROW("cannot flush '" << tmp << "': " << std::strerror(synced != 0 ? synced : closed));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
     SIEVE_THROW("cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(e));
   }
+}
+
+void sync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  SIEVE_THROW_IF_NOT(fd >= 0, "cannot open folder '" << dir << "' to make its entries durable: " << std::strerror(errno));
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  SIEVE_THROW_IF_NOT(synced == 0, "cannot make the entries of folder '" << dir << "' durable (fsync): "
+                                                                          << std::strerror(synced));
 }
 
 bool is_file(const std::string& path) {

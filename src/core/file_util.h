@@ -11,6 +11,10 @@ std::string read_file(const std::string& path);
 /// Writes `content` to `path` atomically: a temp file in the same folder, fsync, then rename.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/// Makes a folder's entries (files created, renamed or removed in it) durable: fsync of the
+/// folder; throws sieve::Error naming it when that fails.
+void sync_dir(const std::string& dir);
+
 /// True when `path` names an existing regular file.
 bool is_file(const std::string& path);
 

@@ -47,12 +47,27 @@ void log_warn_once(const std::string& key, const std::string& msg) {
   log_warn(msg);
 }
 
+namespace {
+double plain_progress_seconds() {
+  const char* env = std::getenv("SIEVE_PROGRESS_SECONDS");
+  if (env == nullptr) return 30;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  return end != env && s >= 0 ? s : 30;
+}
+}  // namespace
+
 Progress::Progress(std::string label, uint64_t total)
     : label_(std::move(label)),
       total_(total),
-      enabled_(::isatty(STDERR_FILENO) == 1 && g_level >= LogLevel::Info),
+      enabled_(g_level >= LogLevel::Info),
+      tty_(::isatty(STDERR_FILENO) == 1),
+      plain_every_(plain_progress_seconds()),
       start_(std::chrono::steady_clock::now()),
-      last_draw_(start_) {}
+      last_draw_(start_) {
+  // Without a terminal only counted work reports (a total of 0 is work that asked for no bar).
+  if (!tty_ && total_ == 0) enabled_ = false;
+}
 
 Progress::~Progress() { finish(); }
 
@@ -60,7 +75,8 @@ void Progress::add(uint64_t n) {
   done_ += n;
   if (!enabled_) return;
   auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ > std::chrono::milliseconds(250)) {
+  const auto every = tty_ ? std::chrono::duration<double>(0.25) : std::chrono::duration<double>(plain_every_);
+  if (now - last_draw_ >= every) {
     last_draw_ = now;
     draw(false);
   }
@@ -69,7 +85,7 @@ void Progress::add(uint64_t n) {
 void Progress::finish() {
   if (finished_) return;
   finished_ = true;
-  if (enabled_) draw(true);
+  if (enabled_ && (tty_ || plain_shown_)) draw(true);
 }
 
 void Progress::draw(bool final_line) {
@@ -77,6 +93,14 @@ void Progress::draw(bool final_line) {
   double rate = secs > 0 ? static_cast<double>(done_) / secs : 0.0;
   double eta = (rate > 0 && total_ > done_) ? static_cast<double>(total_ - done_) / rate : 0.0;
   std::lock_guard<std::mutex> lock(g_mu);
+  if (!tty_) {  // one whole line each time: a log file has no carriage returns to redraw
+    plain_shown_ = true;
+    std::fprintf(stderr, "sieve: %s: %llu/%llu (%.0f%%)  %.1f/s  %s %.0fs\n", label_.c_str(),
+                 static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
+                 total_ > 0 ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 0.0, rate,
+                 final_line ? "took" : "ETA", final_line ? secs : eta);
+    return;
+  }
   std::fprintf(stderr, "\r%s: %llu/%llu  %.1f/s  ETA %.0fs%s", label_.c_str(),
                static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
                rate, eta, final_line ? "\n" : "   ");

@@ -21,8 +21,9 @@ void log_debug(const std::string& msg);
 /// Logs a warning only the first time `key` is seen in this process (e.g. "truncated input").
 void log_warn_once(const std::string& key, const std::string& msg);
 
-/// Progress of long work on stderr (items/s and ETA), redrawn at most 4 times a second, and only
-/// when stderr is a terminal (quiet in CI and when piped).
+/// Progress of long work on stderr (items/s and ETA): on a terminal one line redrawn at most 4
+/// times a second; otherwise (a log file, CI) a plain line every 30 s (SIEVE_PROGRESS_SECONDS
+/// overrides), so work shorter than that stays quiet. Nothing below log level Info.
 class Progress {
  public:
   Progress(std::string label, uint64_t total);
@@ -38,6 +39,9 @@ class Progress {
   uint64_t total_ = 0;
   uint64_t done_ = 0;
   bool enabled_ = false;
+  bool tty_ = false;
+  bool plain_shown_ = false;  // a plain (not terminal) line was printed: finish() prints the last
+  double plain_every_ = 30;   // seconds between plain lines
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };

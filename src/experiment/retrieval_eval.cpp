@@ -1,6 +1,7 @@
 #include "experiment/retrieval_eval.h"
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -35,6 +36,20 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The stage-1 system with what tells two runs apart: hybrid search names its fusion and knob.
+std::string stage1_system_name(const SearchParams& p) {
+  std::string s = search_mode_name(p.mode);
+  if (p.mode != SearchMode::Hybrid) return s;
+  return p.fusion == Fusion::Weighted ? s + "-weighted(dense=" + number(p.dense_weight) + ")"
+                                      : s + "-rrf(k=" + number(p.rrf_k) + ")";
+}
+
 }  // namespace
 
 BeirFolder beir_folder(const std::string& dir, const std::string& split) {
@@ -61,7 +76,10 @@ std::string cached_index(const std::string& model_dir, const std::string& corpus
                          std::to_string(size) + "|" + std::to_string(mtime);
   const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + crc32_hex(crc32(id.data(), id.size())) +
                                                    (build.store_tokens ? "" : "-keys"));
-  if (is_dir(out)) return out;  // builds are renamed into place only when complete
+  if (is_dir(out)) {  // builds are renamed into place only when complete
+    log_info("using the index built earlier for " + corpus + " with this model: " + out);
+    return out;
+  }
   log_info("indexing " + corpus + " with " + model_dir + " into " + out);
   build_index(model_dir, corpus, out, build, enc);
   return out;
@@ -71,7 +89,8 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
                                        const eval::Qrels& qrels, const RetrievalEvalOptions& opt) {
   SIEVE_THROW_IF_NOT(opt.depth > 0, "the run depth must be at least 1");
   RetrievalEvalResult r;
-  r.system = search_mode_name(opt.search.mode);
+  r.search = opt.search;
+  r.system = stage1_system_name(opt.search);
   std::map<std::string, const eval::Query*> by_id;
   for (const auto& q : queries) by_id.emplace(q.id, &q);
 
@@ -147,6 +166,10 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
 nlohmann::json retrieval_json(const RetrievalEvalResult& r, bool per_query) {
   nlohmann::json j;
   j["system"] = r.system;
+  if (r.search.mode == SearchMode::Hybrid)
+    j["fusion"] = r.search.fusion == Fusion::Weighted
+                      ? nlohmann::json{{"method", fusion_name(r.search.fusion)}, {"dense_weight", r.search.dense_weight}}
+                      : nlohmann::json{{"method", fusion_name(r.search.fusion)}, {"k", r.search.rrf_k}};
   for (const auto& [k, v] : r.evaluation.mean) j[k] = v;
   j["queries"] = r.evaluation.queries;
   j["queries_searched"] = r.queries;

@@ -46,7 +46,8 @@ struct RetrievalEvalResult {
   size_t queries = 0;           ///< queries searched
   double seconds = 0;           ///< wall time of searching (and reranking), encoding included
   Stage2Timing stage2;          ///< summed over queries (rerank only)
-  std::string system;           ///< "dense", "bm25", "hybrid", "dense+F4", ...
+  std::string system;           ///< "dense", "bm25", "hybrid-rrf(k=60)", "hybrid-weighted(dense=0.5)", "dense+F4", ...
+  SearchParams search;          ///< the stage-1 settings that ran (mode, fusion and its knobs)
 };
 
 /// Searches every judged query of `qrels` that has a text in `queries` and evaluates the run.
@@ -56,7 +57,8 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
                                        const eval::Qrels& qrels, const RetrievalEvalOptions& opt);
 
 /// The means (keys "ndcg@10", "mrr@10", "acc@1", "recall@100", "map", ...) with "queries",
-/// "seconds", "queries_per_second" and "system"; per query under "per_query" when asked.
+/// "seconds", "queries_per_second" and "system"; for hybrid search "fusion": {"method": "rrf",
+/// "k": 60} or {"method": "weighted", "dense_weight": 0.5}; per query under "per_query" when asked.
 nlohmann::json retrieval_json(const RetrievalEvalResult& r, bool per_query = false);
 
 }  // namespace sieve::experiment

@@ -196,6 +196,8 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
             index::FaissVectorIndex* vectors, BuildReport& rep) {
   Document doc;
   for (size_t i = 0; i < skip; ++i) SIEVE_THROW_IF_NOT(reader.next(doc), "the corpus has fewer documents than the checkpoint");
+  log_info("indexing " + std::to_string(total - skip) + " document(s)" +
+           (skip > 0 ? " (resuming after " + std::to_string(skip) + " of " + std::to_string(total) + ")" : ""));
   Progress progress("indexing", total);
   progress.add(skip);
   ChunkWriter writer(enc.dim(), opt, dir, w, m, commit, vectors);
@@ -236,6 +238,7 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
       EncodeCall call;
       call.batch_size = opt.batch_size;
       call.token_states = w.codec != nullptr;
+      call.warn_truncation = false;  // one warning with the total, below
       c.e = enc.encode(texts, call);
       rep.encode_seconds += seconds_since(t0);
       rep.truncated += c.e.truncated;
@@ -261,8 +264,11 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
   rep.vectors_seconds += writer.vectors_seconds;
   if (writer_error) std::rethrow_exception(writer_error);
   rep.added += writer.added;
-  if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
   progress.finish();
+  if (rep.truncated > 0)
+    log_warn(std::to_string(rep.truncated) + " text(s) longer than " + std::to_string(enc.max_length()) +
+             " tokens were truncated for the keys and token states (BM25 and the corpus store keep the whole text)");
+  if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
 }
 
 // Reads the stored keys of documents [from, to) as one matrix.
@@ -275,14 +281,6 @@ std::vector<float> read_keys(const std::string& dir, const Manifest& m, size_t f
     std::memcpy(x.data() + (i - from) * m.dim, r.data, r.size);
   }
   return x;
-}
-
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 // Empties a folder except its lock file.
@@ -464,7 +462,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   m.corpus_fingerprint.clear();
   m.build_options.clear();
   write_manifest(staging, kManifestFile, m);
-  fsync_dir(staging);
+  sync_dir(staging);
   if (fs::exists(out_dir)) {
     SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
     WriteLock old_lock(out_dir);  // not while an add is writing it
@@ -478,7 +476,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   fs::remove(path_join(out_dir, kCheckpointFile));
   if (m.keys_in_vectors)
     for (const char* f : {"keys.dat", "keys.idx"}) fs::remove(path_join(out_dir, f));
-  fsync_dir(fs::absolute(out_dir).parent_path().string());
+  sync_dir(fs::absolute(out_dir).parent_path().string());
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
   return rep;
@@ -545,7 +543,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   m.vectors = sum_file(index_dir, m.vectors.file);
   rep.vectors_seconds += seconds_since(t_vectors);
   write_manifest(index_dir, kManifestFile, m);
-  fsync_dir(index_dir);
+  sync_dir(index_dir);
   if (old_vectors != m.vectors.file) fs::remove(path_join(index_dir, old_vectors));
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);

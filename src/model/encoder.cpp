@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "model/bert.h"
+#include "model/threads.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
@@ -28,15 +29,26 @@ class BertEncoder final : public Encoder {
  public:
   BertEncoder(const std::string& dir, const EncoderOptions& opt) : device_(parse_device(opt.device)) {
     info_ = read_model_info(dir);
-    tokenizer_ = Tokenizer::from_model_dir(dir);
-    SIEVE_THROW_IF_NOT(tokenizer_->vocab_size() <= static_cast<size_t>(info_.config.vocab_size),
-                       dir << ": the tokenizer has " << tokenizer_->vocab_size()
-                           << " entries but config.json says vocab_size " << info_.config.vocab_size);
+    if (opt.load_tokenizer) {
+      tokenizer_ = Tokenizer::from_model_dir(dir);
+      SIEVE_THROW_IF_NOT(tokenizer_->vocab_size() <= static_cast<size_t>(info_.config.vocab_size),
+                         dir << ": the tokenizer has " << tokenizer_->vocab_size()
+                             << " entries but config.json says vocab_size " << info_.config.vocab_size);
+      pad_id_ = tokenizer_->special_tokens().pad >= 0 ? tokenizer_->special_tokens().pad : 0;
+    } else {
+      const int64_t pad = info_.config.pad_token_id;
+      pad_id_ = pad >= 0 && pad < info_.config.vocab_size ? pad : 0;  // masked out either way
+    }
     pooling_ = opt.pooling.value_or(info_.pooling);
     max_length_ = opt.max_length ? opt.max_length : info_.max_seq_length;
     max_length_ = std::min<size_t>(max_length_, static_cast<size_t>(max_sequence_length(info_.config)));
     SIEVE_THROW_IF_NOT(max_length_ >= 2, "max_length must be at least 2 (room for [CLS] and [SEP])");
-    set_compute_threads(opt.threads);
+    // Threads are process-wide: set only when asked, else a caller's set_compute_threads(1) (or
+    // Python's set_threads(1)) would be undone by every load.
+    if (opt.threads > 0)
+      set_compute_threads(opt.threads);
+    else
+      ensure_compute_threads();
     ensure_fast_blas(nullptr);  // warns when the process runs OpenBLAS's generic kernels
 
     auto weights = SafetensorsFile::open(info_.weights_path);
@@ -48,7 +60,10 @@ class BertEncoder final : public Encoder {
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const Tokenizer& tokenizer() const override {
+    SIEVE_THROW_IF_NOT(tokenizer_ != nullptr, "this encoder was loaded without a tokenizer: it encodes token ids only");
+    return *tokenizer_;
+  }
   const ModelInfo& info() const override { return info_; }
   Pooling pooling() const override { return pooling_; }
   size_t max_length() const override { return max_length_; }
@@ -59,11 +74,12 @@ class BertEncoder final : public Encoder {
     out.encodings.reserve(texts.size());
     EncodeOptions eo;
     eo.max_length = max_length_;
+    const Tokenizer& tok = tokenizer();
     for (const auto& t : texts) {
-      out.encodings.push_back(tokenizer_->encode(t, eo));
+      out.encodings.push_back(tok.encode(t, eo));
       if (out.encodings.back().truncated) ++out.truncated;
     }
-    if (out.truncated > 0)
+    if (out.truncated > 0 && call.warn_truncation)
       log_warn_once("encoder.truncate", std::to_string(out.truncated) + " text(s) longer than " +
                                             std::to_string(max_length_) + " tokens were truncated");
     run(out, call);
@@ -117,7 +133,7 @@ class BertEncoder final : public Encoder {
       auto* ip = ids.data_ptr<int64_t>();
       auto* mp = mask.data_ptr<int64_t>();
       auto* tp = types.data_ptr<int64_t>();
-      const int64_t pad = tokenizer_->special_tokens().pad >= 0 ? tokenizer_->special_tokens().pad : 0;
+      const int64_t pad = pad_id_;
       for (size_t r = 0; r < b; ++r) {
         const Encoding& e = out.encodings[order[start + r]];
         for (size_t j = 0; j < L; ++j) {
@@ -150,7 +166,8 @@ class BertEncoder final : public Encoder {
 
   c10::Device device_;
   ModelInfo info_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // null when loaded without one
+  int64_t pad_id_ = 0;
   std::shared_ptr<EncoderBackbone> model_;
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "model/threads.h"
 #include "sieve/encoder.h"
 
 namespace sieve {
@@ -79,6 +80,10 @@ std::atomic<int> g_threads{0};
 int compute_threads() {
   int n = g_threads.load();
   return n > 0 ? n : cores();
+}
+
+void ensure_compute_threads() {
+  if (g_threads.load() == 0) set_compute_threads(0);
 }
 
 void set_compute_threads(int n) {

@@ -69,6 +69,7 @@ void RunDir::log(const nlohmann::json& line) {
   if (!writer_) return;
   metrics_ << line.dump() << "\n";
   metrics_.flush();
+  SIEVE_THROW_IF_NOT(metrics_.good(), "cannot write '" << path_join(out_, "metrics.jsonl") << "' (disk full?)");
 }
 
 void RunDir::checkpoint(const LoopState& state, torch::optim::Optimizer& opt,

@@ -74,13 +74,24 @@ CosineMap cosine_map(const TokenStates& q, const TokenStates& c, size_t max_toke
 
 std::string render_map_svg(const CosineMap& map, const std::vector<std::string>& qt, const std::vector<std::string>& ct,
                            const std::string& title) {
-  const int cell = 22, left = 120, top = 130, legend = 60;
-  const int w = left + static_cast<int>(map.n) * cell + legend, h = top + static_cast<int>(map.m) * cell + 20;
+  // The title is one line of 13px bold sans-serif: wide enough for it at a generous 8.5px per
+  // character (it was clipped to the map's width); the axes are named, query down the left and
+  // candidate along the top.
+  const int cell = 22, left = 140, top = 150, legend = 60, title_size = 13;
+  const int grid_w = left + static_cast<int>(map.n) * cell + legend;
+  const int title_w = 16 + static_cast<int>(std::ceil(title.size() * 8.5));
+  const int w = std::max(grid_w, title_w), h = top + static_cast<int>(map.m) * cell + 20;
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s << "<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
+  s << "<text x=\"8\" y=\"18\" font-size=\"" << title_size << "\" font-weight=\"bold\">" << xml_escape(title)
+    << "</text>\n";
+  const int grid_mid_x = left + static_cast<int>(map.n) * cell / 2, grid_mid_y = top + static_cast<int>(map.m) * cell / 2;
+  s << "<text class=\"axis\" x=\"" << grid_mid_x << "\" y=\"40\" text-anchor=\"middle\" font-size=\"12\" "
+    << "font-style=\"italic\">candidate</text>\n";
+  s << "<text class=\"axis\" x=\"16\" y=\"" << grid_mid_y << "\" text-anchor=\"middle\" font-size=\"12\" "
+    << "font-style=\"italic\" transform=\"rotate(-90 16 " << grid_mid_y << ")\">query</text>\n";
   for (size_t j = 0; j < map.n; ++j) {  // candidate tokens along the top, rotated
     int x = left + static_cast<int>(j) * cell + cell / 2 + 4, y = top - 6;
     s << "<text x=\"" << x << "\" y=\"" << y << "\" transform=\"rotate(-60 " << x << " " << y << ")\">"

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "eval/beir.h"
+#include "core/file_util.h"
 #include "experiment/retrieval_eval.h"
 #include "experiment_test_util.h"
 #include "sieve/index.h"
@@ -185,6 +186,47 @@ TEST_F(RetrievalEvalTest, CliRunAndQrelsFilesGiveTheSameNdcgWhenReadBack) {
   EXPECT_NEAR(j.at("ndcg@10").get<double>(), sum / qr.size(), 1e-12);  // scores round-trip exactly
   EXPECT_EQ(j.at("system"), "bm25");
   EXPECT_EQ(j.at("queries").get<int>(), 5);
+}
+
+// Hybrid runs say which fusion ran, with its knob: RRF and weighted fusion were both "hybrid".
+TEST_F(RetrievalEvalTest, HybridRunsNameTheirFusion) {
+  auto index = open();
+  experiment::RetrievalEvalOptions o;
+  o.search.mode = SearchMode::Hybrid;
+  auto r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
+  EXPECT_EQ(r.system, "hybrid-rrf(k=60)");
+  auto j = experiment::retrieval_json(r);
+  EXPECT_EQ(j.at("fusion"), (nlohmann::json{{"method", "rrf"}, {"k", 60.0}})) << j.dump();
+  o.search.fusion = Fusion::Weighted;
+  o.search.dense_weight = 0.3;
+  r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
+  EXPECT_EQ(r.system, "hybrid-weighted(dense=0.3)");
+  j = experiment::retrieval_json(r);
+  EXPECT_EQ(j.at("fusion"), (nlohmann::json{{"method", "weighted"}, {"dense_weight", 0.3}})) << j.dump();
+  o.search.mode = SearchMode::Dense;
+  j = experiment::retrieval_json(experiment::evaluate_retrieval(*index, queries(), qrels(), o));
+  EXPECT_EQ(j.at("system"), "dense");
+  EXPECT_FALSE(j.contains("fusion"));
+}
+
+// Without --index the CLI says that it indexes the corpus (how many documents, into a temporary
+// folder unless --index-dir keeps it), and a kept index is reused, saying so.
+TEST_F(RetrievalEvalTest, CliSaysWhatItIndexesAndReusesAKeptIndex) {
+  const std::string err = *root_ + "/eval.err", cache = *root_ + "/cache";
+  const std::string cmd = cli_path() + " eval retrieval --beir " + beir_->dir + " -m " + beir_->model +
+                          " --mode hybrid --fusion weighted --dense-weight 0.3 --k 10";
+  auto res = run_command(cmd + " 2>" + err);
+  ASSERT_EQ(res.exit_code, 0) << res.out;
+  EXPECT_EQ(nlohmann::json::parse(res.out).at("system"), "hybrid-weighted(dense=0.3)");
+  std::string log = read_file(err);
+  EXPECT_NE(log.find("indexed into a temporary folder"), std::string::npos) << log;
+  EXPECT_NE(log.find("indexing " + std::to_string(beir_->docs.size()) + " document(s)"), std::string::npos) << log;
+  ASSERT_EQ(run_command(cmd + " --index-dir " + cache + " 2>/dev/null").exit_code, 0);
+  res = run_command(cmd + " --index-dir " + cache + " 2>" + err);
+  ASSERT_EQ(res.exit_code, 0) << res.out;
+  log = read_file(err);
+  EXPECT_NE(log.find("using the index built earlier"), std::string::npos) << log;
+  EXPECT_EQ(log.find("indexing "), std::string::npos) << log;
 }
 
 TEST_F(RetrievalEvalTest, CliNamesAMissingBeirFolder) {

@@ -121,6 +121,40 @@ TEST(Faults, ModelExportUnderAFileSizeLimit) {
   EXPECT_EQ(Encoder::load(dir + "/out")->dim(), Encoder::load(model_dir())->dim());
 }
 
+// Results written to a full disk (/dev/full: every write fails with ENOSPC): the command says so
+// and exits 1, whether the failure shows while writing (a large output) or only at the final
+// flush (a small one). It used to exit 0 with the file truncated.
+TEST(Faults, ResultsToAFullDiskFailTheCommand) {
+  const std::string dir = make_temp_dir("fault_stdout");
+  {
+    std::ofstream f(dir + "/texts.txt");
+    for (int i = 0; i < 300; ++i) f << "the dog bit the man number " << i << "\n";
+  }
+  for (const std::string& args : {"tokenize --model " + model_dir() + " hello",
+                                  "embed --model " + model_dir() + " --input " + dir + "/texts.txt"}) {
+    auto r = cli_limited(0, args + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("cannot write the results to standard output"), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(cli_limited(0, args + " > /dev/null").exit_code, 0) << args;
+  }
+}
+
+// The training metrics log on a full disk stops the run with an error naming it.
+TEST(Faults, TrainingMetricsOnAFullDisk) {
+  const std::string dir = make_temp_dir("fault_metrics");
+  {
+    std::ofstream f(dir + "/t.csv");
+    f << "anchor,positive,negative\n";
+    for (int i = 0; i < 16; ++i) f << "the dog bit man " << i << ",the dog bit man " << i << ",the man bit dog " << i << "\n";
+  }
+  fs::create_directories(dir + "/run");
+  fs::create_symlink("/dev/full", dir + "/run/metrics.jsonl");
+  auto r = cli_limited(0, "train encoder --model " + model_dir() + " --train " + dir + "/t.csv --out " + dir +
+                              "/run --batch-size 8 --steps 2 --log-every 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write '" + dir + "/run/metrics.jsonl'"), std::string::npos) << r.out;
+}
+
 // Unreadable inputs name their path.
 TEST(Faults, UnreadableFilesAreNamed) {
   const std::string dir = make_temp_dir("fault_read");

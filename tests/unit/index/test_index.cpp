@@ -739,5 +739,57 @@ TEST(IndexCli, ErrorsAndExitCodes) {
   }
 }
 
+// The build says what it indexes, reports progress in a log (plain lines; SIEVE_PROGRESS_SECONDS=0
+// makes one per chunk, the default 30 s none in a short build), and its truncation warning
+// counts every chunk: the same number as the report's "truncated" (it counted the first chunk).
+TEST(IndexCli, BuildReportsProgressAndTheTotalTruncated) {
+  std::string dir = make_temp_dir("idx_cli_progress");
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 10; ++i) f << "d" << i << "\tthe dog bit the man near the red car number " << i << "\n";
+  }
+  const std::string build = cli_path() + " index build -m " + model_dir() + " -c " + dir +
+                            "/c.tsv --chunk 3 --max-length 8 -o " + dir;
+  auto r = run_command("SIEVE_PROGRESS_SECONDS=0 " + build + "/a 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("indexing 10 document(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sieve: indexing: 3/10 (30%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sieve: indexing: 10/10 (100%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 text(s) longer than 8 tokens were truncated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"truncated\":10"), std::string::npos) << r.out;
+  r = run_command(build + "/b 2>&1 >/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("sieve: indexing:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 text(s) longer than 8 tokens"), std::string::npos) << r.out;
+}
+
+// An unknown flag is named before a missing required option (CLI11 checks those first), in
+// every command; a flag's help line shows its name only; too few texts are a usage error.
+TEST(IndexCli, UsageMistakesAreNamedFirst) {
+  for (const char* c : {" search --bogus x", " index build --bogus", " verify score --bogus", " embed --bogus x",
+                        " search --index /nonexistent -k 0 --bogus x"}) {
+    auto r = run_command(cli_path() + c + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << c;
+    EXPECT_NE(r.out.find("not expected: --bogus"), std::string::npos) << c << "\n" << r.out;
+    EXPECT_EQ(r.out.find("is required"), std::string::npos) << c << "\n" << r.out;
+  }
+  auto r = run_command(cli_path() + " search x 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--index is required"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " index build --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--no-overlap "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("{false}"), std::string::npos) << r.out;
+  for (const char* texts : {" 'only one'", " < /dev/null"}) {
+    r = run_command(cli_path() + " similarity -m " + model_dir() + texts + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << texts << "\n" << r.out;
+    EXPECT_NE(r.out.find("at least two"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("cosine"), std::string::npos) << r.out;  // no header
+  }
+  r = run_command(cli_path() + " similarity -m " + model_dir() + " 'a dog' 'a cat' 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0\t1\t"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sieve

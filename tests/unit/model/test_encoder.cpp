@@ -2,6 +2,8 @@
 // loading errors, and the tokenize / embed CLI.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -139,6 +141,24 @@ TEST(Encoder, PoolingOverrideAndLongInputTruncates) {
   EXPECT_EQ(e.tokens[0].length, 10u);
   EXPECT_EQ(e.encodings[0].ids.back(), enc->tokenizer().special_tokens().sep);
   EXPECT_EQ(e.tokens[1].length, 4u);
+}
+
+// The thread count is process-wide: a load with default options keeps what the process chose
+// (Python's set_threads(1) then Index.open() returned to all cores); a load that asks sets it.
+// The chosen count is one more than the cores, so that it differs from the all-cores default.
+TEST(Encoder, DefaultLoadKeepsTheProcessThreadCount) {
+  std::string dir = make_temp_dir("enc_threads");
+  write_fixture_model(dir, small_fixture(Pooling::Mean));
+  const int chosen = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)) + 1;
+  set_compute_threads(chosen);
+  auto enc = Encoder::load(dir);
+  EXPECT_EQ(compute_threads(), chosen);
+  EXPECT_EQ(enc->encode({"the dog"}).pooled.size(), enc->dim());
+  EncoderOptions asked;
+  asked.threads = 1;
+  Encoder::load(dir, asked);
+  EXPECT_EQ(compute_threads(), 1);
+  set_compute_threads(0);
 }
 
 TEST(Encoder, EmptyInputListGivesEmptyOutput) {

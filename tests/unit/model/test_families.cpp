@@ -206,13 +206,22 @@ TEST(ModernBertBlocks, LongTextMatchesTheReference) {
 }
 
 // `sieve embed --ids`: ids used exactly as given, for every family, against the scalar reference
-// run on the same ids (ids that the tokenizer would not produce: no [CLS], a repeated id).
+// run on the same ids (ids that the tokenizer would not produce: no [CLS], a repeated id). The
+// model folders have no tokenizer files: the ids need none.
 TEST(EmbedIds, EveryFamilyMatchesTheReferenceOnTheGivenIds) {
   for (const char* arch : {"bert", "roberta", "mpnet", "modernbert"}) {
     auto f = family_fixture(arch, Pooling::Mean);
     f.seed = 31;
     std::string dir = make_temp_dir(std::string("embed_ids_") + arch);
     write_fixture_model(dir, f);
+    for (const char* file : {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+      std::filesystem::remove(dir + "/" + file);
+    EXPECT_NE(test::error_of([&] { Encoder::load(dir); }).find("no usable tokenizer"), std::string::npos) << arch;
+    EncoderOptions ids_only;
+    ids_only.load_tokenizer = false;
+    auto enc = Encoder::load(dir, ids_only);
+    EXPECT_NE(test::error_of([&] { enc->encode({"a text"}); }).find("without a tokenizer"), std::string::npos) << arch;
+    EXPECT_NE(test::error_of([&] { enc->tokenizer(); }).find("without a tokenizer"), std::string::npos) << arch;
     const std::vector<std::vector<int>> inputs = {{5, 9, 9, 12}, {7}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};
     {
       std::ofstream in(dir + "/ids.jsonl");

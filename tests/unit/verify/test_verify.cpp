@@ -344,5 +344,21 @@ TEST(CosineMap, AgreesWithF0AndIsCapped) {
   EXPECT_NE(svg.find("t &amp; u"), std::string::npos);
 }
 
+// The title is whole and fits the picture however small the map (a 3 x 2 map clipped
+// "stage-1 cosine ... reject a"); the axes say which side is the query and which the candidate.
+TEST(CosineMap, SvgTitleFitsAndAxesAreNamed) {
+  std::mt19937 rng(9);
+  TokenStates q = random_tokens(3, kD, rng), c = random_tokens(2, kD, rng);
+  const std::string title = "stage-1 cosine 0.912   F4 score -0.314   reject at 0.250";
+  const std::string svg = render_map_svg(cosine_map(q, c), {"[CLS]", "dog", "[SEP]"}, {"[CLS]", "[SEP]"}, title);
+  EXPECT_NE(svg.find(">" + title + "</text>"), std::string::npos) << svg;
+  const size_t at = svg.find("width=\"") + 7;
+  const int width = std::stoi(svg.substr(at));
+  // 13px bold sans-serif averages about 0.6 em per character; the title starts at x = 8.
+  EXPECT_GE(width, 8 + static_cast<int>(title.size() * 13 * 0.6)) << svg.substr(0, 200);
+  EXPECT_NE(svg.find(">query</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">candidate</text>"), std::string::npos) << svg;
+}
+
 }  // namespace
 }  // namespace sieve

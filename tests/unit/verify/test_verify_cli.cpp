@@ -1,7 +1,9 @@
 // `sieve verify score|create|info` through the built CLI.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "sieve/model.h"
@@ -51,6 +53,43 @@ TEST(VerifyCli, ScoreKeepsOrderAndIdentityScoresOne) {
   }
 }
 
+// Each record carries the gate's decision and the threshold it used: the calibrated verifier's,
+// or null (and no decision) for one without a threshold.
+TEST(VerifyCli, ScoreSaysTheDecisionAndTheThreshold) {
+  std::string dir = test::make_temp_dir("verify_decision");
+  std::ofstream(dir + "/p.tsv") << "sentence1\tsentence2\tlabel\nthe dog bit the man\tthe dog bit the man\t1\n"
+                                   "a red car\ta red car\t1\nthe dog bit the man\tthe man bit the dog\t0\n"
+                                   "red car\tblue house\t0\n";
+  auto r = run_command(cli_path() + " verify calibrate -m " + fixture_model() + " --verifier F1 --pairs " + dir +
+                       "/p.tsv --target-precision 0.5 --out " + dir + "/f1.safetensors 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const double threshold = nlohmann::json::parse(r.out).at("threshold").get<double>();
+  r = run_command(cli_path() + " verify score -m " + fixture_model() + " --verifier " + dir + "/f1.safetensors --pairs " +
+                  dir + "/p.tsv 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  auto l = lines(r.out);
+  ASSERT_EQ(l.size(), 4u) << r.out;
+  size_t accepted = 0;
+  for (const auto& line : l) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_NEAR(j.at("threshold").get<double>(), threshold, 1e-6) << line;
+    ASSERT_TRUE(j.contains("accepted")) << line;
+    // Printed with 7 digits: a score at the threshold itself (the calibrated threshold is one of
+    // the scores) is accepted, whatever the rounding.
+    const double score = j.at("score").get<double>();
+    EXPECT_EQ(j.at("accepted").get<bool>(), score >= threshold - 1e-6) << line;
+    accepted += j.at("accepted").get<bool>() ? 1 : 0;
+  }
+  EXPECT_GE(accepted, 2u);  // a text against itself scores 1, the most there is
+  r = run_command(cli_path() + " verify score -m " + fixture_model() + " --verifier F1 --pairs " + dir +
+                  "/p.tsv 2>/dev/null");
+  for (const auto& line : lines(r.out)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_TRUE(j.at("threshold").is_null()) << line;
+    EXPECT_FALSE(j.contains("accepted")) << line;
+  }
+}
+
 TEST(VerifyCli, CreateInfoAndWrongEncoder) {
   std::string dir = test::make_temp_dir("verify_cli2");
   auto r = run_command(cli_path() + " verify create --kind F3 -m " + fixture_model() + " -o " + dir + "/f3.safetensors");
@@ -94,6 +133,20 @@ TEST(ExplainCli, MapJsonAndSvg) {
   for (size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++cells;
   EXPECT_EQ(cells, 7u * 7u + 11u);  // the 7 x 7 map and the 11 legend swatches
   EXPECT_NE(svg.find(">man</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">query</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">candidate</text>"), std::string::npos);
+  EXPECT_NE(r.out.find("\"svg\":\"" + dir + "/m.svg\""), std::string::npos) << r.out;
+}
+
+// Without --svg no file is written (it wrote ./explain.svg into the current folder).
+TEST(ExplainCli, WritesNoFileUnlessAsked) {
+  std::string dir = test::make_temp_dir("explain_cwd");
+  auto r = test::run_command("cd " + dir + " && " + test::cli_path() + " explain -m " + fixture_model() +
+                             " --verifier F1 'the dog bit the man' 'the man bit the dog' 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"map\":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"svg\""), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 }  // namespace
