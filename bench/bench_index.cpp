@@ -21,6 +21,7 @@
 
 #include "bench_util.h"
 #include "eval/beir.h"
+#include "eval/metrics.h"
 #include "index/corpus_reader.h"
 #include "index/token_codec.h"
 #include "index/token_store.h"

@@ -30,8 +30,9 @@ def candidates():
     yield from BASELINES
     for k in (10, 30):
         yield {"mode": "hybrid", "fusion": "rrf", "rrf_k": k, "fusion_depth": 100}
-    for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
-        yield {"mode": "hybrid", "fusion": "weighted", "dense_weight": w, "fusion_depth": 100}
+    for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
+        for depth in (100, 200):  # eval ranks 100 per query, and the fused depth is at least k
+            yield {"mode": "hybrid", "fusion": "weighted", "dense_weight": w, "fusion_depth": depth}
 
 
 def label(c):
