@@ -192,7 +192,7 @@ TEST(ServeCli, WebPageRendersHitsAndTheMapInChromium) {
   std::string browser;
   for (const char* b : {"chromium", "chromium-browser"})
     if (browser.empty() && test::run_command(std::string("command -v ") + b + " >/dev/null 2>&1").exit_code == 0) browser = b;
-  if (browser.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  if (browser.empty()) SIEVE_SKIP_ORACLE("chromium is not installed (scripts/setup.sh installs it)");
   const std::string dir = test::make_temp_dir("serve_page");
   write_text_index(dir, 27);
   VerifierConfig c;
@@ -223,9 +223,9 @@ TEST(ServeCli, WebPageRendersHitsAndTheMapInChromium) {
 // `sieve serve` with an API key: the floats it returns are `sieve embed`'s.
 TEST(ServeCli, OpenAiClientGetsTheEmbedKeys) {
   const std::string npm = SIEVE_NPM_DIR;
-  if (test::run_command("node --version 2>/dev/null").out.empty()) GTEST_SKIP() << "node is not installed";
+  if (test::run_command("node --version 2>/dev/null").out.empty()) SIEVE_SKIP_ORACLE("node is not installed");
   if (!std::ifstream(npm + "/node_modules/openai/package.json").good())
-    GTEST_SKIP() << "npm package openai missing in " << npm << "; run tests/reference/install.sh " << npm;
+    SIEVE_SKIP_ORACLE("npm package openai missing in " << npm << "; run tests/reference/install.sh " << npm);
   const std::string dir = test::make_temp_dir("serve_openai");
   write_fixture_model(dir + "/model", test::tiny_model_options(24));
   std::ofstream(dir + "/key") << "k-123\n";
