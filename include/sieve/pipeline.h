@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,38 @@ struct VerifiedHit {
   size_t stage1_rank = 0;   ///< 1-based rank in stage 1
 };
 
+/// The keys of a hit: one list for `sieve search`'s JSON lines, the server's /v1/search and the
+/// Python package's hit dicts (which add "doc", the row number, and give None where JSON omits).
+struct HitKeys {
+  static constexpr const char* rank = "rank";                      ///< 1-based rank in the results
+  static constexpr const char* id = "id";                          ///< the document's id
+  static constexpr const char* score = "score";                    ///< stage 1's score (stage 1 only)
+  static constexpr const char* dense = "dense";                    ///< cosine, when dense retrieval saw it
+  static constexpr const char* dense_rank = "dense_rank";          ///< its rank in the dense list
+  static constexpr const char* bm25 = "bm25";                      ///< BM25, when the lexical index saw it
+  static constexpr const char* bm25_rank = "bm25_rank";            ///< its rank in the BM25 list
+  static constexpr const char* stage1_score = "stage1_score";      ///< with stage 2: stage 1's score
+  static constexpr const char* stage1_rank = "stage1_rank";        ///< with stage 2: its stage-1 rank
+  static constexpr const char* verifier_score = "verifier_score";  ///< with stage 2
+  static constexpr const char* accepted = "accepted";              ///< with stage 2: score >= threshold
+  static constexpr const char* title = "title";                    ///< with text
+  static constexpr const char* text = "text";                      ///< with text
+};
+
+/// How hit_json writes a hit.
+struct HitJsonOptions {
+  bool text = false;  ///< add the document's title and text (read from the index)
+  int digits = 0;     ///< > 0: scores rounded to this many significant digits (the CLI's 7); 0 = exact
+};
+
+/// A stage-1 hit as JSON, keys in this order: rank, id, score, then dense and dense_rank when the
+/// dense list saw it, bm25 and bm25_rank when BM25 did, then title and text (options.text).
+nlohmann::ordered_json hit_json(const Index& index, const Hit& hit, size_t rank, const HitJsonOptions& options = {});
+/// A verified hit: rank, id, stage1_score, stage1_rank, verifier_score, accepted, then the
+/// stage-1 hit's dense / bm25 scores and ranks as above, then title and text.
+nlohmann::ordered_json hit_json(const Index& index, const VerifiedHit& hit, size_t rank,
+                                const HitJsonOptions& options = {});
+
 /// Timing of one query's stage 2 (seconds): decoding the candidates' stored token states,
 /// building the maps, running the verifier.
 struct Stage2Timing {
@@ -45,6 +78,11 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
 /// key against the query's key; `threshold` must come from params (no file holds it).
 std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
                                                 const PipelineParams& params = {});
+
+/// search_verified with a resolved verifier (resolve_verifier): search_verified_cosine when it is
+/// the pooled cosine (`timing` then stays zero).
+std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
+                                         const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
 /// Result of a calibration.
 struct Calibration {

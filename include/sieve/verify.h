@@ -108,14 +108,50 @@ class Verifier {
 
   /// A verifier from a config; learned kinds get the PyTorch default initialisation from `seed`.
   static std::unique_ptr<Verifier> create(const VerifierConfig& config, uint64_t seed = 42);
-  /// Loads a verifier file, or makes a parameter-free one by name ("F0", "F1", "F2").
+  /// Loads a verifier file, or makes a parameter-free one by name ("F0", "F1", "F2", any case).
+  /// A name F0..F4 always means the built-in, even where a file of that name exists; a file is a
+  /// path with '/' (./F1) or ending in .safetensors (or any other name of an existing file).
   /// `encoder_identity` non-empty: a file recorded for another encoder is refused.
   static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
 };
 
+/// A verifier as a face names it (--verifier, the server's option, Python's Verifier.load),
+/// resolved by one rule (resolve_verifier).
+struct ResolvedVerifier {
+  std::unique_ptr<Verifier> verifier;  ///< nullptr: the pooled stage-1 cosine ("cosine")
+  std::string name;                    ///< "cosine", "F0".."F2", or the file's path
+  bool file = false;                   ///< loaded from the file `name`
+  bool cosine() const { return verifier == nullptr; }
+  /// "cosine", or the verifier's kind "F0".."F4".
+  std::string kind() const;
+  /// The calibrated gate threshold, NaN for the cosine and uncalibrated verifiers.
+  double threshold() const;
+};
+
+/// Where resolve_verifier looks: the encoder's model folder and its identity.
+struct VerifierContext {
+  std::string model_dir;          ///< the folder (or installed name) of the encoder; "" = the default model
+  std::string encoder_identity;   ///< model_identity() of that encoder; "" = computed from model_dir
+};
+
+/// The one rule by which the CLI, the server and Python turn a verifier spec into a verifier:
+/// "" or "default" = the verifier shipped for the model (default_verifier), else F1; "cosine" =
+/// the pooled cosine (a null verifier); "F0", "F1", "F2" (any case) = the built-ins, even where a
+/// file of that name is in the working folder; else a verifier file (a path with '/', such as
+/// ./F1, or ending in .safetensors), refused with sieve::Error when it was recorded for another
+/// encoder than the context's (checked whether or not an index is involved).
+ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
+
 /// Scores pairs whose token states come in order: states[2i] the query, states[2i + 1] its
 /// candidate (what encoding [q0, c0, q1, c1, ...] gives). One score per pair.
 std::vector<float> score_pairs(const Verifier& verifier, const std::vector<TokenStates>& states);
+
+/// The same from encoded texts [q0, c0, q1, c1, ...]; `verifier` null = the cosine of the pooled
+/// keys (then `encoded` needs no token states).
+std::vector<float> score_pairs(const Verifier* verifier, const Embeddings& encoded);
+/// Scores the first encoded text against each of the others (one score per other text), with
+/// `verifier`, or, when it is null, by the cosine of the pooled keys.
+std::vector<float> score_candidates(const Verifier* verifier, const Embeddings& encoded);
 
 /// Encodes every (query, candidate) pair with `encoder` (batch_size texts per pass) and scores it
 /// with `verifier`, or, when it is null, with the cosine of the two pooled unit keys (stage 1's

@@ -212,7 +212,9 @@ class Verifier:
     @classmethod
     def load(cls, path_or_name="default", model=None, threads=0):
         """A verifier file, or "F0", "F1", "F2", or "cosine" (the pooled keys' cosine);
-        "default": the verifier shipped for `model` (default: the default model), else F1."""
+        "default": the verifier shipped for `model` (default: the default model), else F1.
+        Those names always mean the built-ins: name a file by a path with '/' (./F1) or ending
+        in .safetensors. A file made for another model than `model` is refused."""
         return cls(_Verifier.load(str(path_or_name), str(model or ""), threads))
 
     @property

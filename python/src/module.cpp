@@ -109,7 +109,7 @@ struct PyIndex {
 // A verifier with the encoder that makes its token states.
 struct PyVerifier {
   std::unique_ptr<Encoder> encoder;
-  std::unique_ptr<Verifier> verifier;  ///< nullptr: the pooled cosine ("cosine")
+  ResolvedVerifier verifier;
 };
 
 SearchParams search_params(size_t k, const std::string& mode, const SearchRecommendation& rec) {
@@ -146,10 +146,11 @@ std::vector<SearchResult> search_all(const Index& ix, const std::vector<std::str
   return out;
 }
 
+// A hit with hit_json's keys (HitKeys), plus "doc" (the row number) and None where JSON omits.
 py::dict hit_dict(const Hit& h, size_t rank) {
   // The keys are made once (interned): building them per hit was a third of a search's overhead.
-  static const py::str k_rank("rank"), k_id("id"), k_doc("doc"), k_score("score"), k_dense("dense"), k_bm25("bm25"),
-      k_dense_rank("dense_rank"), k_bm25_rank("bm25_rank");
+  static const py::str k_rank(HitKeys::rank), k_id(HitKeys::id), k_doc("doc"), k_score(HitKeys::score),
+      k_dense(HitKeys::dense), k_bm25(HitKeys::bm25), k_dense_rank(HitKeys::dense_rank), k_bm25_rank(HitKeys::bm25_rank);
   py::dict d;
   d[k_rank] = rank;
   d[k_id] = h.id;
@@ -482,26 +483,21 @@ PYBIND11_MODULE(_sieve, m) {
           [](const std::string& name, const std::string& model, int threads) {
             auto v = std::make_unique<PyVerifier>();
             const std::string dir = resolve_model_dir(model);
-            const std::string file = name.empty() || name == "default" ? default_verifier(model, "F1") : name;
             EncoderOptions eo;
             eo.threads = threads;
             py::gil_scoped_release release;
             v->encoder = Encoder::load(dir, eo);
-            if (file != "cosine") v->verifier = Verifier::load(file, model_identity(dir));
+            v->verifier = resolve_verifier(name, {dir, ""});
             return v;
           },
           py::arg("path_or_name") = "default", py::arg("model") = "", py::arg("threads") = 0)
-      .def_property_readonly("kind", [](const PyVerifier& v) {
-        return v.verifier ? std::string(verifier_kind_name(v.verifier->config().kind)) : std::string("cosine");
-      })
-      .def_property_readonly("threshold", [](const PyVerifier& v) -> py::object {
-        return v.verifier ? none_if_nan(v.verifier->config().threshold) : py::object(py::none());
-      })
+      .def_property_readonly("kind", [](const PyVerifier& v) { return v.verifier.kind(); })
+      .def_property_readonly("threshold", [](const PyVerifier& v) { return none_if_nan(v.verifier.threshold()); })
       .def("score", [](const PyVerifier& v, const std::vector<std::pair<std::string, std::string>>& pairs) {
         std::vector<float> out;
         {
           py::gil_scoped_release release;
-          out = score_text_pairs(*v.encoder, v.verifier.get(), pairs);
+          out = score_text_pairs(*v.encoder, v.verifier.verifier.get(), pairs);
         }
         return take(std::move(out), {static_cast<py::ssize_t>(pairs.size())});
       });
@@ -522,15 +518,16 @@ PYBIND11_MODULE(_sieve, m) {
         std::vector<VerifiedHit> hits;
         {
           py::gil_scoped_release release;
-          hits = v.verifier ? search_verified(*ix, *v.verifier, query, pp) : search_verified_cosine(*ix, query, pp);
+          hits = search_verified(*ix, v.verifier, query, pp);
         }
         py::list out;
         for (size_t j = 0; j < hits.size(); ++j) {
+          // hit_json's keys for a verified hit; "score" (= stage1_score) stays for compatibility.
           py::dict d = hit_dict(hits[j].hit, j + 1);
-          d["stage1_rank"] = hits[j].stage1_rank;
-          d["stage1_score"] = d["score"];
-          d["verifier_score"] = hits[j].verifier_score;
-          d["accepted"] = hits[j].accepted;
+          d[HitKeys::stage1_rank] = hits[j].stage1_rank;
+          d[HitKeys::stage1_score] = d[HitKeys::score];
+          d[HitKeys::verifier_score] = hits[j].verifier_score;
+          d[HitKeys::accepted] = hits[j].accepted;
           out.append(d);
         }
         return out;
@@ -546,7 +543,7 @@ PYBIND11_MODULE(_sieve, m) {
         std::string svg;
         {
           py::gil_scoped_release release;
-          e = explain_pair(*v.encoder, v.verifier.get(), query, candidate, t);
+          e = explain_pair(*v.encoder, v.verifier.verifier.get(), query, candidate, t);
           svg = explanation_svg(e);
         }
         py::dict d;

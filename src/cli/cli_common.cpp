@@ -26,6 +26,10 @@ const CLI::Validator kPositive(
     },
     "POSITIVE");
 
+const char* const kVerifierNames =
+    "; name a file by a path with '/' (./F1) or ending in .safetensors: F0, F1, F2, cosine and default always "
+    "mean the built-ins";
+
 const CLI::Validator kNonNegative(
     [](std::string& v) -> std::string {
       try {

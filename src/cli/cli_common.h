@@ -41,6 +41,9 @@ struct TextSource {
 void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, const std::string& mode,
                         const std::string& fusion, SearchParams& p);
 
+/// Ends every --verifier help: how a file is told from a built-in name.
+extern const char* const kVerifierNames;
+
 /// "a,B,,c" -> {"a", "B", "c"} (empty items dropped); lower-cased when `lower` is true.
 std::vector<std::string> split_list(const std::string& s, bool lower = false);
 

@@ -68,7 +68,8 @@ void register_retrieval(CLI::App* group) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--fusion-depth", o->r.search.depth,
                   "Hybrid: candidates taken from each list (default: the model's recommendation, else max(k, 100))");
-  cmd->add_option("--verifier", o->verifier, "Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2)");
+  cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "
+                              "one shipped for the index's model, else F1)") + kVerifierNames);
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
       ->check(kPositive);
@@ -152,7 +153,8 @@ void register_nearmiss_eval(CLI::App* group) {
       ->required();
   cmd->add_option("-m,--model", o->model, "Encoder model directory (default: the embedded sieve-mini)");
   cmd->add_option("--verifier", o->verifiers,
-                  "Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable");
+                  std::string("Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable") +
+                      kVerifierNames);
   cmd->add_option("--positive-categories", o->positives, "Categories/labels that mark positive pairs")
       ->capture_default_str();
   cmd->add_option("--ignore-categories", o->ignore, "Categories/labels left out")->capture_default_str();
@@ -168,11 +170,11 @@ void register_nearmiss_eval(CLI::App* group) {
     const auto pairs = eval::read_pairs(o->pairs);
     o->model = resolve_model_dir(o->model);
     const std::string identity = model_identity(o->model);
-    std::vector<std::unique_ptr<Verifier>> owned;
+    std::vector<ResolvedVerifier> owned;
     std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}};
     for (const auto& v : o->verifiers) {
-      owned.push_back(Verifier::load(v, identity));
-      scorers.push_back({v, owned.back().get()});
+      owned.push_back(resolve_verifier(v, {o->model, identity}));
+      scorers.push_back({v, owned.back().verifier.get()});
     }
     const auto e = experiment::evaluate_nearmisses(o->model, pairs, scorers, o->n);
     if (!o->markdown.empty()) experiment::write_text(o->markdown, experiment::nearmiss_markdown(e));

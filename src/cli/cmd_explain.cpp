@@ -23,19 +23,18 @@ void register_explain(CLI::App& app) {
       "explain", "Show why a candidate was accepted or rejected: the token-token cosine map (JSON + SVG heatmap)");
   cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
   cmd->add_option("--verifier", o->verifier,
-                  "Verifier file, or cosine, F0, F1, F2 (default: the verifier.safetensors beside the model, else F1)");
+                  std::string("Verifier file, or cosine, F0, F1, F2 (default: the verifier.safetensors beside the "
+                              "model, else F1)") + kVerifierNames);
   cmd->add_option("query", o->query, "The query text")->required();
   cmd->add_option("candidate", o->candidate, "The candidate text")->required();
   cmd->add_option("--svg", o->svg, "Also write the heatmap as an SVG file here (default: no file)");
   cmd->add_option("--threshold", o->threshold, "Decision threshold (default: the verifier file's)");
   o->dev.add(cmd);
   on_run(cmd, [o] {
-    if (o->verifier.empty()) o->verifier = default_verifier(o->model, "F1");
-    const bool by_cosine = o->verifier == "cosine";  // the pooled stage-1 cosine as the verifier
     o->model = resolve_model_dir(o->model);
-    auto verifier = Verifier::load(by_cosine ? "F1" : o->verifier, model_identity(o->model));
+    const ResolvedVerifier verifier = resolve_verifier(o->verifier, {o->model, ""});
     auto enc = Encoder::load(o->model, o->dev.options());
-    Explanation x = explain_pair(*enc, by_cosine ? nullptr : verifier.get(), o->query, o->candidate, o->threshold);
+    Explanation x = explain_pair(*enc, verifier.verifier.get(), o->query, o->candidate, o->threshold);
     if (!o->svg.empty()) {
       write_file_atomic(o->svg, explanation_svg(x));
       log_info("wrote the heatmap to " + o->svg);

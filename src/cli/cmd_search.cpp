@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/cli_common.h"
@@ -34,12 +35,15 @@ std::vector<eval::Query> gather_queries(const std::vector<std::string>& args, co
   return qs;
 }
 
-void append_score(std::string& out, const char* key, double v) {
-  if (std::isnan(v)) return;
-  out += ",\"";
-  out += key;
-  out += "\":";
-  append_float(out, static_cast<float>(v));
+// One JSON line per query: {"query_id", "query", "hits": [hit_json, ...]} (scores to 7 digits).
+template <class HitT>
+std::string hits_line(const Index& index, const eval::Query& q, const std::vector<HitT>& hits, bool text) {
+  nlohmann::ordered_json line = {{"query_id", q.id}, {"query", q.text}, {"hits", nlohmann::ordered_json::array()}};
+  HitJsonOptions ho;
+  ho.text = text;
+  ho.digits = 7;
+  for (size_t r = 0; r < hits.size(); ++r) line["hits"].push_back(hit_json(index, hits[r], r + 1, ho));
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace
@@ -59,10 +63,8 @@ struct SearchOpts {
 };
 
 // Two-stage search: stage 1, then the verifier over the top K; each result carries both scores.
-void run_verified(const Index& index, const SearchOpts& o, const std::vector<eval::Query>& queries) {
-  const bool cosine = o.verifier == "cosine";
-  std::unique_ptr<Verifier> verifier;
-  if (!cosine) verifier = Verifier::load(o.verifier, index.stats().model_identity);
+void run_verified(const Index& index, const ResolvedVerifier& verifier, const SearchOpts& o,
+                  const std::vector<eval::Query>& queries) {
   PipelineParams pp = o.pipe;
   pp.stage1 = o.p;
   pp.k = o.p.k;
@@ -70,7 +72,7 @@ void run_verified(const Index& index, const SearchOpts& o, const std::vector<eva
   if (o.output == "tsv" && o.trec.empty())
     std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted%s\n", o.text ? "\ttext" : "");
   for (const auto& q : queries) {
-    auto hits = cosine ? search_verified_cosine(index, q.text, pp) : search_verified(index, *verifier, q.text, pp);
+    auto hits = search_verified(index, verifier, q.text, pp);
     std::string out;
     if (!o.trec.empty()) {
       std::vector<eval::RunEntry> ranked;
@@ -94,22 +96,7 @@ void run_verified(const Index& index, const SearchOpts& o, const std::vector<eva
         out += "\n";
       }
     } else {
-      out = "{\"query_id\":" + json_quote(q.id) + ",\"query\":" + json_quote(q.text) + ",\"hits\":[";
-      for (size_t r = 0; r < hits.size(); ++r) {
-        const VerifiedHit& h = hits[r];
-        if (r) out += ',';
-        out += "{\"rank\":" + std::to_string(r + 1) + ",\"id\":" + json_quote(h.hit.id) + ",\"stage1_score\":";
-        append_float(out, static_cast<float>(h.hit.score));
-        out += ",\"stage1_rank\":" + std::to_string(h.stage1_rank) + ",\"verifier_score\":";
-        append_float(out, h.verifier_score);
-        out += std::string(",\"accepted\":") + (h.accepted ? "true" : "false");
-        if (o.text) {
-          Document d = index.document(h.hit.doc);
-          out += ",\"title\":" + json_quote(d.title) + ",\"text\":" + json_quote(d.text);
-        }
-        out += '}';
-      }
-      out += "]}\n";
+      out = hits_line(index, q, hits, o.text);
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
@@ -147,8 +134,9 @@ void register_search(CLI::App& app) {
   cmd->add_flag("--text", o->text, "Include each hit's text (JSON lines: title and text; TSV with --verifier: a text column)");
   cmd->add_option("-m,--model", o->model, "Model directory (default: the one recorded in the index)");
   cmd->add_option("--verifier", o->verifier,
-                  "Stage 2: verify the top --candidates with this verifier (file, cosine, F0, F1, F2; with --gate or "
-                  "--rerank alone: the verifier.safetensors beside the index's model, else F1 for --rerank)");
+                  std::string("Stage 2: verify the top --candidates with this verifier (file, cosine, default, F0, F1, "
+                              "F2; with --gate or --rerank alone: the verifier.safetensors beside the index's model, "
+                              "else F1 for --rerank)") + kVerifierNames);
   cmd->add_option("--candidates", o->pipe.candidates, "Stage 2: stage-1 hits the verifier reads (K)")
       ->capture_default_str()
       ->check(kPositive);
@@ -166,18 +154,18 @@ void register_search(CLI::App& app) {
     // Stage 2 reads the query's token states, so it needs the encoder whatever stage 1's mode.
     oo.load_encoder = o->p.mode != SearchMode::Bm25 || !o->verifier.empty() || o->pipe.gate || o->rerank;
     auto index = Index::open(o->index, oo);
+    // The verifier made for the encoder that searches: beside the index's model (or --model).
+    const std::string model = o->model.empty() ? index->stats().model_path : o->model;
     if (o->verifier.empty() && (o->pipe.gate || o->rerank)) {
-      // The verifier made for the encoder that searches: beside the index's model (or --model).
-      const std::string model = o->model.empty() ? index->stats().model_path : o->model;
-      o->verifier = default_verifier(model, "");
-      SIEVE_THROW_IF_NOT(!o->verifier.empty() || !o->pipe.gate,
+      SIEVE_THROW_IF_NOT(!o->pipe.gate || !default_verifier(model, "").empty(),
                          "--gate needs a calibrated verifier, and the model folder '"
                              << model << "' has no verifier.safetensors: give --verifier FILE");
-      if (o->verifier.empty()) o->verifier = "F1";  // --rerank alone: MaxSim needs no training
-      log_info("stage 2 with the verifier " + o->verifier);
+      o->verifier = "default";  // --rerank alone falls back to F1: MaxSim needs no training
     }
     if (!o->verifier.empty()) {
-      run_verified(*index, *o, queries);
+      const ResolvedVerifier verifier = resolve_verifier(o->verifier, {model, index->stats().model_identity});
+      if (o->verifier == "default") log_info("stage 2 with the verifier " + verifier.name);
+      run_verified(*index, verifier, *o, queries);
       return;
     }
     if (o->output == "tsv" && o->trec.empty()) std::printf("query_id\trank\tdoc_id\tscore\n");
@@ -203,21 +191,7 @@ void register_search(CLI::App& app) {
             out += "\n";
           }
         } else {
-          out += "{\"query_id\":" + json_quote(qid) + ",\"query\":" + json_quote(queries[i].text) + ",\"hits\":[";
-          for (size_t r = 0; r < hits.size(); ++r) {
-            const Hit& h = hits[r];
-            if (r) out += ',';
-            out += "{\"rank\":" + std::to_string(r + 1) + ",\"id\":" + json_quote(h.id) + ",\"score\":";
-            append_float(out, static_cast<float>(h.score));
-            append_score(out, "dense", h.dense_score);
-            append_score(out, "bm25", h.bm25_score);
-            if (o->text) {
-              Document d = index->document(h.doc);
-              out += ",\"title\":" + json_quote(d.title) + ",\"text\":" + json_quote(d.text);
-            }
-            out += '}';
-          }
-          out += "]}\n";
+          out += hits_line(*index, queries[i], hits, o->text);
         }
       }
       std::fwrite(out.data(), 1, out.size(), stdout);

@@ -38,7 +38,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--index", o->s.index_dir, "Index to search (none: embedding and verification only)");
   cmd->add_option("-m,--model", o->s.model_dir, "Model directory (default: the index's model, else sieve-mini)");
   cmd->add_option("--verifier", o->s.verifier,
-                  "Stage-2 verifier: file or F0, F1, F2 (default: the model folder's verifier.safetensors, else F1)");
+                  std::string("Stage-2 verifier: file, or cosine, F0, F1, F2 (default: the model folder's "
+                              "verifier.safetensors, else F1; a file must be made for the serving model)") +
+                      kVerifierNames);
   cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key-file", o->api_key_file,

@@ -28,11 +28,6 @@ nlohmann::json describe(const Verifier& v) {
   return j;
 }
 
-// Loads a verifier by file or name for `model`; nullptr for "cosine" (the pooled cosine).
-std::unique_ptr<Verifier> load_for_model(const std::string& name, const std::string& model) {
-  return name == "cosine" ? nullptr : Verifier::load(name, model_identity(model));
-}
-
 // Scores every pair with `verifier`, or with the pooled cosine when it is null.
 std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
                                const Verifier* verifier, const DeviceFlags& dev, size_t batch_size) {
@@ -59,8 +54,8 @@ void register_verify(CLI::App& app) {
                  "(the verifier's calibrated one, or null) and, with a threshold, \"accepted\"");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier,
-                    "A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: the "
-                    "verifier.safetensors beside the model, else F1)");
+                    std::string("A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: "
+                                "the verifier.safetensors beside the model, else F1)") + kVerifierNames);
     cmd->add_option("--pairs", o->pairs,
                     "TSV/CSV with a header: sentence1, sentence2[, category][, label]")
         ->required();
@@ -68,12 +63,11 @@ void register_verify(CLI::App& app) {
     o->dev.add(cmd);
     on_run(cmd, [o] {
       auto pairs = eval::read_pairs(o->pairs);
-      if (o->verifier.empty()) o->verifier = default_verifier(o->model, "F1");
       o->model = resolve_model_dir(o->model);
-      auto verifier = load_for_model(o->verifier, o->model);
-      std::vector<float> scores = score_pairs(pairs, o->model, verifier.get(), o->dev, o->batch_size);
+      const ResolvedVerifier verifier = resolve_verifier(o->verifier, {o->model, ""});
+      std::vector<float> scores = score_pairs(pairs, o->model, verifier.verifier.get(), o->dev, o->batch_size);
       // The decision the gate would take: with the verifier's calibrated threshold, else none.
-      const double threshold = verifier ? verifier->config().threshold : std::nan("");
+      const double threshold = verifier.threshold();
       std::string out;
       for (size_t i = 0; i < pairs.size(); ++i) {
         out += "{\"score\":";
@@ -145,7 +139,7 @@ void register_verify(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
-    cmd->add_option("--verifier", o->verifier, "Verifier file, or F0, F1, F2 (then --out is required)")->required();
+    cmd->add_option("--verifier", o->verifier, std::string("Verifier file, or F0, F1, F2 (then --out is required)") + kVerifierNames)->required();
     cmd->add_option("--pairs", o->pairs,
                     "Labelled pairs: sentence1, sentence2, label (1/0, same/different, ...); without a label, "
                     "the category decides (see --positive-categories; other categories are near-misses)")
@@ -174,11 +168,12 @@ void register_verify(CLI::App& app) {
         positive.push_back(pos_list.find("," + pairs[i].category + ",") != std::string::npos);
       }
       o->model = resolve_model_dir(o->model);
-      auto v = load_for_model(o->verifier, o->model);
-      std::vector<float> scores = score_pairs(pairs, o->model, v.get(), o->dev, o->batch_size);
+      const ResolvedVerifier rv = resolve_verifier(o->verifier, {o->model, ""});
+      const Verifier* v = rv.verifier.get();
+      std::vector<float> scores = score_pairs(pairs, o->model, v, o->dev, o->batch_size);
       Calibration c = calibrate_threshold(scores, positive, o->precision, o->balanced);
-      std::string out = o->out.empty() ? o->verifier : o->out;
-      SIEVE_THROW_IF_NOT(out != o->verifier || is_file(out), "give --out FILE to store a calibrated " << o->verifier);
+      SIEVE_THROW_IF_NOT(!o->out.empty() || rv.file, "give --out FILE to store a calibrated " << rv.name);
+      const std::string out = o->out.empty() ? rv.name : o->out;
       v->save_with_threshold(out, c.threshold);
       nlohmann::json j = {{"threshold", c.threshold}, {"precision", c.precision}, {"recall", c.recall},
                           {"positives", c.positives}, {"negatives", c.negatives}, {"balanced", o->balanced},

@@ -131,10 +131,9 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
       progress.add(e - b);
     }
   } else {
-    const bool cosine = opt.verifier == "cosine";
-    std::unique_ptr<Verifier> verifier;
-    if (!cosine) verifier = Verifier::load(opt.verifier, index.stats().model_identity);
-    r.system += "+" + (cosine ? std::string("cosine") : std::string(verifier_kind_name(verifier->config().kind)));
+    const ResolvedVerifier verifier =
+        resolve_verifier(opt.verifier, {index.stats().model_path, index.stats().model_identity});
+    r.system += "+" + verifier.kind();
     PipelineParams pp;
     pp.stage1 = opt.search;
     pp.candidates = opt.candidates;
@@ -142,8 +141,7 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
     pp.rerank = true;
     for (const eval::Query* q : todo) {
       Stage2Timing t;
-      std::vector<VerifiedHit> hits = cosine ? search_verified_cosine(index, q->text, pp)
-                                             : search_verified(index, *verifier, q->text, pp, &t);
+      std::vector<VerifiedHit> hits = search_verified(index, verifier, q->text, pp, &t);
       r.stage2.decode += t.decode;
       r.stage2.map += t.map;
       r.stage2.verify += t.verify;

@@ -32,7 +32,7 @@ std::string cached_index(const std::string& model_dir, const std::string& corpus
 struct RetrievalEvalOptions {
   SearchParams search;          ///< stage-1 mode and knobs (k is replaced by `depth` / `candidates`)
   size_t depth = 100;           ///< results kept per query in the evaluated run
-  std::string verifier;         ///< "": stage 1 only; else "cosine", F0-F2 or a verifier file reranking the top K
+  std::string verifier;         ///< "": stage 1 only; else a resolve_verifier spec ("cosine", "default", F0-F2, a file) reranking the top K
   size_t candidates = 100;      ///< K of the rerank
   std::vector<size_t> ks = {1, 3, 5, 10, 100};
   size_t max_queries = 0;       ///< > 0: only the first N judged queries (by id), qrels cut to match

@@ -150,9 +150,9 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
   }
   model_name_ = encoder_->info().dir;
-  const std::string v = opt_.verifier.empty() ? default_verifier(encoder_->info().dir, "F1") : opt_.verifier;
-  verifier_ = Verifier::load(v, index_ ? index_->stats().model_identity : "");
-  verifier_name_ = v;
+  // A verifier file is checked against the encoder that feeds it, with or without an index.
+  verifier_ = resolve_verifier(opt_.verifier, {encoder_->info().dir, index_ ? index_->stats().model_identity
+                                                                             : model_identity(encoder_->info().dir)});
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
                                                          : static_cast<size_t>(std::max(1, compute_threads()));
@@ -170,7 +170,7 @@ Embeddings Service::encode(const std::vector<std::string>& texts, bool token_sta
   return batcher_->encode(texts, token_states);
 }
 
-double Service::threshold_or(double given) const { return std::isnan(given) ? verifier_->config().threshold : given; }
+double Service::threshold_or(double given) const { return std::isnan(given) ? verifier_.threshold() : given; }
 
 Response Service::handle(const std::string& method, const std::string& path, const std::string& body,
                          const std::map<std::string, std::string>& query) {
@@ -226,7 +226,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
     const json j = parse_object(body);
     if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
       throw bad("'query' and 'candidate' must be strings");
-    const Explanation x = explain_pair(*encoder_, verifier_.get(), j.at("query").get<std::string>(),
+    const Explanation x = explain_pair(*encoder_, verifier_.verifier.get(), j.at("query").get<std::string>(),
                                        j.at("candidate").get<std::string>(), number_of(j, "threshold", std::nan("")));
     Response r;
     r.body = explanation_json(x);
@@ -236,7 +236,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
     auto q = query.find("query"), c = query.find("candidate");
     if (q == query.end() || c == query.end()) throw bad("give ?query=...&candidate=...");
     Response r;
-    r.body = explanation_svg(explain_pair(*encoder_, verifier_.get(), q->second, c->second, std::nan("")));
+    r.body = explanation_svg(explain_pair(*encoder_, verifier_.verifier.get(), q->second, c->second, std::nan("")));
     r.content_type = "image/svg+xml";
     return r;
   }
@@ -269,9 +269,9 @@ Response Service::info() const {
               {"max_length", encoder_->max_length()},
               {"pooling", pooling_name(encoder_->pooling())}}},
             {"verifier",
-             {{"name", verifier_name_},
-              {"kind", verifier_kind_name(verifier_->config().kind)},
-              {"threshold", std::isnan(verifier_->config().threshold) ? json(nullptr) : json(verifier_->config().threshold)}}},
+             {{"name", verifier_.name},
+              {"kind", verifier_.kind()},
+              {"threshold", std::isnan(verifier_.threshold()) ? json(nullptr) : json(verifier_.threshold())}}},
             {"limits", {{"max_texts", opt_.max_texts}, {"max_k", opt_.max_k}, {"max_batch", opt_.batching.max_batch},
                         {"max_queue", opt_.batching.max_queue}}},
             {"compute", {{"encoder_workers", opt_.batching.workers}, {"threads", compute_threads()}, {"search_slots", slots_->capacity()}}}};
@@ -374,10 +374,7 @@ Response Service::rerank_tei(const std::string& body) {
   const bool return_text = bool_of(j, "return_text", false), raw = bool_of(j, "raw_scores", false);
   std::vector<std::string> all = {j.at("query").get<std::string>()};
   all.insert(all.end(), texts.begin(), texts.end());
-  Embeddings e = encode(all, true);
-  std::vector<const TokenStates*> cands;
-  for (size_t i = 1; i < e.tokens.size(); ++i) cands.push_back(&e.tokens[i]);
-  const std::vector<float> s = verifier_->score(e.tokens[0], cands);
+  const std::vector<float> s = score_candidates(verifier_.verifier.get(), encode(all, !verifier_.cosine()));
   std::vector<size_t> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
@@ -412,14 +409,14 @@ Response Service::verify(const std::string& body) {
     }
   }
   const double threshold = threshold_or(number_of(j, "threshold", std::nan("")));
-  const std::vector<float> scores = score_pairs(*verifier_, encode(texts, true).tokens);
+  const std::vector<float> scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine()));
   json results = json::array();
   for (const float s : scores) {
     results.push_back({{"score", s}, {"accepted", std::isnan(threshold) || s >= threshold}});
   }
   return json_response({{"results", results},
                         {"threshold", std::isnan(threshold) ? json(nullptr) : json(threshold)},
-                        {"verifier", verifier_name_}});
+                        {"verifier", verifier_.name}});
 }
 
 Response Service::search(const std::string& body) {
@@ -450,7 +447,8 @@ Response Service::search(const std::string& body) {
   pp.k = sp.k;
   pp.stage1 = sp;
   const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
-  const bool with_text = bool_of(j, "with_text", false);
+  HitJsonOptions ho;  // the keys `sieve search` prints, at full precision
+  ho.text = bool_of(j, "with_text", false);
   json results = json::array();
   using Clock = std::chrono::steady_clock;
   for (const std::string& q : queries) {
@@ -459,43 +457,21 @@ Response Service::search(const std::string& body) {
     json timings;
     if (stage2) {
       Stage2Timing st;
-      auto vh = search_verified(*ix, *verifier_, q, pp, &st);
-      for (size_t r = 0; r < vh.size(); ++r) {
-        const VerifiedHit& h = vh[r];
-        json x = {{"rank", r + 1},          {"id", h.hit.id},
-                  {"stage1_score", h.hit.score}, {"stage1_rank", h.stage1_rank},
-                  {"verifier_score", h.verifier_score}, {"accepted", h.accepted}};
-        if (with_text) {
-          Document d = ix->document(h.hit.doc);
-          x["title"] = d.title;
-          x["text"] = d.text;
-        }
-        hits.push_back(std::move(x));
-      }
+      auto vh = search_verified(*ix, verifier_, q, pp, &st);
+      for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
       const double total = std::chrono::duration<double>(Clock::now() - t0).count();
       timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
                  {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
     } else {
       SearchResult sr = ix->search(q, sp);
-      for (size_t r = 0; r < sr.hits.size(); ++r) {
-        const Hit& h = sr.hits[r];
-        json x = {{"rank", r + 1}, {"id", h.id}, {"score", h.score}};
-        if (!std::isnan(h.dense_score)) x["dense"] = h.dense_score;
-        if (!std::isnan(h.bm25_score)) x["bm25"] = h.bm25_score;
-        if (with_text) {
-          Document d = ix->document(h.doc);
-          x["title"] = d.title;
-          x["text"] = d.text;
-        }
-        hits.push_back(std::move(x));
-      }
+      for (size_t r = 0; r < sr.hits.size(); ++r) hits.push_back(json(hit_json(*ix, sr.hits[r], r + 1, ho)));
       timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
     }
     results.push_back({{"query", q}, {"hits", hits}, {"timings", timings}});
   }
   return json_response({{"results", results},
                         {"mode", search_mode_name(sp.mode)},
-                        {"verifier", stage2 ? json(verifier_name_) : json(nullptr)}});
+                        {"verifier", stage2 ? json(verifier_.name) : json(nullptr)}});
 }
 
 Response Service::add_documents(const std::string& body) {

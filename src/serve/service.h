@@ -24,7 +24,7 @@ namespace sieve::serve {
 struct ServeOptions {
   std::string index_dir;     ///< empty: embedding and verification only
   std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
-  std::string verifier;      ///< file or F0/F1/F2; empty: the model folder's verifier.safetensors, else F1
+  std::string verifier;      ///< a resolve_verifier spec: file, cosine, F0/F1/F2; empty: the model's shipped one, else F1
   EncoderOptions encoder;    ///< device and threads
   BatcherOptions batching;   ///< dynamic batching (its `workers` comes from encoder_workers)
   /// Encoder workers: 0 = one per core on a CPU (encoder.threads of them when given), one on a
@@ -98,8 +98,8 @@ class Service {
   mutable std::mutex index_mu_;
   std::mutex write_mu_;                     ///< one document batch at a time
   std::shared_ptr<const Encoder> encoder_;  ///< shared by every snapshot
-  std::unique_ptr<Verifier> verifier_;
-  std::string verifier_name_, model_name_;
+  ResolvedVerifier verifier_;
+  std::string model_name_;
   SearchRecommendation rec_;
   std::unique_ptr<EmbedBatcher> batcher_;
 

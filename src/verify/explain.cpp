@@ -1,4 +1,5 @@
 // explain_pair: the cosine map of two texts with the verifier's score and decision.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -49,14 +50,35 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
   EncodeCall call;
   call.batch_size = batch_size;
   call.token_states = verifier != nullptr;
-  const Embeddings e = encoder.encode(texts, call);
+  return score_pairs(verifier, encoder.encode(texts, call));
+}
+
+namespace {
+// Cosine of the pooled unit keys of texts a and b.
+float pooled_cosine(const Embeddings& e, size_t a, size_t b) {
+  double dot = 0;
+  for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[a * e.dim + h]) * e.pooled[b * e.dim + h];
+  return static_cast<float>(dot);
+}
+}  // namespace
+
+std::vector<float> score_pairs(const Verifier* verifier, const Embeddings& e) {
   if (verifier != nullptr) return score_pairs(*verifier, e.tokens);
-  std::vector<float> out(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    double dot = 0;
-    for (size_t h = 0; h < e.dim; ++h) dot += double(e.pooled[2 * i * e.dim + h]) * e.pooled[(2 * i + 1) * e.dim + h];
-    out[i] = static_cast<float>(dot);
+  std::vector<float> out(e.pooled.size() / std::max<size_t>(1, e.dim) / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = pooled_cosine(e, 2 * i, 2 * i + 1);
+  return out;
+}
+
+std::vector<float> score_candidates(const Verifier* verifier, const Embeddings& e) {
+  const size_t n = e.pooled.size() / std::max<size_t>(1, e.dim);
+  std::vector<float> out;
+  if (n < 2) return out;
+  if (verifier != nullptr) {
+    std::vector<const TokenStates*> cands;
+    for (size_t i = 1; i < e.tokens.size(); ++i) cands.push_back(&e.tokens[i]);
+    return verifier->score(e.tokens[0], cands);
   }
+  for (size_t i = 1; i < n; ++i) out.push_back(pooled_cosine(e, 0, i));
   return out;
 }
 

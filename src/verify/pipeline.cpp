@@ -52,6 +52,12 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
   return decide(r.hits, scores, params.threshold, params);
 }
 
+std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
+                                         const PipelineParams& params, Stage2Timing* timing) {
+  return verifier.cosine() ? search_verified_cosine(index, query, params)
+                           : search_verified(index, *verifier.verifier, query, params, timing);
+}
+
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");

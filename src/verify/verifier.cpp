@@ -1,4 +1,5 @@
 // The Verifier implementations: parameter-free F0-F2 and the learned F3/F4, their files.
+#include <strings.h>
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
@@ -252,22 +253,29 @@ std::unique_ptr<Verifier> Verifier::create(const VerifierConfig& config, uint64_
 }
 
 std::unique_ptr<Verifier> Verifier::load(const std::string& file_or_name, const std::string& encoder_identity) {
-  if (!is_file(file_or_name)) {
+  // A built-in name wins over a file of that name in the working folder (that file is ./F1).
+  const bool path_like = file_or_name.find('/') != std::string::npos ||
+                         file_or_name.find(".safetensors") != std::string::npos;
+  bool kind_name = false;
+  for (int k = 0; k < 5; ++k)
+    kind_name = kind_name || strcasecmp(file_or_name.c_str(), verifier_kind_name(static_cast<VerifierKind>(k))) == 0;
+  if (!path_like && (kind_name || !is_file(file_or_name))) {
     VerifierConfig c;
     VerifierKind k;
     try {
       k = verifier_kind_from_name(file_or_name);
     } catch (const Error&) {
-      const bool path_like = file_or_name.find('/') != std::string::npos ||
-                             file_or_name.find(".safetensors") != std::string::npos;
-      SIEVE_THROW_IF_NOT(!path_like, "verifier file '" << file_or_name << "' does not exist");
-      SIEVE_THROW("verifier '" << file_or_name << "' is neither a file nor one of F0, F1, F2");
+      SIEVE_THROW("verifier '" << file_or_name
+                               << "' is neither a file nor one of F0, F1, F2 (name a file by a path with '/', "
+                                  "such as ./"
+                               << file_or_name << ", or ending in .safetensors)");
     }
     SIEVE_THROW_IF_NOT(k == VerifierKind::F0 || k == VerifierKind::F1 || k == VerifierKind::F2,
                        "verifier " << file_or_name << " has learned weights: give its file");
     c.kind = k;
     return create(c);
   }
+  SIEVE_THROW_IF_NOT(is_file(file_or_name), "verifier file '" << file_or_name << "' does not exist");
   auto f = SafetensorsFile::open(file_or_name);
   auto it = f->metadata().find(kMetadataKey);
   SIEVE_THROW_IF_NOT(it != f->metadata().end(), "'" << file_or_name << "' is not a sieve verifier file (no config)");

@@ -15,6 +15,23 @@
 
 namespace sieve::test {
 
+/// True when the environment variable CI is "true": set-up installs every test oracle there (node,
+/// the npm packages, Chromium, the Python oracles), so a test that would skip for a missing one
+/// fails instead (SIEVE_SKIP_ORACLE).
+inline bool under_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+/// Skips the test for a missing oracle (GTEST_SKIP() << why), or fails it under CI (under_ci()).
+#define SIEVE_SKIP_ORACLE(why)                                                          \
+  do {                                                                                  \
+    if (::sieve::test::under_ci())                                                      \
+      GTEST_FAIL() << why << " (CI=true: set-up installs it, so this fails)";           \
+    else                                                                                \
+      GTEST_SKIP() << why;                                                              \
+  } while (0)
+
 /// A fresh temp directory under gtest's TempDir, unique per call.
 inline std::string make_temp_dir(const std::string& tag) {
   std::string tmpl = ::testing::TempDir() + "sieve_" + tag + "_XXXXXX";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -346,6 +347,98 @@ TEST_F(ServeTest, SeveralEncoderWorkersGiveTheSameAnswers) {
     EXPECT_NE(m.find("sieve_encoder_busy_seconds_total "), std::string::npos) << m;
   }
   set_compute_threads(0);
+}
+
+// A hit has the same keys in the server's answer and in `sieve search`'s JSON lines (both
+// hit_json), with and without stage 2, and the same values (the CLI's to 7 digits).
+TEST_F(ServeTest, HitsHaveTheKeysAndValuesOfSieveSearch) {
+  for (const bool stage2 : {false, true}) {
+    json s = post("/v1/search", {{"query", "who bit the man"}, {"mode", "hybrid"}, {"k", 4}, {"candidates", 6},
+                                 {"verifier", stage2}, {"rerank", stage2}, {"with_text", true}});
+    auto r = test::run_command(test::cli_path() + " search --index " + *dir_ + "/ix --mode hybrid -k 4 --text" +
+                               (stage2 ? " --candidates 6 --rerank --verifier " + *dir_ + "/v.safetensors" : "") +
+                               " 'who bit the man' 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0);
+    const json cli = json::parse(r.out)["hits"], server = s["results"][0]["hits"];
+    ASSERT_EQ(cli.size(), server.size()) << r.out;
+    ASSERT_FALSE(cli.empty());
+    bool both_lists = false;
+    for (size_t i = 0; i < cli.size(); ++i) {
+      std::vector<std::string> ck, sk;
+      for (auto it = cli[i].begin(); it != cli[i].end(); ++it) ck.push_back(it.key());
+      for (auto it = server[i].begin(); it != server[i].end(); ++it) sk.push_back(it.key());
+      std::sort(ck.begin(), ck.end());
+      EXPECT_EQ(ck, sk) << cli[i] << "\n" << server[i];
+      for (auto it = cli[i].begin(); it != cli[i].end(); ++it) {
+        if (it->is_number_float())
+          EXPECT_NEAR(it->get<double>(), server[i][it.key()].get<double>(), 1e-6 * (1 + std::fabs(it->get<double>())))
+              << it.key();
+        else
+          EXPECT_EQ(*it, server[i][it.key()]) << it.key();
+      }
+      for (const char* k : {HitKeys::rank, HitKeys::id, HitKeys::title, HitKeys::text})
+        EXPECT_TRUE(server[i].contains(k)) << k << " " << server[i];
+      EXPECT_EQ(server[i].contains(HitKeys::verifier_score), stage2) << server[i];
+      EXPECT_EQ(server[i].contains(HitKeys::score), !stage2) << server[i];
+      both_lists = both_lists || (server[i].contains(HitKeys::dense_rank) && server[i].contains(HitKeys::bm25_rank));
+    }
+    EXPECT_TRUE(both_lists) << "a hybrid hit from both lists carries both scores and ranks: " << s;
+  }
+}
+
+// The pooled cosine as the server's verifier: /v1/verify, /rerank and stage-2 search score by it,
+// as the library's search_verified_cosine does.
+TEST_F(ServeTest, CosineVerifierScoresEveryRouteByThePooledCosine) {
+  ServeOptions o;
+  o.index_dir = *dir_ + "/ix";
+  o.verifier = "cosine";
+  o.encoder_workers = 1;
+  Service s(o);
+  auto call = [&](const std::string& path, const json& b) {
+    Response r = s.handle("POST", path, b.dump());
+    EXPECT_EQ(r.status, 200) << path << " -> " << r.body;
+    return json::parse(r.body);
+  };
+  EXPECT_EQ(json::parse(s.handle("GET", "/v1/info", "").body)["verifier"]["kind"], "cosine");
+  Embeddings e = enc_->encode({kTexts[0], kTexts[1], kTexts[2]});
+  auto cosine = [&](size_t a, size_t b) {
+    double dot = 0;
+    for (size_t d = 0; d < e.dim; ++d) dot += double(e.pooled[a * e.dim + d]) * e.pooled[b * e.dim + d];
+    return dot;
+  };
+  json pairs = json::array({json::array({kTexts[0], kTexts[1]}), json::array({kTexts[0], kTexts[2]})});
+  json v = call("/v1/verify", {{"pairs", pairs}});
+  EXPECT_NEAR(v["results"][0]["score"].get<double>(), cosine(0, 1), 1e-5);
+  EXPECT_NEAR(v["results"][1]["score"].get<double>(), cosine(0, 2), 1e-5);
+  EXPECT_EQ(v["verifier"], "cosine");
+  json rr = call("/rerank", {{"query", kTexts[0]}, {"texts", {kTexts[1], kTexts[2]}}, {"raw_scores", true}});
+  ASSERT_EQ(rr.size(), 2u);
+  for (const auto& x : rr) EXPECT_NEAR(x["score"].get<double>(), cosine(0, 1 + x["index"].get<size_t>()), 1e-5);
+  auto index = Index::open(*dir_ + "/ix");
+  PipelineParams pp;
+  pp.stage1.mode = SearchMode::Dense;
+  pp.candidates = 5;
+  pp.k = 3;
+  auto want = search_verified_cosine(*index, "who bit the man", pp);
+  json h = call("/v1/search", {{"query", "who bit the man"}, {"mode", "dense"}, {"candidates", 5}, {"k", 3},
+                               {"verifier", true}})["results"][0]["hits"];
+  ASSERT_EQ(h.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(h[i]["id"], want[i].hit.id);
+    EXPECT_NEAR(h[i]["verifier_score"].get<double>(), want[i].verifier_score, 1e-5);
+  }
+}
+
+// Without an index the verifier is still checked against the encoder that feeds it.
+TEST_F(ServeTest, AVerifierForAnotherModelIsRefusedWithoutAnIndex) {
+  ServeOptions o;
+  o.model_dir = *dir_ + "/model";
+  o.verifier = *dir_ + "/v.safetensors";
+  EXPECT_NO_THROW(Service{o});  // made for this model
+  const std::string other = test::make_temp_dir("serve_other");
+  write_fixture_model(other + "/model", test::tiny_model_options(77));
+  o.model_dir = other + "/model";
+  test::expect_error([&] { Service{o}; }, "not for this one");
 }
 
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running

@@ -7,6 +7,8 @@
 #include <limits>
 #include <random>
 
+#include <unistd.h>
+
 #include "sieve/error.h"
 #include "sieve/verify.h"
 #include "support/test_util.h"
@@ -267,6 +269,37 @@ TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
   test::expect_error([&] { Verifier::load("F3"); }, "give its file");
   test::expect_error([&] { Verifier::load("F9"); }, "neither a file nor");
   EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
+}
+
+// A file named F1 in the working folder does not shadow the built-in F1: built-in names win, and
+// the file is ./F1. resolve_verifier (what every face calls) follows the same rule.
+TEST(Verifiers, BuiltInNamesWinOverFilesOfThatName) {
+  const std::string dir = test::make_temp_dir("verifier_names");
+  char was[4096];
+  ASSERT_NE(::getcwd(was, sizeof was), nullptr);
+  ASSERT_EQ(::chdir(dir.c_str()), 0);
+  VerifierConfig c = config(VerifierKind::F4, 32);
+  c.encoder_identity = "crc32:another-model";
+  Verifier::create(c, 3)->save("F1");
+  Verifier::create(c, 3)->save("cosine");
+  EXPECT_EQ(Verifier::load("F1", "crc32:this-model")->config().kind, VerifierKind::F1);
+  EXPECT_EQ(Verifier::load("f1", "crc32:this-model")->parameter_count(), 0u);
+  EXPECT_EQ(Verifier::load("./F1")->config().kind, VerifierKind::F4);
+  test::expect_error([&] { Verifier::load("./F1", "crc32:this-model"); }, "not for this one");
+  const ResolvedVerifier f1 = resolve_verifier("F1", {"", "crc32:this-model"});
+  EXPECT_FALSE(f1.file);
+  EXPECT_EQ(f1.kind(), "F1");
+  const ResolvedVerifier cos = resolve_verifier("cosine", {"", "crc32:this-model"});
+  EXPECT_TRUE(cos.cosine());
+  EXPECT_EQ(cos.kind(), "cosine");
+  EXPECT_TRUE(std::isnan(cos.threshold()));
+  const ResolvedVerifier file = resolve_verifier("./F1", {"", "crc32:another-model"});
+  EXPECT_TRUE(file.file);
+  EXPECT_EQ(file.kind(), "F4");
+  test::expect_error([&] { resolve_verifier("./F1", {"", "crc32:this-model"}); }, "not for this one");
+  test::expect_error([&] { resolve_verifier("./F9", {"", "crc32:this-model"}); }, "does not exist");
+  test::expect_error([&] { resolve_verifier("F9", {"", "crc32:this-model"}); }, "./F9");
+  ASSERT_EQ(::chdir(was), 0);
 }
 
 // Sizes out of range are refused with the field named, before libtorch builds anything (a file

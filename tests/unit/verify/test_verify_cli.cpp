@@ -90,6 +90,28 @@ TEST(VerifyCli, ScoreSaysTheDecisionAndTheThreshold) {
   }
 }
 
+// `--verifier F1` run where a file named F1 lies means the built-in MaxSim; ./F1 is the file.
+TEST(VerifyCli, AFileNamedF1DoesNotShadowTheBuiltIn) {
+  const std::string dir = test::make_temp_dir("verify_f1_file");
+  std::ofstream(dir + "/p.tsv") << "sentence1\tsentence2\nthe dog bit the man\tthe man bit the dog\n";
+  std::string other = test::make_temp_dir("verify_f1_other");
+  write_fixture_model(other, test::tiny_model_options(98));
+  // A learned verifier for another model, named F1: used, it would be refused.
+  auto r = run_command(cli_path() + " verify create --kind F3 -m " + other + " -o " + dir + "/F1 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string score = " verify score -m " + fixture_model() + " --pairs p.tsv ";
+  auto here = run_command("cd " + dir + " && " + cli_path() + score + "--verifier F1 2>/dev/null");
+  ASSERT_EQ(here.exit_code, 0) << here.out;
+  auto elsewhere = run_command("cd " + other + " && " + cli_path() + " verify score -m " + fixture_model() +
+                               " --pairs " + dir + "/p.tsv --verifier F1 2>/dev/null");
+  EXPECT_EQ(here.out, elsewhere.out);
+  auto file = run_command("cd " + dir + " && " + cli_path() + score + "--verifier ./F1 2>&1");
+  EXPECT_EQ(file.exit_code, 1) << file.out;
+  EXPECT_NE(file.out.find("not for this one"), std::string::npos) << file.out;
+  auto help = run_command(cli_path() + " verify score --help");
+  EXPECT_NE(help.out.find("./F1"), std::string::npos) << help.out;
+}
+
 TEST(VerifyCli, CreateInfoAndWrongEncoder) {
   std::string dir = test::make_temp_dir("verify_cli2");
   auto r = run_command(cli_path() + " verify create --kind F3 -m " + fixture_model() + " -o " + dir + "/f3.safetensors");
