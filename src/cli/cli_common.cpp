@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
@@ -215,11 +216,17 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
   if (!mode.empty()) {
     p.mode = search_mode_from_name(mode);
   } else if (rec.declared) {
+    auto num = [](double v) {
+      std::ostringstream o;
+      o << v;
+      return o.str();
+    };
     std::string what = std::string("search: mode ") + search_mode_name(p.mode);
     if (p.mode == SearchMode::Hybrid)
-      what += p.fusion == Fusion::Weighted ? " (weighted fusion, dense weight " + std::to_string(p.dense_weight) + ")"
-                                           : " (RRF, k " + std::to_string(p.rrf_k) + ")";
-    log_info(what + ", as the model folder recommends (--mode overrides)");
+      what += (p.fusion == Fusion::Weighted ? " (weighted fusion, dense weight " + num(p.dense_weight)
+                                            : " (RRF, k " + num(p.rrf_k)) +
+              (p.depth > 0 ? ", depth " + std::to_string(p.depth) : std::string()) + ")";
+    log_info(what + ", as the model recommends (--mode overrides)");
   }
   // Knobs of a fusion that does not run are said to be ignored rather than silently dropped.
   const bool hybrid = p.mode == SearchMode::Hybrid;

@@ -656,7 +656,7 @@ TEST(IndexCli, SearchDefaultsToTheModelsRecommendation) {
   EXPECT_EQ(first_ids("--mode dense"), library_ids(SearchMode::Dense, Fusion::Rrf, 0.5));
   EXPECT_EQ(first_ids("--mode bm25"), library_ids(SearchMode::Bm25, Fusion::Rrf, 0.5));
   auto r = run_command(cli_path() + " search --index " + ix + " -k 3 'red car' 2>&1 >/dev/null");
-  EXPECT_NE(r.out.find("as the model folder recommends"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("as the model recommends"), std::string::npos) << r.out;
 
   // A malformed recommendation is an error that names the file.
   const std::string bad = make_temp_dir("idx_cli_rec_bad");
