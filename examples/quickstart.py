@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The README demo (scripts/demo.sh) in Python, step by step, as one would run it in a notebook.
 
-Indexes the first 5,000 of WordNet's example sentences with the embedded sieve-mini, then runs the
+Indexes the first 5,000 of WordNet's example sentences with sieve-mini (named: its calibrated F4 gate
+is the one that ships today; the default model all-MiniLM-L6-v2 gets its verifier next), then runs the
 demo's queries through stage 1 and sieve-mini's F4 gate, and shows why the pooled cosine cannot
 tell "the dog bit the man" from "the man bit the dog" while the verifier's token map can.
 
@@ -29,14 +30,16 @@ if not os.path.exists(examples):
         for i, line in zip(range(5000), f):
             out.write(line)
 
+MODEL = "sieve-mini"   # a name from sieve.models(), or a model folder
+
 # %% 2. The index, built with sieve-mini (Ctrl-C stops it; running again resumes).
 path = os.path.join(work, "index")
 index = sieve.Index.open(path) if os.path.exists(os.path.join(path, "manifest.json")) else \
-    sieve.Index.build(examples, path, force=True)
+    sieve.Index.build(examples, path, model=MODEL, force=True)
 print(f"{len(index)} documents; stage 1 as the model recommends")
 
 # %% 3. Stage 1, then sieve-mini's calibrated F4 gate over the top 20 candidates.
-verifier = sieve.Verifier.load()          # models/sieve-mini/verifier.safetensors
+verifier = sieve.Verifier.load(model=MODEL)   # models/sieve-mini/verifier.safetensors
 print(f"verifier {verifier.kind}, threshold {verifier.threshold:.3f}")
 queries = [
     "the quarterback fumbled the snap",
@@ -55,7 +58,7 @@ for q in queries:
         print(f'  {h["stage1_rank"]:>2}  {h["verifier_score"]:+.3f}  {mark}  {index.document(h["id"])["text"]}')
 
 # %% 4. The pooled cosine cannot tell them apart; the verifier's map can.
-encoder = sieve.Encoder.load()
+encoder = sieve.Encoder.load(MODEL)
 texts = ["the dog bit the man", "the man bit the dog", "a dog bit a man"]
 keys = encoder.encode(texts)
 print("\npooled cosine:")

@@ -253,7 +253,7 @@ _default_verifier = None
 
 
 def explain(query, candidate, verifier=None, threshold=None):
-    """Why `verifier` (default: sieve-mini's) accepts or rejects `candidate` for `query`:
+    """Why `verifier` (default: Verifier.load(), the default model's) accepts or rejects `candidate` for `query`:
     {"query_tokens", "candidate_tokens", "map" (float32 [m, n] token cosine map), "stage1_cosine",
     "verifier", "score", "threshold", "decision", "svg" (the heatmap as SVG text)}."""
     global _default_verifier

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import tempfile
+import sys
 import threading
 
 import numpy as np
@@ -359,3 +360,32 @@ def test_train_passes_options_as_the_clis_flags():
                                                        "--kinds", "a,b"]
     with pytest.raises(subprocess.CalledProcessError):
         sieve.train.verifier(model="/nonexistent", train="/nonexistent.csv", out="/tmp/never")
+
+
+def test_library_calls_are_quiet_unless_asked(model, tmp_path):
+    """Index.build says nothing on stderr by default (the CLI's "fresh build" and codec lines are
+    info); set_log_level("info") brings them back."""
+    code = ("import sys, sieve\n"
+            "if sys.argv[1] == 'info': sieve.set_log_level('info')\n"
+            "sieve.Index.build([{'_id': str(i), 'text': 'the dog bit the man %d' % i} for i in range(40)], "
+            "sys.argv[2], model=sys.argv[3], force=True)\n")
+    env = dict(os.environ)
+    env.pop("SIEVE_LOG", None)
+    quiet = subprocess.run([sys.executable, "-c", code, "warn", str(tmp_path / "a"), model], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    assert "fresh build" not in quiet.stderr and "training token codec" not in quiet.stderr, quiet.stderr
+    loud = subprocess.run([sys.executable, "-c", code, "info", str(tmp_path / "b"), model], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    assert "fresh build" in loud.stderr, loud.stderr
+    with pytest.raises(ValueError):
+        sieve.set_log_level("loud")
+
+
+def test_models_lists_the_store_and_names_load(monkeypatch):
+    names = {m["name"]: m for m in sieve.models()}
+    assert "sieve-mini" in names                      # shipped in the repository
+    m = names["sieve-mini"]
+    assert m["dim"] == 256 and m["pooling"] == "mean" and m["verifier"].endswith("verifier.safetensors")
+    assert sieve.Encoder.load("sieve-mini").encode("a dog").shape == (256,)
+    with pytest.raises(sieve.Error, match="is not installed"):
+        sieve.Encoder.load("no-such-model")
