@@ -16,6 +16,7 @@
 #include "index/vector_index.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/model.h"
 
 namespace sieve {
 namespace fs = std::filesystem;
@@ -169,9 +170,10 @@ class IndexImpl final : public Index {
       encoder_ = opt.encoder_instance;
       return;
     }
-    std::string model = opt.model_dir.empty() ? m_.model_path : opt.model_dir;
+    // A given model may be an installed name (sieve model list) or a folder.
+    std::string model = opt.model_dir.empty() ? m_.model_path : resolve_model_dir(opt.model_dir);
     SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
-                                                    << "model directory (--model)");
+                                                    << "model (a name or folder: --model)");
     std::string identity = model_identity(model);
     SIEVE_THROW_IF_NOT(identity == m_.model_identity,
                        "the model at '" << model << "' is not the one index '" << dir_ << "' was built with (identity "

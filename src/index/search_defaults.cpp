@@ -97,7 +97,7 @@ SearchRecommendation recommended_search(const std::string& model_dir) {
 }
 
 SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir) {
-  if (!model_dir.empty()) return recommended_search(model_dir);
+  if (!model_dir.empty()) return recommended_search(resolve_model_dir(model_dir));  // a name or a folder
   // No manifest: nothing to recommend; opening the index reports what is wrong with it.
   if (!is_file(path_join(index_dir, index::kManifestFile))) return {};
   const index::Manifest m = index::read_manifest(index_dir, index::kManifestFile);

@@ -389,3 +389,11 @@ def test_models_lists_the_store_and_names_load(monkeypatch):
     assert sieve.Encoder.load("sieve-mini").encode("a dog").shape == (256,)
     with pytest.raises(sieve.Error, match="is not installed"):
         sieve.Encoder.load("no-such-model")
+
+
+def test_an_index_built_and_opened_by_model_name(tmp_path):
+    docs = [{"_id": str(i), "text": t} for i, t in enumerate(["the dog bit the man", "the man bit the dog", "a cat"])]
+    ix = sieve.Index.build(docs, tmp_path / "named", model="sieve-mini")   # builds, then opens with the name
+    assert len(ix) == 3
+    again = sieve.Index.open(tmp_path / "named", model="sieve-mini")
+    assert again.search("the dog bit the man", k=1)[0]["id"] == "0"
