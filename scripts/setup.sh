@@ -32,7 +32,11 @@ PACKAGES=(
 # The test oracles: Node for HF tokenizers and the OpenAI client, Debian's PyTorch under
 # transformers / sentence-transformers.
 if ((ORACLES)); then
-  PACKAGES+=(nodejs npm python3-torch python3-venv)
+  PACKAGES+=(python3-torch python3-venv)
+  # Debian's nodejs and npm, unless a Node with npm is already there (e.g. NodeSource's nodejs,
+  # which carries its own npm and conflicts with Debian's npm package).
+  command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+  command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 fi
 # Extras for the benchmarks (wrk for the service, Boost.Beast for the HTTP library comparison,
 # clang's libFuzzer and coverage tools for scripts/fuzz.sh).
