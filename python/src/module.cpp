@@ -626,12 +626,10 @@ PYBIND11_MODULE(_sieve, m) {
   if (std::getenv("SIEVE_LOG") == nullptr) set_log_level(LogLevel::Warn);
   m.def(
       "set_log_level",
-      [](const std::string& level) {
-        if (level == "quiet") set_log_level(LogLevel::Quiet);
-        else if (level == "warn") set_log_level(LogLevel::Warn);
-        else if (level == "info") set_log_level(LogLevel::Info);
-        else if (level == "debug") set_log_level(LogLevel::Debug);
-        else throw py::value_error("log level must be quiet, warn, info or debug");
+      [](const std::string& name) {
+        LogLevel level;
+        if (!log_level_from_name(name, &level)) throw py::value_error("log level must be quiet, warn, info or debug");
+        set_log_level(level);
       },
       py::arg("level"));
   m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));

@@ -13,11 +13,9 @@ namespace {
 
 LogLevel initial_level() {
   const char* env = std::getenv("SIEVE_LOG");
-  if (env == nullptr) return LogLevel::Info;
-  if (std::strcmp(env, "quiet") == 0) return LogLevel::Quiet;
-  if (std::strcmp(env, "warn") == 0) return LogLevel::Warn;
-  if (std::strcmp(env, "debug") == 0) return LogLevel::Debug;
-  return LogLevel::Info;
+  LogLevel level = LogLevel::Info;
+  if (env != nullptr) log_level_from_name(env, &level);  // an unknown name keeps Info
+  return level;
 }
 
 LogLevel g_level = initial_level();
@@ -30,6 +28,17 @@ void emit(LogLevel level, const char* tag, const std::string& msg) {
 }
 
 }  // namespace
+
+bool log_level_from_name(const std::string& name, LogLevel* level) {
+  static const std::pair<const char*, LogLevel> kNames[] = {
+      {"quiet", LogLevel::Quiet}, {"warn", LogLevel::Warn}, {"info", LogLevel::Info}, {"debug", LogLevel::Debug}};
+  for (const auto& [n, l] : kNames)
+    if (name == n) {
+      *level = l;
+      return true;
+    }
+  return false;
+}
 
 void set_log_level(LogLevel level) { g_level = level; }
 LogLevel log_level() { return g_level; }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace sieve {
 
@@ -11,6 +12,8 @@ enum class LogLevel { Quiet = 0, Warn = 1, Info = 2, Debug = 3 };
 
 /// Process-wide log level (default Info; SIEVE_LOG=quiet|warn|info|debug overrides at start-up).
 void set_log_level(LogLevel level);
+/// The level named "quiet", "warn", "info" or "debug" into *level; false (unchanged) for another name.
+bool log_level_from_name(const std::string& name, LogLevel* level);
 LogLevel log_level();
 
 /// Writes "sieve: <msg>" to stderr when the level allows.

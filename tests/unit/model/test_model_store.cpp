@@ -10,6 +10,7 @@
 #include "core/file_util.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
+#include "support/fixtures.h"
 #include "support/test_util.h"
 
 namespace sieve {
@@ -39,13 +40,7 @@ class ModelStore : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = test::make_temp_dir("store");
-    FixtureModelOptions a;
-    a.config.hidden_size = 32;
-    a.config.num_hidden_layers = 1;
-    a.config.num_attention_heads = 2;
-    a.config.intermediate_size = 64;
-    a.config.max_position_embeddings = 64;
-    a.max_seq_length = 64;
+    FixtureModelOptions a = test::tiny_model_options();
     write_fixture_model(store_ + "/tiny-mean", a);
     a.pooling = Pooling::Cls;
     a.config.hidden_size = 48;
