@@ -94,6 +94,12 @@ struct MlmTrainOptions {
 /// names) that sieve and Hugging Face load as encoders.
 TrainReport train_mlm(const MlmTrainOptions& options);
 
+/// What a verifier's loss compares.
+enum class VerifierObjective {
+  InfoNCE,  ///< the paper's: each anchor against every in-batch positive and its own hard negative
+  Pairs,    ///< labelled pairs (sentence1, sentence2, label): binary cross-entropy of score / tau
+};
+
 /// How a verifier is trained (paper.md, "frozen vs end to end").
 enum class VerifierRegime {
   Frozen,     ///< only the verifier learns; the encoder's token states are computed once and cached
@@ -108,7 +114,17 @@ struct VerifierTrainOptions {
   std::string train_path;       ///< triplets, or pairs (read as identity triplets, as the paper does)
   VerifierConfig verifier;      ///< kind and sizes (encoder_dim and identity are filled in)
   VerifierRegime regime = VerifierRegime::Frozen;
+  /// Pairs: rows are labelled pairs (label 1 = same meaning), or triplets read as (anchor,
+  /// positive, 1) and (anchor, negative, 0); the loss is the BCE of score / tau, so that score 0
+  /// is the boundary. A gate judges pairs one at a time, and this is that task.
+  VerifierObjective objective = VerifierObjective::InfoNCE;
+  /// Pairs objective: each pair is read in either order (drawn per step and row from the seed),
+  /// so that the verifier learns a judgement that does not depend on which side is the query.
+  bool swap_sides = true;
   double tau = 0.1;
+  /// Frozen regime: the folder of the float16 token-state cache (reused by every run with the same
+  /// encoder and --max-length); "" = OUT/token-cache.
+  std::string token_cache;
   /// Weight of a pointwise term (BCE of score / tau: own positive 1, own hard negative 0) added to
   /// the InfoNCE; 0 = the paper's loss alone.
   double pointwise_weight = 0.0;

@@ -230,14 +230,17 @@ void register_paraphrase_sets(CLI::App* group) {
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(
       "paraphrase-sets",
-      "Build paraphrase-vs-near-miss sets (PAWS, MRPC, mixed) from the shared pair data, split once into train/eval");
+      "Build paraphrase-vs-near-miss sets (PAWS, MRPC, CondaQA, CANNOT, mixed) from the shared pair data, split once into train/dev/eval");
   cmd->add_option("--shared", o->p.shared_data, "Shared data folder (holds pairs/ and nearmiss/)")->required();
-  cmd->add_option("-o,--out", o->out, "Output folder: <set>-train.tsv, <set>-eval.tsv, report.json")->required();
+  cmd->add_option("-o,--out", o->out, "Output folder: <set>-{train,dev,eval}.tsv, report.json")->required();
   cmd->add_option("--generated", o->p.generated,
                   "Generated pairs of held-apart sentences (nearmiss generate); added to mixed-eval only");
   cmd->add_option("--generated-positive", o->positives, "Categories of --generated that keep the meaning")
       ->capture_default_str();
   cmd->add_option("--eval-fraction", o->p.eval_fraction, "Share of sentence components held for evaluation")
+      ->capture_default_str();
+  cmd->add_option("--dev-fraction", o->p.dev_fraction,
+                  "Share of sentence components for development (calibration, choices; never training)")
       ->capture_default_str();
   cmd->add_option("--seed", o->p.seed, "Mixed into the split hash (0 = the documented split)")->capture_default_str();
   cmd->add_option("--sts-min", o->p.sts_min_score, "STS-B score that makes a pair a paraphrase")->capture_default_str();

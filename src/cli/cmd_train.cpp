@@ -7,6 +7,7 @@
 
 #include "cli/cli_common.h"
 #include "sieve/error.h"
+#include "sieve/model.h"
 #include "sieve/train.h"
 #include "train/distributed.h"
 
@@ -105,7 +106,7 @@ void register_train(CLI::App& app) {
     auto o = std::make_shared<EncoderTrainOptions>();
     auto* cmd = group->add_subcommand(
         "encoder", "Contrastive dual-encoder training: InfoNCE over in-batch negatives and hard negatives");
-    cmd->add_option("-m,--model", o->model_dir, "Model directory to start from")->required();
+    cmd->add_option("-m,--model", o->model_dir, "Model to start from (folder or installed name)")->required();
     cmd->add_option("--train", o->train_path,
                     "Triplets/pairs (.csv, .tsv, .jsonl) or a BEIR folder (its train qrels)")
         ->required();
@@ -126,6 +127,7 @@ void register_train(CLI::App& app) {
         ->capture_default_str();
     add_common(cmd, o->common);
     on_run(cmd, [o] {
+      o->model_dir = resolve_model_dir(o->model_dir);
       run_data_parallel(o->common, [&] {
         TrainReport r = train_encoder(*o);
         if (o->common.rank == 0) print_report(r);
@@ -167,16 +169,27 @@ void register_train(CLI::App& app) {
     auto o = std::make_shared<VerifierTrainOptions>();
     auto kind = std::make_shared<std::string>("F4");
     auto regime = std::make_shared<std::string>("frozen");
+    auto objective = std::make_shared<std::string>("infonce");
     auto* cmd = group->add_subcommand(
-        "verifier", "Verifier training: in-batch InfoNCE over verifier scores (frozen or end to end)");
-    cmd->add_option("-m,--model", o->model_dir, "Encoder model directory")->required();
+        "verifier", "Verifier training: in-batch InfoNCE over verifier scores, or BCE on labelled pairs (frozen or end to end)");
+    cmd->add_option("-m,--model", o->model_dir, "Encoder (folder or installed name)")->required();
     cmd->add_option("--train", o->train_path, "Triplets, or pairs read as identity triplets (.csv, .tsv, .jsonl)")
         ->required();
     cmd->add_option("--kind", *kind, "Verifier kind")->capture_default_str()->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4"}));
     cmd->add_option("--regime", *regime, "frozen (verifier only, cached token states) or end-to-end")
         ->capture_default_str()
         ->check(CLI::IsMember({"frozen", "end-to-end"}));
-    cmd->add_option("--tau", o->tau, "InfoNCE temperature")->capture_default_str();
+    cmd->add_option("--objective", *objective,
+                    "infonce (the paper's: triplets) or pairs (labelled pairs sentence1, sentence2, label, or "
+                    "triplets as two labelled pairs: BCE of score / tau)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"infonce", "pairs"}));
+    cmd->add_flag("!--no-swap-sides", o->swap_sides,
+                  "Pairs objective: keep each pair's order (by default either side may be the query)");
+    cmd->add_option("--tau", o->tau, "Temperature of the loss (score / tau)")->capture_default_str();
+    cmd->add_option("--token-cache", o->token_cache,
+                    "Frozen: folder of the float16 token-state cache, shared by runs on the same encoder "
+                    "(default OUT/token-cache)");
     cmd->add_option("--pointwise-weight", o->pointwise_weight,
                     "Weight of a pointwise term beside the InfoNCE (BCE of score / tau: own positive 1, own "
                     "near-miss 0), for one absolute threshold; 0 = the paper's loss")
@@ -204,8 +217,10 @@ void register_train(CLI::App& app) {
         "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id "
         "(docs/verifiers.md, \"Exact-match channel\")");
     add_common(cmd, o->common);
-    on_run(cmd, [o, kind, regime] {
+    on_run(cmd, [o, kind, regime, objective] {
+      o->model_dir = resolve_model_dir(o->model_dir);
       o->verifier.kind = verifier_kind_from_name(*kind);
+      o->objective = *objective == "pairs" ? VerifierObjective::Pairs : VerifierObjective::InfoNCE;
       o->regime = *regime == "frozen" ? VerifierRegime::Frozen : VerifierRegime::EndToEnd;
       run_data_parallel(o->common, [&] {
         TrainReport r = train_verifier(*o);

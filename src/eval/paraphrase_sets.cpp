@@ -152,6 +152,24 @@ struct Builder {
     });
   }
 
+  // CondaQA: a sentence with a negation cue and a crowd worker's edit; paraphrase edits keep the
+  // meaning, scope and affirmative edits change it.
+  void condaqa(const std::string& rel) {
+    each_row(rel, [&](const std::vector<std::string>& r, auto col) {
+      const std::string& c = r[col("category")];
+      const std::string& label = r[col("label")];
+      SIEVE_THROW_IF_NOT(label == "0" || label == "1", rel << ": label '" << label << "' is neither 0 nor 1");
+      add("condaqa", r[col("sentence1")], r[col("sentence2")], "condaqa_" + c, label == "1" ? 1 : 0);
+    });
+  }
+
+  // CANNOT: a sentence and a negation of it (every pair a near-miss).
+  void cannot(const std::string& rel) {
+    each_row(rel, [&](const std::vector<std::string>& r, auto col) {
+      add("cannot", r[col("sentence1")], r[col("sentence2")], "cannot_negation", 0);
+    });
+  }
+
   void sugarcrepe(const std::string& rel) {
     each_row(rel, [&](const std::vector<std::string>& r, auto col) {
       const std::string& c = r[col("category")];
@@ -250,18 +268,25 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> read_
 ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
   SIEVE_THROW_IF_NOT(is_dir(opt.shared_data), "'" << opt.shared_data << "' is not a folder (give the shared data folder)");
   SIEVE_THROW_IF_NOT(opt.eval_fraction > 0 && opt.eval_fraction < 1, "the evaluation fraction must lie in (0, 1)");
+  SIEVE_THROW_IF_NOT(opt.dev_fraction >= 0 && opt.eval_fraction + opt.dev_fraction < 1,
+                     "the development fraction must not be negative, and with the evaluation fraction stay below 1");
   Builder b(opt);
   b.labelled("pairs/paws-wiki-dev.tsv", "paws");
   b.labelled("pairs/mrpc-train.tsv", "mrpc");
   for (const char* f : {"pairs/stsb-train.tsv", "pairs/stsb-dev.tsv", "pairs/stsb-test.tsv"}) b.sts(f);
   for (const char* f : {"pairs/snli-dev.tsv", "pairs/snli-test.tsv"}) b.contradictions(f, "snli_contradiction");
   b.contradictions("pairs/mnli-contradicting.tsv", "mnli_contradiction");
+  for (const char* f : {"pairs/negation-nli-snli.tsv", "pairs/negation-nli-mnli.tsv", "pairs/negation-nli-rte.tsv"})
+    b.contradictions(f, "negnli_contradiction");
   b.sugarcrepe("nearmiss/sugarcrepe.tsv");
+  b.condaqa("pairs/condaqa-dev-edits.tsv");
+  b.cannot("pairs/cannot-negations.tsv");
 
   // One sentence graph over every shared pair: a sentence never lands in two parts.
   Components comp;
   for (const auto& p : b.pending) comp.join(p.pair.sentence1, p.pair.sentence2);
   const uint64_t cut = static_cast<uint64_t>(opt.eval_fraction * 1e6);
+  const uint64_t dev_cut = cut + static_cast<uint64_t>(opt.dev_fraction * 1e6);
   ParaphraseSets sets;
   std::set<std::pair<std::string, std::string>> seen;
   size_t duplicates = 0;
@@ -273,8 +298,8 @@ ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
     }
     // FNV-1a of the component's key; the seed moves the start (seed 0: plain FNV-1a).
     const uint64_t start = kFnv1aOffset ^ (opt.seed * 0x9E3779B97F4A7C15ull);
-    const bool to_eval = fnv1a(comp.key(p.pair.sentence1), start) % 1000000 < cut;
-    (to_eval ? sets.eval : sets.train)[p.set].push_back(std::move(p.pair));
+    const uint64_t h = fnv1a(comp.key(p.pair.sentence1), start) % 1000000;
+    (h < cut ? sets.eval : h < dev_cut ? sets.dev : sets.train)[p.set].push_back(std::move(p.pair));
   }
 
   size_t generated = 0;
@@ -292,6 +317,7 @@ ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
   rep["rules"] = {{"split", "connected components of the sentence graph (case- and space-insensitive), FNV-1a of "
                             "the smallest sentence of each, seed " + std::to_string(opt.seed)},
                   {"eval_fraction", opt.eval_fraction},
+                  {"dev_fraction", opt.dev_fraction},
                   {"sts_min_score", opt.sts_min_score},
                   {"contradiction_min_overlap", opt.contradiction_min_overlap},
                   {"generated", opt.generated.empty() ? nlohmann::json(nullptr) : nlohmann::json(opt.generated)}};
@@ -299,8 +325,8 @@ ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
   rep["missing"] = b.missing;
   rep["duplicates_dropped"] = duplicates;
   rep["generated_pairs"] = generated;
-  for (const auto* part : {&sets.train, &sets.eval}) {
-    const char* name = part == &sets.train ? "train" : "eval";
+  for (const auto* part : {&sets.train, &sets.dev, &sets.eval}) {
+    const char* name = part == &sets.train ? "train" : part == &sets.dev ? "dev" : "eval";
     for (const auto& [set, pairs] : *part) {
       std::map<std::string, size_t> per;
       size_t pos = 0;
@@ -319,8 +345,8 @@ void write_paraphrase_sets(const ParaphraseSets& sets, const std::string& out_di
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   SIEVE_THROW_IF_NOT(is_dir(out_dir), "cannot create '" << out_dir << "': " << ec.message());
-  for (const auto* part : {&sets.train, &sets.eval}) {
-    const char* name = part == &sets.train ? "train" : "eval";
+  for (const auto* part : {&sets.train, &sets.dev, &sets.eval}) {
+    const char* name = part == &sets.train ? "train" : part == &sets.dev ? "dev" : "eval";
     for (const auto& [set, pairs] : *part) {
       std::ostringstream s;
       s << "sentence1\tsentence2\tcategory\tlabel\n";

@@ -1,7 +1,7 @@
 // Paraphrase-versus-near-miss evaluation sets built from public pair data (the BEIR-style
 // `shared/data` folder): PAWS, MRPC, and a mixed set of STS-B paraphrases against SugarCrepe
 // swaps/replacements and SNLI/MNLI contradictions that share most words with their premise.
-// Every set is split once into a training part and an evaluation part, by connected component
+// Every set is split once into training, development and evaluation parts, by connected component
 // of the sentence graph (two pairs that share a sentence, compared case- and space-insensitively,
 // land in the same part), so no sentence of an evaluation pair is ever seen in training.
 // docs/evaluation.md describes the sets; scripts/eval-paraphrase.sh runs them.
@@ -28,7 +28,8 @@ struct ParaphraseSetOptions {
   std::vector<std::string> generated_positive = {"synonym",    "passive",     "contraction",
                                                  "coordination", "possessive", "adverb_move",
                                                  "determiner", "negated_antonym"};
-  double eval_fraction = 0.5;          ///< share of components that go to the evaluation part
+  double eval_fraction = 0.3;          ///< share of components that go to the evaluation part
+  double dev_fraction = 0.1;           ///< share that goes to the development part (calibration, choices)
   uint64_t seed = 0;                   ///< mixed into the component hash (0 = the documented split)
   double sts_min_score = 4.6;          ///< STS-B pairs at or above this score are paraphrases
   double contradiction_min_overlap = 0.5;  ///< word-set Jaccard of an SNLI/MNLI contradiction with its premise
@@ -40,9 +41,10 @@ struct LabelledPair {
   int label = 0;
 };
 
-/// The sets: name -> (training part, evaluation part). Names: "paws", "mrpc", "mixed".
+/// The sets: name -> (training, development and evaluation parts). Names: "paws", "mrpc", "mixed",
+/// "condaqa" (CondaQA's negation edits), "cannot" (CANNOT's negations, near-misses only).
 struct ParaphraseSets {
-  std::map<std::string, std::vector<LabelledPair>> train, eval;
+  std::map<std::string, std::vector<LabelledPair>> train, dev, eval;
   nlohmann::json report;  ///< counts per set, part and category, and the rules used
 };
 
@@ -50,7 +52,7 @@ struct ParaphraseSets {
 /// report's "missing"; throws sieve::Error when `shared_data` is not a folder or a file is malformed.
 ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt);
 
-/// Writes OUT/<set>-train.tsv and OUT/<set>-eval.tsv (sentence1, sentence2, category, label) and
+/// Writes OUT/<set>-train.tsv, OUT/<set>-dev.tsv and OUT/<set>-eval.tsv (sentence1, sentence2, category, label) and
 /// OUT/report.json; creates OUT.
 void write_paraphrase_sets(const ParaphraseSets& sets, const std::string& out_dir);
 

@@ -17,6 +17,7 @@ struct TrainExample {
   std::string anchor, positive;
   std::vector<std::string> negatives;
   std::string category;  ///< kept for reporting; never used by the losses
+  int label = -1;        ///< labelled pairs (the verifier's pairs objective): 1 same meaning, 0 not; else -1
 };
 
 /// Reads training rows from `path` by extension: `.csv` (RFC 4180 quoting, header row), `.jsonl`

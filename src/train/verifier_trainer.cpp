@@ -3,6 +3,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <unordered_map>
@@ -12,11 +13,14 @@
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
+#include "eval/pairs.h"
 #include "sieve/index.h"
+#include "sieve/pipeline.h"
 #include "sieve/train.h"
 #include "train/distributed.h"
 #include "train/losses.h"
 #include "train/run_state.h"
+#include "train/token_cache.h"
 #include "train/train_data.h"
 #include "train/trainable_encoder.h"
 #include "verify/verifier_module.h"
@@ -41,33 +45,30 @@ class TokenSource {
   virtual Side side(const std::vector<std::string>& texts) = 0;
 };
 
+// Frozen token states from the disk cache (train/token_cache.h): every distinct text of the data
+// is encoded once, here or by an earlier run with the same encoder and token cap.
 class CachedStates final : public TokenSource {
  public:
-  CachedStates(const Encoder& enc, const std::vector<TrainExample>& data, size_t max_tokens, bool progress)
-      : max_tokens_(max_tokens), dim_(enc.dim()) {
+  CachedStates(const Encoder& enc, const std::vector<TrainExample>& data, TokenStateCache& cache, size_t max_tokens,
+               bool progress)
+      : cache_(cache), max_tokens_(max_tokens), dim_(enc.dim()) {
     std::vector<std::string> texts;
-    for (const auto& e : data)
-      for (const std::string* t : {&e.anchor, &e.positive})
-        if (cache_.emplace(*t, TokenStates{}).second) texts.push_back(*t);
-    for (const auto& e : data)
-      for (const auto& n : e.negatives)
-        if (cache_.emplace(n, TokenStates{}).second) texts.push_back(n);
-    Progress bar("encode (frozen cache)", progress ? texts.size() : 0);
-    EncodeCall call;
-    call.token_states = true;
-    for (size_t s = 0; s < texts.size(); s += 256) {
-      std::vector<std::string> chunk(texts.begin() + static_cast<long>(s),
-                                     texts.begin() + static_cast<long>(std::min(texts.size(), s + 256)));
-      Embeddings e = enc.encode(chunk, call);
-      for (size_t i = 0; i < chunk.size(); ++i) cache_[chunk[i]] = std::move(e.tokens[i]);
-      bar.add(chunk.size());
+    for (const auto& e : data) {
+      texts.push_back(e.anchor);
+      texts.push_back(e.positive);
+      for (const auto& n : e.negatives) texts.push_back(n);
     }
-    bar.finish();
+    cache_.add(enc, texts, progress);
+    log_info("token cache: " + std::to_string(cache_.size()) + " texts in " + cache_.states_path() + " (" +
+             std::to_string(cache_.reused()) + " there before this run)");
   }
 
   Side side(const std::vector<std::string>& texts) override {
+    std::vector<TokenStates> states;
+    states.reserve(texts.size());
+    for (const auto& t : texts) states.push_back(cache_.get(t));
     std::vector<const TokenStates*> ptrs;
-    for (const auto& t : texts) ptrs.push_back(&cache_.at(t));
+    for (const auto& t : states) ptrs.push_back(&t);
     Side s;
     verify::pack_tokens(ptrs, dim_, max_tokens_, s.states, s.mask);
     s.ids = verify::pack_ids(ptrs, max_tokens_, s.states.size(1));
@@ -75,7 +76,7 @@ class CachedStates final : public TokenSource {
   }
 
  private:
-  std::unordered_map<std::string, TokenStates> cache_;
+  TokenStateCache& cache_;
   size_t max_tokens_, dim_;
 };
 
@@ -97,6 +98,41 @@ class LiveStates final : public TokenSource {
   int64_t max_tokens_;
 };
 
+// Labelled pairs for the pairs objective: a triplet file gives (anchor, positive, 1) and
+// (anchor, negative, 0) per negative; a pair file needs a label column.
+std::vector<TrainExample> read_labelled(const std::string& path) {
+  std::vector<TrainExample> rows = read_training_data(path, /*identity=*/false);
+  const bool triplets =
+      !rows.empty() && std::all_of(rows.begin(), rows.end(), [](const TrainExample& e) { return !e.negatives.empty(); });
+  std::vector<TrainExample> out;
+  if (triplets) {
+    for (const auto& e : rows) {
+      out.push_back({e.anchor, e.positive, {}, e.category, 1});
+      for (const auto& n : e.negatives) out.push_back({e.anchor, n, {}, e.category, 0});
+    }
+    return out;
+  }
+  const std::vector<eval::SentencePair> pairs = eval::read_pairs(path);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    SIEVE_THROW_IF_NOT(!p.label.empty(), "'" << path << "': pair " << i + 1
+                                              << " has no label (the pairs objective needs a label column, or triplets)");
+    if (p.sentence1.empty() || p.sentence2.empty()) continue;
+    out.push_back({p.sentence1, p.sentence2, {}, p.category, parse_identity_label(p.label) ? 1 : 0});
+  }
+  return out;
+}
+
+// Whether row `i` of step `step` is read the other way round: a hash of (seed, step, row), so that
+// a resumed run draws the same sides.
+bool swapped(uint64_t seed, size_t step, int64_t row) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(step) << 20) ^ static_cast<uint64_t>(row);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (x & 1) != 0;
+}
+
 }  // namespace
 
 TrainReport train_verifier(const VerifierTrainOptions& o) {
@@ -108,11 +144,14 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   SIEVE_THROW_IF_NOT(o.pointwise_weight >= 0, "--pointwise-weight must not be negative");
   SIEVE_THROW_IF_NOT(o.lr_verifier > 0 && o.lr_encoder > 0, "learning rates must be positive");
   set_compute_threads(c.threads);
-  // Pairs become identity triplets, as the paper's loader does; every row needs a negative.
-  std::vector<TrainExample> data = read_training_data(o.train_path, /*identity=*/true);
-  for (size_t i = 0; i < data.size(); ++i)
-    SIEVE_THROW_IF_NOT(!data[i].negatives.empty(),
-                       "'" << o.train_path << "': row " << i + 1 << " has no negative (verifier training needs one)");
+  const bool pair_objective = o.objective == VerifierObjective::Pairs;
+  // InfoNCE: pairs become identity triplets, as the paper's loader does; every row needs a negative.
+  std::vector<TrainExample> data =
+      pair_objective ? read_labelled(o.train_path) : read_training_data(o.train_path, /*identity=*/true);
+  if (!pair_objective)
+    for (size_t i = 0; i < data.size(); ++i)
+      SIEVE_THROW_IF_NOT(!data[i].negatives.empty(),
+                         "'" << o.train_path << "': row " << i + 1 << " has no negative (verifier training needs one)");
   SIEVE_THROW_IF_NOT(data.size() >= c.batch_size,
                      "'" << o.train_path << "' has " << data.size() << " usable rows, fewer than one batch of " << c.batch_size);
   const bool end_to_end = o.regime == VerifierRegime::EndToEnd;
@@ -137,6 +176,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   at::manual_seed(c.seed + static_cast<uint64_t>(c.rank));  // dropout differs per rank
   std::unique_ptr<Encoder> frozen;
   std::unique_ptr<TrainableEncoder> live;
+  std::unique_ptr<TokenStateCache> cache;
   std::unique_ptr<TokenSource> source;
   if (end_to_end) {
     live = std::make_unique<TrainableEncoder>(o.model_dir, o.max_length, c10::Device(c.device), o.dropout);
@@ -147,7 +187,9 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     eo.threads = c.threads;
     eo.max_length = o.max_length;
     frozen = Encoder::load(o.model_dir, eo);
-    source = std::make_unique<CachedStates>(*frozen, data, vc.max_tokens, c.progress);
+    cache = std::make_unique<TokenStateCache>(o.token_cache.empty() ? path_join(c.out_dir, "token-cache") : o.token_cache,
+                                              vc.encoder_identity, frozen->dim(), o.max_length);
+    source = std::make_unique<CachedStates>(*frozen, data, *cache, vc.max_tokens, c.progress);
   }
 
   // Parameter groups: the verifier's (lr_v, wd_v), then the encoder's (lr_e, wd_e).
@@ -203,6 +245,30 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     std::vector<size_t> rows = sampler.next();
     const auto W = static_cast<int64_t>(dp.world_size()), rank = static_cast<int64_t>(dp.rank());
     const int64_t begin = B * rank / W, end = B * (rank + 1) / W, b = end - begin;
+    at::Tensor loss, P;
+    Side p;
+    double accuracy = 0;
+    if (pair_objective) {
+      // Each row's own pair, labelled: BCE of score / tau (score 0 is the boundary).
+      std::vector<std::string> left, right;
+      std::vector<float> y;
+      for (int64_t i = begin; i < end; ++i) {
+        const TrainExample& e = data[rows[static_cast<size_t>(i)]];
+        const bool swap = o.swap_sides && swapped(c.seed, state.step, i);
+        left.push_back(swap ? e.positive : e.anchor);
+        right.push_back(swap ? e.anchor : e.positive);
+        y.push_back(static_cast<float>(e.label));
+      }
+      Side a = source->side(left);
+      p = source->side(right);
+      at::Tensor s = vm.scores(verify::similarity_maps(a.states, a.mask, p.states, p.mask, with_ids ? a.ids : at::Tensor(),
+                                                       with_ids ? p.ids : at::Tensor()),
+                               /*inference=*/false);
+      at::Tensor Y = at::tensor(y, s.options());
+      loss = (Y * at::softplus(-s / o.tau) + (1 - Y) * at::softplus(s / o.tau)).sum() / static_cast<double>(B);
+      at::NoGradGuard g;
+      accuracy = dp.sum(((s > 0) == (Y > 0.5)).sum().item<double>()) / static_cast<double>(B);
+    } else {
     std::vector<std::string> anchors, positives, negatives;
     for (int64_t i = begin; i < end; ++i) {
       const TrainExample& e = data[rows[static_cast<size_t>(i)]];
@@ -210,10 +276,12 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
       positives.push_back(e.positive);
       negatives.push_back(e.negatives[0]);
     }
-    Side a = source->side(anchors), p = source->side(positives), n = source->side(negatives);
+    Side a = source->side(anchors), n = source->side(negatives);
+    p = source->side(positives);
     // All B positives: with several ranks, gathered (padded to one length) as a leaf whose
     // gradient is summed over the ranks and handed back to this rank's own positives.
-    at::Tensor P = p.states, Pm = p.mask;
+    P = p.states;
+    at::Tensor Pm = p.mask;
     if (dp.active()) {
       const int64_t L = p.states.size(1);
       const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
@@ -234,15 +302,21 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
         with_ids ? a.ids.repeat_interleave(B, 0) : at::Tensor(), with_ids ? Pid.repeat({b, 1}) : at::Tensor());
     at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
     at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask, a.ids, n.ids), false);
-    at::Tensor loss = verifier_infonce(S, neg, o.tau, begin, B);
+    loss = verifier_infonce(S, neg, o.tau, begin, B);
     if (o.pointwise_weight > 0) {
       at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);
       loss = loss + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
     }
+    {
+      at::NoGradGuard g;
+      at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
+      accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
+    }
+    }
     opt.zero_grad();
     loss.backward();
     if (dp.active()) {
-      if (live) {
+      if (live && !pair_objective) {
         dp.sum_gradients({P});
         p.states.backward(P.grad().narrow(0, begin, b).narrow(1, 0, p.states.size(1)));
       }
@@ -261,12 +335,6 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     opt.step();
     ++state.step;
     progress.add(1);
-    double accuracy = 0;
-    {
-      at::NoGradGuard g;
-      at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
-      accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
-    }
     steps.add(state.step, rows.size(), dp.sum(loss.item<double>()), {{"accuracy", accuracy}},
               {{"lr_verifier", vparams.empty() ? 0.0 : opt.param_groups()[0].options().get_lr()}});
     run.checkpoint_if_due(c.save_every, state, [&] { return sampler.state(); }, opt, write_model);

@@ -39,7 +39,7 @@ std::set<std::string> sentences(const std::vector<LabelledPair>& pairs) {
 
 std::vector<LabelledPair> all(const ParaphraseSets& s, const std::string& set) {
   std::vector<LabelledPair> out;
-  for (const auto* part : {&s.train, &s.eval})
+  for (const auto* part : {&s.train, &s.dev, &s.eval})
     if (part->count(set)) out.insert(out.end(), part->at(set).begin(), part->at(set).end());
   return out;
 }
@@ -89,7 +89,14 @@ std::string fixture() {
   put(dir, "nearmiss/sugarcrepe.tsv",
       "category\toriginal\tnear_miss\nadd_att\tA dog.\tA brown dog.\nswap_att\tA red car and a blue house.\t"
       "A blue car and a red house.\nreplace_rel\tA cat on a mat.\tA cat under a mat.\n");
-  return dir;  // stsb-test, snli-test and mnli-contradicting are missing on purpose
+  put(dir, "pairs/condaqa-dev-edits.tsv",
+      "sentence1\tsentence2\tlabel\tcategory\nIt is not red.\tIt is red.\t0\taffirmative\n"
+      "It is not red.\tIt isn't red.\t1\tparaphrase\nIt is not red.\tNot it is red.\t0\tscope\n");
+  put(dir, "pairs/cannot-negations.tsv", "sentence1\tsentence2\tlabel\tcategory\nThe cat sat.\tThe cat did not sit.\t0\tx\n");
+  put(dir, "pairs/negation-nli-snli.tsv",
+      "premise\thypothesis\tlabel\na dog is not running\ta dog is running\tcontradiction\n"
+      "a dog is not running\ta dog is running fast\tneutral\n");
+  return dir;  // stsb-test, snli-test, mnli-contradicting and two negation-NLI files are missing on purpose
 }
 
 TEST(ParaphraseSets, SelectionRules) {
@@ -101,7 +108,14 @@ TEST(ParaphraseSets, SelectionRules) {
   std::multiset<std::string> cats;
   for (const auto& p : mixed) cats.insert(p.category + ":" + std::to_string(p.label));
   EXPECT_EQ(cats, (std::multiset<std::string>{"sts_paraphrase:1", "sts_paraphrase:1", "snli_contradiction:0",
-                                                "sugarcrepe_swap_att:0", "sugarcrepe_replace_rel:0"}));
+                                                "sugarcrepe_swap_att:0", "sugarcrepe_replace_rel:0",
+                                                "negnli_contradiction:0"}));
+  std::multiset<std::string> conda;
+  for (const auto& p : all(s, "condaqa")) conda.insert(p.category + ":" + std::to_string(p.label));
+  EXPECT_EQ(conda, (std::multiset<std::string>{"condaqa_affirmative:0", "condaqa_paraphrase:1", "condaqa_scope:0"}));
+  ASSERT_EQ(all(s, "cannot").size(), 1u);
+  EXPECT_EQ(all(s, "cannot")[0].category, "cannot_negation");
+  EXPECT_EQ(all(s, "cannot")[0].label, 0);
   auto mrpc = all(s, "mrpc");
   ASSERT_EQ(mrpc.size(), 2u);
   bool found = false;
@@ -116,7 +130,8 @@ TEST(ParaphraseSets, SelectionRules) {
   EXPECT_EQ(s.report["duplicates_dropped"], 1);
   std::set<std::string> missing(s.report["missing"].begin(), s.report["missing"].end());
   EXPECT_EQ(missing, (std::set<std::string>{"pairs/stsb-test.tsv", "pairs/snli-test.tsv",
-                                            "pairs/mnli-contradicting.tsv"}));
+                                            "pairs/mnli-contradicting.tsv", "pairs/negation-nli-mnli.tsv",
+                                            "pairs/negation-nli-rte.tsv"}));
 }
 
 TEST(ParaphraseSets, NoSentenceInBothPartsAndBothPartsUsed) {
@@ -127,8 +142,10 @@ TEST(ParaphraseSets, NoSentenceInBothPartsAndBothPartsUsed) {
     o.seed = seed;
     const ParaphraseSets s = build_paraphrase_sets(o);
     const auto tr = s.train.count("paws") ? sentences(s.train.at("paws")) : std::set<std::string>{};
+    const auto dv = s.dev.count("paws") ? sentences(s.dev.at("paws")) : std::set<std::string>{};
     const auto ev = s.eval.count("paws") ? sentences(s.eval.at("paws")) : std::set<std::string>{};
-    for (const auto& x : tr) EXPECT_EQ(ev.count(x), 0u) << "seed " << seed << ": '" << x << "' in both parts";
+    for (const auto& x : tr) EXPECT_EQ(ev.count(x) + dv.count(x), 0u) << "seed " << seed << ": '" << x << "' in two parts";
+    for (const auto& x : dv) EXPECT_EQ(ev.count(x), 0u) << "seed " << seed << ": '" << x << "' in two parts";
     // The chain's three pairs stay together.
     size_t chain_in_eval = 0;
     for (const auto& p : s.eval.count("paws") ? s.eval.at("paws") : std::vector<LabelledPair>{})
@@ -178,6 +195,9 @@ TEST(ParaphraseSets, Errors) {
   test::expect_error([&] { build_paraphrase_sets(o); }, "no 'label' column");
   o.eval_fraction = 1.0;
   test::expect_error([&] { build_paraphrase_sets(o); }, "fraction");
+  o.eval_fraction = 0.6;
+  o.dev_fraction = 0.4;
+  test::expect_error([&] { build_paraphrase_sets(o); }, "development fraction");
 }
 
 TEST(ParaphraseSets, SharedData) {
@@ -195,16 +215,21 @@ TEST(ParaphraseSets, SharedData) {
   EXPECT_EQ(paws.size() + dups >= 8000u, true);
   EXPECT_LE(paws.size(), 8000u);
   EXPECT_NEAR(static_cast<double>(pos), 3539.0, static_cast<double>(dups));
-  // Roughly half of the pairs on each side, and no sentence on both sides, in every set.
-  for (const char* set : {"paws", "mrpc", "mixed"}) {
-    ASSERT_TRUE(s.train.count(set) && s.eval.count(set)) << set;
-    const double share = static_cast<double>(s.eval.at(set).size()) /
-                         static_cast<double>(s.eval.at(set).size() + s.train.at(set).size());
-    EXPECT_GT(share, 0.35) << set;
-    EXPECT_LT(share, 0.65) << set;
-    const auto tr = sentences(s.train.at(set)), ev = sentences(s.eval.at(set));
+  // About 30% of the pairs in the evaluation part and 10% in the development part, and no
+  // sentence in two parts, in every set.
+  for (const char* set : {"paws", "mrpc", "mixed", "condaqa", "cannot"}) {
+    ASSERT_TRUE(s.train.count(set) && s.dev.count(set) && s.eval.count(set)) << set;
+    const double n = static_cast<double>(all(s, set).size());
+    const double eval_share = static_cast<double>(s.eval.at(set).size()) / n;
+    const double dev_share = static_cast<double>(s.dev.at(set).size()) / n;
+    // CondaQA has few components (its edits group around about 100 passages' sentences).
+    const double slack = std::string(set) == "condaqa" ? 0.15 : 0.07;
+    EXPECT_NEAR(eval_share, 0.3, slack) << set;
+    EXPECT_NEAR(dev_share, 0.1, slack) << set;
+    const auto tr = sentences(s.train.at(set)), dv = sentences(s.dev.at(set)), ev = sentences(s.eval.at(set));
     size_t both = 0;
-    for (const auto& x : tr) both += ev.count(x);
+    for (const auto& x : tr) both += ev.count(x) + dv.count(x);
+    for (const auto& x : dv) both += ev.count(x);
     EXPECT_EQ(both, 0u) << set;
   }
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The recipe of the gate verifier shipped for a real encoder (default all-MiniLM-L6-v2):
+# human-written pair sets split once into train / dev / eval -> generated rewrites and near-misses
+# of WordNet and SciFact sentences, split the same way -> one labelled training file -> F4 on the
+# frozen encoder's cached token states (BCE on labelled pairs) -> gate calibrated on the dev parts
+# -> every eval part scored (pooled cosine, F1, F2, the verifier) -> OUT.
+# Resumable: each step is skipped when its output exists, and training resumes from its newest
+# checkpoint; the token-state cache (float16, memory-mapped) is shared by every training run on
+# the same encoder. Step times go to WORK/times.tsv. Sizes come from the environment.
+#   scripts/train-gate.sh [WORK=work/gate] [OUT=WORK/ship/verifier.safetensors]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK="${1:-work/gate}"
+OUT="${2:-$WORK/ship/verifier.safetensors}"
+MODEL="${MODEL:-all-MiniLM-L6-v2}"
+DATA="${SIEVE_SHARED_DATA:-../shared/data}"
+KIND="${KIND:-F4}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
+MAX_TOKENS="${MAX_TOKENS:-64}" MAX_LENGTH="${MAX_LENGTH:-64}" EXTRA="${EXTRA:-}"
+GEN_CAP="${GEN_CAP:-1500}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:-3000}" IDENTITY="${IDENTITY:-1000}"
+SOURCES="${SOURCES:-paws,mrpc,condaqa,mixed,cannot,generated,identity}"
+PRECISION="${PRECISION:-0.9}"
+SEED="${SEED:-42}" THREADS="${THREADS:-0}"
+NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
+REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
+POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
+[[ -d "$DATA/pairs" ]] || { echo "train-gate: $DATA/pairs is absent (set SIEVE_SHARED_DATA)" >&2; exit 1; }
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+  scripts/setup.sh
+  scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
+fi
+S="${SIEVE_BUILD_DIR:-build}/sieve"
+T=(--threads "$THREADS")
+mkdir -p "$WORK"
+TIMES="$WORK/times.tsv"
+[[ -f "$TIMES" ]] || printf 'step\tseconds\n' > "$TIMES"
+step() {  # step NAME DONE_FILE COMMAND...: runs COMMAND unless DONE_FILE exists; records its time
+  local name="$1" done_file="$2"
+  shift 2
+  if [[ -e "$done_file" ]]; then echo "train-gate: $name: done before" >&2; return; fi
+  echo "train-gate: $name" >&2
+  local t0=$SECONDS
+  "$@"
+  printf '%s\t%s\n' "$name" "$((SECONDS - t0))" >> "$TIMES"
+}
+resume_flag() { compgen -G "$1/checkpoint-*/trainer_state.json" > /dev/null && echo --resume || true; }
+# label_generated IN OUT: the generator's pairs with a label column (rewrites 1, near-misses 0).
+label_generated() {
+  awk -F'\t' -v pos="^(${REWRITES//,/|})\$" 'BEGIN { OFS = "\t" } NR == 1 { print "sentence1", "sentence2", "category", "label"; next }
+    { print $1, $2, $3, ($3 ~ pos) ? 1 : 0 }' "$1" > "$2"
+}
+
+# 1. Sentences of WordNet's examples and SciFact's abstracts, split by a hash of the text.
+step corpus "$WORK/corpus/report.json" "$S" corpus build --out "$WORK/corpus"
+step sentences "$WORK/sentences/sentences-eval.txt" python3 scripts/gate-sentences.py \
+  --examples "$WORK/corpus/examples.txt" --scifact "$DATA/retrieval/scifact/corpus.jsonl" --out "$WORK/sentences"
+# 2. Generated rewrites (keep the meaning) and structural near-misses of each part's sentences.
+generate() {
+  local part="$1" cap="$2"
+  "$S" nearmiss generate --in "$WORK/sentences/sentences-$part.txt" --kinds "$NEAR,$REWRITES" --seed "$SEED" \
+    --max-per-category "$cap" --out "$WORK/generated-$part.raw.tsv" > /dev/null
+  label_generated "$WORK/generated-$part.raw.tsv" "$WORK/generated-$part.tsv"
+}
+step generate_train "$WORK/generated-train.tsv" generate train "$GEN_CAP"
+step generate_dev "$WORK/generated-dev.tsv" generate dev "$EVAL_CAP"
+step generate_eval "$WORK/generated-eval.tsv" generate eval "$EVAL_CAP"
+# 3. The human-written sets, split by sentence component; the generated eval pairs join mixed-eval.
+step sets "$WORK/sets/report.json" "$S" eval paraphrase-sets --shared "$DATA" --generated "$WORK/generated-eval.tsv" \
+  --generated-positive "$REWRITES" --out "$WORK/sets"
+# 4. One training file of the chosen SOURCES (labelled pairs), and one dev file for calibration.
+compose() {
+  local part="$1" out="$2"
+  printf 'sentence1\tsentence2\tcategory\tlabel\n' > "$out.tmp"
+  local src
+  for src in ${SOURCES//,/ }; do
+    case "$src" in
+      cannot) tail -n +2 "$WORK/sets/cannot-$part.tsv" | awk -v n="$CANNOT_CAP" -v total="$(($(wc -l < "$WORK/sets/cannot-$part.tsv") - 1))" \
+                'BEGIN { step = total > n ? total / n : 1 } NR - 1 >= k * step { print; k++ }' >> "$out.tmp" ;;
+      generated) tail -n +2 "$WORK/generated-$part.tsv" >> "$out.tmp" ;;
+      identity) tail -n +2 "$WORK/generated-$part.tsv" | cut -f1 |
+                  awk -v n="$IDENTITY" 'BEGIN { OFS = "\t" } !seen[$0]++ && c++ < n { print $0, $0, "identity", 1 }' >> "$out.tmp" ;;
+      *) tail -n +2 "$WORK/sets/$src-$part.tsv" >> "$out.tmp" ;;
+    esac
+  done
+  mv "$out.tmp" "$out"
+}
+step train_file "$WORK/train.tsv" compose train "$WORK/train.tsv"
+step dev_file "$WORK/dev.tsv" compose dev "$WORK/dev.tsv"
+# 5. The verifier on the frozen encoder's cached token states.
+RUN="$WORK/run-$KIND"
+step train "$RUN/verifier.safetensors" "$S" train verifier --model "$MODEL" --train "$WORK/train.tsv" \
+  --objective pairs --kind "$KIND" --steps "$STEPS" --batch-size "$BATCH" --lr "$LR" --tau "$TAU" \
+  --max-length "$MAX_LENGTH" --max-tokens "$MAX_TOKENS" $EXTRA --token-cache "$WORK/token-cache" --seed "$SEED" \
+  --log-every 50 --save-every 500 $(resume_flag "$RUN") "${T[@]}" --out "$RUN"
+# 6. The gate: the threshold at PRECISION (balanced) on the dev parts only.
+calibrate() {
+  mkdir -p "$(dirname "$OUT")"
+  "$S" verify calibrate --model "$MODEL" --verifier "$RUN/verifier.safetensors" --pairs "$WORK/dev.tsv" \
+    --target-precision "$PRECISION" --balanced --out "$OUT" "${T[@]}" > "$WORK/calibration.json"
+}
+step calibrate "$OUT" calibrate
+# 7. Every eval part, every scorer.
+evaluate() {
+  mkdir -p "$WORK/eval"
+  local set
+  for set in paws mrpc condaqa mixed cannot; do
+    "$S" eval nearmiss --pairs "$WORK/sets/$set-eval.tsv" -m "$MODEL" --verifier F1 --verifier F2 --verifier "$OUT" \
+      --positive-categories "$POSITIVES" --markdown "$WORK/eval/$set.md" "${T[@]}" > "$WORK/eval/$set.json"
+  done
+  for set in paws mrpc condaqa mixed cannot; do
+    jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$WORK/eval/$set.json"
+  done | tee "$WORK/eval/summary.txt"
+}
+step evaluate "$WORK/eval/summary.txt" evaluate
+echo "train-gate: verifier $OUT; results in $WORK/eval" >&2
