@@ -17,7 +17,9 @@ FILES=(src/text/wordpiece.cpp src/text/utf8.cpp src/text/hf_tokenizer.cpp src/te
        src/text/hf_normalizers.cpp src/text/hf_pretokenizers.cpp src/text/hf_models.cpp src/model/model_config.cpp
        src/model/safetensors.cpp src/eval/beir.cpp src/eval/pairs.cpp src/train/train_data.cpp
        src/index/corpus_reader.cpp src/index/record_log.cpp src/index/manifest.cpp src/nearmiss/sentence.cpp
-       src/nearmiss/perturb.cpp src/verify/verifier.cpp src/serve/service.cpp)
+       src/nearmiss/perturb.cpp src/nearmiss/perturb_tables.cpp src/nearmiss/perturb_helpers.cpp src/nearmiss/perturb_negation.cpp
+       src/nearmiss/perturb_swap.cpp src/nearmiss/perturb_spatial.cpp src/nearmiss/perturb_lexical.cpp src/nearmiss/perturb_rewrite.cpp
+       src/nearmiss/perturb_reorder.cpp src/verify/verifier.cpp src/serve/service.cpp)
 out="$BUILD/prof/union"
 rm -rf "$out"
 mkdir -p "$out"

@@ -40,7 +40,9 @@ files_of() {
     corpus) echo src/index/corpus_reader.cpp ;;
     record_log) echo src/index/record_log.cpp ;;
     manifest) echo src/index/manifest.cpp ;;
-    nearmiss) echo src/nearmiss/sentence.cpp src/nearmiss/perturb.cpp ;;
+    nearmiss) echo src/nearmiss/sentence.cpp src/nearmiss/perturb.cpp src/nearmiss/perturb_tables.cpp src/nearmiss/perturb_helpers.cpp src/nearmiss/perturb_negation.cpp \
+                   src/nearmiss/perturb_swap.cpp src/nearmiss/perturb_spatial.cpp src/nearmiss/perturb_lexical.cpp src/nearmiss/perturb_rewrite.cpp \
+                   src/nearmiss/perturb_reorder.cpp ;;
     verifier_file) echo src/verify/verifier.cpp ;;
     http) echo src/serve/service.cpp ;;
   esac

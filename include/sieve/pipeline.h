@@ -69,8 +69,8 @@ struct Stage2Timing {
 };
 
 /// Runs stage 1 for `query`, then the verifier over the top `candidates` (their stored token
-/// states against the query's). Throws sieve::Error when the index has no token store or the
-/// verifier was made for another encoder.
+/// states against the query's). Throws sieve::Error when the index has no token store, the
+/// verifier was made for another encoder, or it gives a candidate a NaN or infinite score.
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
                                          const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
@@ -97,6 +97,7 @@ struct Calibration {
 /// least `target_precision`, i.e. the one with the highest recall at that precision. `balanced`:
 /// precision as if both classes were equally many, TPR / (TPR + FPR) (each pair weighted by one
 /// over its class's size), so the threshold does not depend on the share of near-misses.
+/// Throws sieve::Error naming the first NaN or infinite score.
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
                                 double target_precision, bool balanced = false);
 

@@ -100,7 +100,8 @@ class Verifier {
   }
   /// Writes config and weights to one safetensors file (config in its metadata), atomically.
   virtual void save(const std::string& path) const = 0;
-  /// Like save(), with the gate threshold set to `threshold` (sieve verify calibrate).
+  /// Like save(), with the gate threshold set to `threshold` (sieve verify calibrate); throws
+  /// sieve::Error, writing nothing, when `threshold` is NaN or infinite.
   virtual void save_with_threshold(const std::string& path, double threshold) const = 0;
   /// Like save(), recorded for another encoder identity: the same encoder stored differently
   /// (`sieve model export --verifier`, float16 weights). Weights and threshold are unchanged.

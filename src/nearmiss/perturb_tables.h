@@ -1,4 +1,4 @@
-// Word tables shared by the perturbations (perturb.cpp) and the edit check (edit_check.cpp).
+// Word tables shared by the perturbations (perturb_*.cpp; defined in perturb_tables.cpp) and the edit check (edit_check.cpp).
 #pragma once
 
 #include <string>

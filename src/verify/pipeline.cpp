@@ -16,6 +16,14 @@ std::vector<VerifiedHit> decide(const std::vector<Hit>& hits, const std::vector<
                                 const PipelineParams& params) {
   SIEVE_THROW_IF_NOT(!params.gate || !std::isnan(threshold),
                      "gating needs a threshold: calibrate the verifier (sieve verify calibrate) or give one");
+  SIEVE_ASSERT(scores.size() == hits.size());
+  // A NaN would be silently rejected by the gate and break the rerank's ordering (undefined
+  // behaviour in std::stable_sort): a verifier that gives one is broken, so say where.
+  for (size_t i = 0; i < scores.size(); ++i)
+    SIEVE_THROW_IF_NOT(std::isfinite(scores[i]),
+                       "the verifier's score of candidate " << i << " (0-based; stage-1 rank " << i + 1 << ", document '"
+                           << hits[i].id << "') is " << scores[i]
+                           << ": scores must be finite numbers (check the verifier file and the stored token states)");
   std::vector<VerifiedHit> out;
   for (size_t i = 0; i < hits.size(); ++i) {
     VerifiedHit v;
@@ -97,6 +105,12 @@ Calibration calibrate_threshold(const std::vector<float>& scores, const std::vec
                                 double target_precision, bool balanced) {
   SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
   SIEVE_THROW_IF_NOT(target_precision > 0 && target_precision <= 1, "the target precision must lie in (0, 1]");
+  // The sort below needs a strict weak ordering (NaN breaks it: undefined behaviour), and the
+  // threshold it picks ends up in the verifier file.
+  for (size_t i = 0; i < scores.size(); ++i)
+    SIEVE_THROW_IF_NOT(std::isfinite(scores[i]), "calibration needs finite scores: the score at position "
+                                                     << i << " (0-based) is " << scores[i]
+                                                     << " (check the verifier and the pairs)");
   std::vector<size_t> order(scores.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });

@@ -110,6 +110,9 @@ class VerifierImpl final : public Verifier {
   void save(const std::string& path) const override { m_.write(path, m_.config()); }
 
   void save_with_threshold(const std::string& path, double threshold) const override {
+    // NaN would read back as "uncalibrated"; an infinity is written as JSON null, which no reader takes.
+    SIEVE_THROW_IF_NOT(std::isfinite(threshold),
+                       "the gate threshold must be a finite number, not " << threshold << "; '" << path << "' not written");
     VerifierConfig c = m_.config();
     c.threshold = threshold;
     m_.write(path, c);

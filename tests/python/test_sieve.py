@@ -234,6 +234,24 @@ def test_search_verified_matches_sieve_search(index, model):
     assert abs(hit["verifier_score"] - (tq @ tc.T).max(axis=1).mean()) < 2e-2  # stored as SQ8
 
 
+def test_a_verifier_for_another_encoder_is_refused_naming_both_identities(index, model, tmp_path):
+    other = str(tmp_path / "other")
+    run("make-fixture", "--out", other, "--seed", "6")
+    vfile = str(tmp_path / "other.safetensors")
+    run("verify", "create", "--kind", "F3", "-m", other, "-o", vfile)
+    recorded = json.loads(run("verify", "info", vfile))["encoder_identity"]
+    serving = sieve.Index.open(index).stats()["model_identity"]  # the index was built with `model`
+    assert recorded and serving and recorded != serving
+    with pytest.raises(sieve.Error) as e:
+        sieve.Verifier.load(vfile, model=model)
+    assert recorded in str(e.value) and serving in str(e.value)
+    # Loaded for its own encoder, it is still refused against an index of another one.
+    ver = sieve.Verifier.load(vfile, model=other)
+    with pytest.raises(sieve.Error) as e:
+        sieve.search_verified(sieve.Index.open(index), ver, "the dog bit the man", k=3, candidates=7)
+    assert recorded in str(e.value) and serving in str(e.value)
+
+
 def test_explain_is_the_token_cosine_map(model):
     ver = sieve.Verifier.load("F1", model=model)
     e = sieve.explain(TEXTS[0], TEXTS[1], verifier=ver, threshold=0.9)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <sstream>
 #include <condition_variable>
@@ -439,6 +440,33 @@ TEST_F(ServeTest, AVerifierForAnotherModelIsRefusedWithoutAnIndex) {
   write_fixture_model(other + "/model", test::tiny_model_options(77));
   o.model_dir = other + "/model";
   test::expect_error([&] { Service{o}; }, "not for this one");
+}
+
+// Without an index, however the verifier is named (a file given, or the verifier.safetensors that
+// sits in the model folder), a file recorded for another encoder is refused with both identities
+// named (the file's and the serving model's model_identity); the built-ins, which need none, serve.
+TEST_F(ServeTest, WithoutAnIndexAForeignVerifierIsRefusedNamingBothIdentities) {
+  const std::string other = test::make_temp_dir("serve_other_ids");
+  write_fixture_model(other + "/model", test::tiny_model_options(78));
+  const std::string recorded = model_identity(*dir_ + "/model"), serving = model_identity(other + "/model");
+  ASSERT_NE(recorded, serving);
+  ServeOptions o;
+  o.model_dir = other + "/model";
+  o.encoder_workers = 1;
+  o.verifier = *dir_ + "/v.safetensors";  // recorded for *dir_/model (the fixture's index model)
+  const std::string given = test::error_of([&] { Service{o}; });
+  EXPECT_NE(given.find(recorded), std::string::npos) << given;
+  EXPECT_NE(given.find(serving), std::string::npos) << given;
+  // The model folder's own verifier, recorded for another model (copied along with a checkpoint).
+  std::filesystem::copy_file(*dir_ + "/v.safetensors", other + "/model/verifier.safetensors");
+  o.verifier = "";
+  const std::string shipped = test::error_of([&] { Service{o}; });
+  EXPECT_NE(shipped.find(recorded), std::string::npos) << shipped;
+  EXPECT_NE(shipped.find(serving), std::string::npos) << shipped;
+  for (const char* builtin : {"F1", "cosine"}) {
+    o.verifier = builtin;
+    EXPECT_NO_THROW(Service{o}) << builtin;
+  }
 }
 
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "sieve/error.h"
@@ -54,6 +55,17 @@ TEST(Calibration, HandComputedThresholds) {
   EXPECT_FLOAT_EQ(c.threshold, 0.4f);
   test::expect_error([] { calibrate_threshold({0.1f}, {false}, 0.9); }, "at least one positive");
   test::expect_error([] { calibrate_threshold({0.1f}, {true}, 0.0); }, "target precision");
+}
+
+// A NaN breaks the sort's strict weak ordering (undefined behaviour) and would end up as the
+// stored threshold: non-finite scores are refused, naming the first one's position.
+TEST(Calibration, RefusesNonFiniteScores) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<bool> p = {true, false, true, false, true};
+  test::expect_error([&] { calibrate_threshold({0.9f, 0.5f, nan, 0.7f, nan}, p, 0.75); }, "score at position 2 (0-based) is nan");
+  test::expect_error([&] { calibrate_threshold({nan, 0.5f, 0.8f, 0.7f, 0.6f}, p, 0.75, true); }, "position 0 (0-based) is nan");
+  test::expect_error([&] { calibrate_threshold({0.9f, 0.5f, 0.8f, -inf, 0.6f}, p, 0.75); }, "position 3 (0-based) is -inf");
+  test::expect_error([&] { calibrate_threshold({0.9f, 0.5f, 0.8f, 0.7f, inf}, p, 0.75); }, "position 4 (0-based) is inf");
 }
 
 TEST(Calibration, SyntheticDistributionsHitTheTarget) {
@@ -162,6 +174,58 @@ TEST(Pipeline, VerifiesReranksAndGatesStageOneHits) {
   auto cos = search_verified_cosine(*index, query, pp);
   ASSERT_EQ(cos.size(), stage1.hits.size());
   for (size_t i = 0; i < cos.size(); ++i) EXPECT_NEAR(cos[i].verifier_score, stage1.hits[i].score, 1e-5);
+}
+
+// F1 with the score of candidate `at` replaced by `bad` (what a broken learned verifier gives).
+class PoisonedVerifier final : public Verifier {
+ public:
+  PoisonedVerifier(size_t at, float bad) : inner_(Verifier::load("F1")), at_(at), bad_(bad) {}
+  const VerifierConfig& config() const override { return inner_->config(); }
+  size_t parameter_count() const override { return 0; }
+  using Verifier::score;
+  std::vector<float> score(const TokenStates& query, const std::vector<const TokenStates*>& candidates,
+                           ScoreTiming* timing) const override {
+    std::vector<float> s = inner_->score(query, candidates, timing);
+    if (at_ < s.size()) s[at_] = bad_;
+    return s;
+  }
+  void save(const std::string&) const override {}
+  void save_with_threshold(const std::string&, double) const override {}
+  void save_for_encoder(const std::string&, const std::string&) const override {}
+
+ private:
+  std::unique_ptr<Verifier> inner_;
+  size_t at_;
+  float bad_;
+};
+
+// A NaN score breaks the rerank's ordering (undefined behaviour) and the gate's comparison (a NaN
+// is silently rejected): the pipeline refuses it, naming the candidate.
+TEST(Pipeline, RefusesNonFiniteVerifierScores) {
+  std::string dir = test::make_temp_dir("pipeline_nan");
+  write_fixture_model(dir + "/model", test::tiny_model_options());
+  {
+    std::ofstream f(dir + "/c.tsv");
+    const char* texts[] = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat"};
+    for (int i = 0; i < 4; ++i) f << "d" << i << "\t" << texts[i] << "\n";
+  }
+  build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
+  auto index = Index::open(dir + "/ix");
+  PipelineParams pp;
+  pp.candidates = 4;
+  pp.k = 4;
+  const std::string query = "who bit the man";
+  EXPECT_EQ(search_verified(*index, PoisonedVerifier(99, 0), query, pp).size(), 4u);  // nothing poisoned
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (bool rerank : {true, false})
+    for (bool gate : {false, true}) {
+      pp.rerank = rerank;
+      pp.gate = gate;
+      pp.threshold = gate ? 0.5 : std::numeric_limits<double>::quiet_NaN();
+      test::expect_error([&] { search_verified(*index, PoisonedVerifier(2, nan), query, pp); },
+                         "score of candidate 2 (0-based; stage-1 rank 3");
+      test::expect_error([&] { search_verified(*index, PoisonedVerifier(0, -inf), query, pp); }, "is -inf");
+    }
 }
 
 TEST(Pipeline, ExactMatchVerifierGetsTheDocumentsTokenIds) {

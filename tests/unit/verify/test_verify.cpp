@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -269,6 +270,21 @@ TEST(Verifiers, SaveLoadRoundTripAndEncoderCheck) {
   test::expect_error([&] { Verifier::load("F3"); }, "give its file");
   test::expect_error([&] { Verifier::load("F9"); }, "neither a file nor");
   EXPECT_EQ(Verifier::load("f1")->config().kind, VerifierKind::F1);
+}
+
+// Calibration writes its threshold with save_with_threshold: NaN (a NaN score got through) or an
+// infinity (stored as JSON null, which no reader takes back) is refused and nothing is written.
+TEST(Verifiers, SaveWithThresholdRefusesANonFiniteThreshold) {
+  const std::string dir = test::make_temp_dir("verifier_threshold");
+  auto v = Verifier::create(config(VerifierKind::F3, 32), 3);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                     -std::numeric_limits<double>::infinity()}) {
+    const std::string path = dir + "/bad.safetensors";
+    test::expect_error([&] { v->save_with_threshold(path, bad); }, "threshold must be a finite number");
+    EXPECT_FALSE(std::ifstream(path).good()) << bad;
+  }
+  v->save_with_threshold(dir + "/ok.safetensors", 0.375);
+  EXPECT_EQ(Verifier::load(dir + "/ok.safetensors")->config().threshold, 0.375);
 }
 
 // A file named F1 in the working folder does not shadow the built-in F1: built-in names win, and
