@@ -17,7 +17,7 @@ struct PipelineParams {
   SearchParams stage1;      ///< stage-1 mode and knobs; its k is replaced by `candidates`
   size_t candidates = 100;  ///< K: stage-1 hits the verifier reads
   size_t k = 10;            ///< results returned
-  bool rerank = true;       ///< order by verifier score (else keep the stage-1 order)
+  bool rerank = false;      ///< order by verifier score (else keep the stage-1 order: every face's default)
   bool gate = false;        ///< drop candidates the verifier rejects (score < threshold)
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< NaN = the verifier file's
 };

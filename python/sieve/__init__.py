@@ -239,11 +239,12 @@ class Verifier:
         return self.score(pairs) >= t
 
 
-def search_verified(index, verifier, query, k=10, candidates=100, mode=None, gate=False, rerank=True,
+def search_verified(index, verifier, query, k=10, candidates=100, mode=None, gate=False, rerank=False,
                     threshold=None):
     """Stage 1 then stage 2, as `sieve search --verifier` does: the top `candidates` of stage 1
-    (`mode` as in Index.search) scored by `verifier`; reranked by its score (`rerank`) and, with
-    `gate`, those it rejects dropped. Hits: Index.search's keys plus "stage1_rank", "stage1_score",
+    (`mode` as in Index.search) scored by `verifier`; in stage-1 order unless `rerank` (then by
+    the verifier's score), and, with `gate`, those it rejects dropped (the defaults of every face:
+    the CLI, the server and the library). Hits: Index.search's keys plus "stage1_rank", "stage1_score",
     "verifier_score" and "accepted"."""
     return _sieve.search_verified(index._impl, verifier._impl, query, k, candidates, mode or "", gate, rerank,
                                   threshold)

@@ -533,7 +533,7 @@ PYBIND11_MODULE(_sieve, m) {
         return out;
       },
       py::arg("index"), py::arg("verifier"), py::arg("query"), py::arg("k") = 10, py::arg("candidates") = 100,
-      py::arg("mode") = "", py::arg("gate") = false, py::arg("rerank") = true, py::arg("threshold") = py::none());
+      py::arg("mode") = "", py::arg("gate") = false, py::arg("rerank") = false, py::arg("threshold") = py::none());
 
   m.def(
       "explain",

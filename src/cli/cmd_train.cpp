@@ -212,6 +212,8 @@ void register_train(CLI::App& app) {
     cmd->add_option("--f4-width", o->verifier.f4.width, "F4 width (0 = the encoder's)")->capture_default_str();
     cmd->add_option("--f4-layers", o->verifier.f4.layers, "F4 layers")->capture_default_str();
     cmd->add_option("--f4-heads", o->verifier.f4.heads, "F4 attention heads")->capture_default_str();
+    cmd->add_option("--f4-ff", o->verifier.f4.ff, "F4 feed-forward width")->capture_default_str();
+    cmd->add_option("--f4-patch", o->verifier.f4.patch, "F4 patch side (map cells per patch side)")->capture_default_str();
     cmd->add_flag_callback(
         "--exact-match", [o] { o->verifier.f3.exact_match = o->verifier.f4.exact_match = true; },
         "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id "

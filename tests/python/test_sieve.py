@@ -202,7 +202,7 @@ def test_hit_dicts_have_the_keys_of_sieve_search(index, model):
     ver = sieve.Verifier.load("cosine", model=model)
     cli = json.loads(run("search", "--index", index, "--mode", "hybrid", "-k", "5", "--candidates", "6",
                          "--verifier", "cosine", "--rerank", q))["hits"]
-    hits = sieve.search_verified(ix, ver, q, k=5, candidates=6, mode="hybrid")
+    hits = sieve.search_verified(ix, ver, q, k=5, candidates=6, mode="hybrid", rerank=True)
     assert len(hits) == len(cli) > 0
     for h, c in zip(hits, cli):
         assert "verifier_score" in c and "score" not in c
