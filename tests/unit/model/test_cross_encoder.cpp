@@ -11,11 +11,15 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/file_util.h"
+#include "eval/pairs.h"
 #include "sieve/cross_encoder.h"
 #include "sieve/error.h"
+#include "sieve/index.h"
 #include "sieve/model.h"
+#include "sieve/pipeline.h"
 #include "sieve/safetensors.h"
 #include "sieve/train.h"
 #include "support/fixtures.h"
@@ -245,6 +249,86 @@ TEST(CrossEncoder, TripletFilesGivePositiveAndNegativePairs) {
   train_cross_encoder(short_run(fixture().encoder, root + "/t.tsv", root + "/out", 1, 2e-5));
   auto report = nlohmann::json::parse(read_file(root + "/out/report.json"));
   EXPECT_EQ(report["pairs"], 12);
+}
+
+// --- the cross-encoder as a verifier: cross:DIR in the pipeline and the CLI --------------------
+
+TEST(CrossEncoderVerifier, ResolvesAndReranksStageOneHitsByTheirTexts) {
+  const std::string dir = test::make_temp_dir("cross_pipeline");
+  const char* texts[] = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat",
+                         "a man walks a dog", "blue house near the river"};
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 6; ++i) f << "d" << i << "\t" << texts[i] << "\n";
+  }
+  build_index(fixture().encoder, dir + "/c.tsv", dir + "/ix");
+  auto index = Index::open(dir + "/ix");
+  const ResolvedVerifier rv = resolve_verifier("cross:" + last_dir(), {fixture().encoder, ""});
+  ASSERT_TRUE(rv.cross != nullptr);
+  EXPECT_FALSE(rv.cosine());
+  EXPECT_EQ(rv.kind(), "cross");
+  EXPECT_TRUE(std::isnan(rv.threshold()));
+  PipelineParams pp;
+  pp.candidates = 6;
+  pp.k = 6;
+  const std::string query = "who bit the man";
+  Stage2Timing t;
+  auto hits = search_verified(*index, rv, query, pp, &t);
+  ASSERT_EQ(hits.size(), 6u);
+  auto ce = CrossEncoder::load(last_dir());
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const size_t doc = std::stoul(hits[i].hit.id.substr(1));
+    EXPECT_NEAR(hits[i].verifier_score, ce->score(query, {texts[doc]})[0], 1e-6) << hits[i].hit.id;
+    if (i > 0) EXPECT_GE(hits[i - 1].verifier_score, hits[i].verifier_score);
+  }
+  EXPECT_GT(t.verify, 0);
+  pp.gate = true;
+  test::expect_error([&] { search_verified(*index, rv, query, pp); }, "gating needs a threshold");
+  pp.threshold = hits[2].verifier_score;
+  EXPECT_EQ(search_verified(*index, rv, query, pp).size(), 3u);
+  test::expect_error([&] { resolve_verifier("cross:", {fixture().encoder, ""}); }, "cross:DIR");
+  test::expect_error([&] { resolve_verifier("cross:" + fixture().encoder, {fixture().encoder, ""}); },
+                     "sieve train cross-encoder");
+}
+
+TEST(CrossEncoderVerifier, CliTrainsScoresAndCalibrates) {
+  const std::string root = test::make_temp_dir("cross_cli");
+  const std::string sieve = test::cli_path();
+  auto r = test::run_command(sieve + " train cross-encoder -m " + fixture().encoder + " --train " + fixture().pairs +
+                             " --out " + root + "/run --steps 2 --batch-size 4 --lr 1e-2 --threads 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"final_dir\""), std::string::npos) << r.out;
+  const std::string ce_dir = root + "/run/last";
+  const std::string score = sieve + " verify score -m " + fixture().encoder + " --verifier cross:" + ce_dir +
+                            " --pairs " + fixture().pairs + " 2>/dev/null";
+  r = test::run_command(score);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The scores equal the library's, in input order, with no threshold yet.
+  auto ce = CrossEncoder::load(ce_dir);
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& p : eval::read_pairs(fixture().pairs)) pairs.emplace_back(p.sentence1, p.sentence2);
+  const std::vector<float> want = ce->score_pairs(pairs);
+  std::istringstream lines(r.out);
+  size_t i = 0;
+  for (std::string line; std::getline(lines, line); ++i) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_NEAR(j["score"].get<double>(), want[i], 1e-6) << line;
+    EXPECT_TRUE(j["threshold"].is_null());
+  }
+  EXPECT_EQ(i, want.size());
+  r = test::run_command(sieve + " verify calibrate -m " + fixture().encoder + " --verifier cross:" + ce_dir +
+                        " --pairs " + fixture().pairs + " --target-precision 0.5 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const double t = nlohmann::json::parse(r.out)["threshold"].get<double>();
+  EXPECT_EQ(read_cross_encoder_meta(ce_dir).threshold, t);
+  EXPECT_FALSE(read_cross_encoder_meta(ce_dir).base_identity.empty());  // the rest of the file is kept
+  r = test::run_command(score);
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"accepted\""), std::string::npos) << r.out;
+  // explain needs a token map: a clear refusal.
+  r = test::run_command(sieve + " explain -m " + fixture().encoder + " --verifier cross:" + ce_dir + " a b 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no map"), std::string::npos) << r.out;
 }
 
 }  // namespace
