@@ -129,7 +129,7 @@ TrainReport train_cross_encoder(const CrossEncoderTrainOptions& o) {
     auto weights = SafetensorsFile::open(path_join(o.model_dir, "model.safetensors"));
     const auto got = model->load_weights(*weights);
     if (!got.classifier) model->init_head(c.seed, /*pooler=*/!got.pooler);
-    if (!got.classifier)
+    if (!got.classifier && run.resume_from().empty())
       log_info(std::string("new classifier") + (got.pooler ? "" : " and pooler") + " initialised from seed " +
                std::to_string(c.seed));
   }
