@@ -80,8 +80,15 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
                                                 const PipelineParams& params = {});
 
 /// search_verified with a resolved verifier (resolve_verifier): search_verified_cosine when it is
-/// the pooled cosine (`timing` then stays zero).
+/// the pooled cosine (`timing` then stays zero), the cross-encoder's search when it is one.
 std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
+                                         const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
+
+/// Runs stage 1 for `query`, then the cross-encoder over the top `candidates`: the query's text
+/// against each candidate's (title and text, as the encoder read them, from the index's corpus
+/// store). Any index works (no token store needed). `timing`: decode = reading the texts,
+/// verify = the cross-encoder.
+std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder& cross, const std::string& query,
                                          const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
 /// Result of a calibration.

@@ -139,4 +139,28 @@ struct VerifierTrainOptions {
 /// skipped: the report says so and the file holds the parameter-free verifier.
 TrainReport train_verifier(const VerifierTrainOptions& options);
 
+/// `sieve train cross-encoder`: a BERT cross-encoder (BertForSequenceClassification, one label)
+/// from an encoder's weights, trained with binary cross-entropy on the logit (what
+/// sentence-transformers' CrossEncoder.fit does for one label), AdamW. The pooler comes from the
+/// encoder when it has one; the pooler otherwise and the classifier start as Hugging Face
+/// initialises them (N(0, 0.02) from the seed, zero biases). A cross-encoder folder continues
+/// training as it is.
+struct CrossEncoderTrainOptions {
+  TrainCommon common;
+  std::string model_dir;        ///< the encoder (or cross-encoder) to start from (BERT, HF layout)
+  /// Labelled pairs (sentence1, sentence2, label: 1/0, same/different, ...), or triplets
+  /// (anchor, positive, negative), read as (anchor, positive, 1) and (anchor, negative, 0).
+  std::string train_path;
+  double lr = 2e-5;
+  double weight_decay = 0.01;
+  size_t max_length = 0;        ///< pair token cap; 0 = the tokenizer's model_max_length (512), as CrossEncoder
+  double dropout = 0.1;
+};
+
+/// Trains a cross-encoder; OUT/last (and checkpoints) are folders in Hugging Face's
+/// BertForSequenceClassification layout (config.json, model.safetensors, tokenizer files) with
+/// the sieve file sieve_cross_encoder.json (base encoder, threshold); `CrossEncoder(OUT/last)` of
+/// sentence-transformers loads them.
+TrainReport train_cross_encoder(const CrossEncoderTrainOptions& options);
+
 }  // namespace sieve

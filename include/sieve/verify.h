@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sieve/cross_encoder.h"
 #include "sieve/encoder.h"
 
 namespace sieve {
@@ -119,15 +120,21 @@ class Verifier {
 /// A verifier as a face names it (--verifier, the server's option, Python's Verifier.load),
 /// resolved by one rule (resolve_verifier).
 struct ResolvedVerifier {
-  std::unique_ptr<Verifier> verifier;  ///< nullptr: the pooled stage-1 cosine ("cosine")
-  std::string name;                    ///< "cosine", "F0".."F2", or the file's path
-  bool file = false;                   ///< loaded from the file `name`
-  bool cosine() const { return verifier == nullptr; }
-  /// "cosine", or the verifier's kind "F0".."F4".
+  std::unique_ptr<Verifier> verifier;  ///< a token-map verifier, or nullptr
+  /// A cross-encoder ("cross:DIR"), which reads the query's and candidate's texts instead of token
+  /// states; nullptr otherwise. Both null: the pooled stage-1 cosine ("cosine").
+  std::unique_ptr<CrossEncoder> cross;
+  std::string name;                    ///< "cosine", "F0".."F2", the file's path, or "cross:DIR"
+  bool file = false;                   ///< loaded from the file (or cross-encoder folder) `name`
+  bool cosine() const { return verifier == nullptr && cross == nullptr; }
+  /// "cosine", the verifier's kind "F0".."F4", or "cross".
   std::string kind() const;
   /// The calibrated gate threshold, NaN for the cosine and uncalibrated verifiers.
   double threshold() const;
 };
+
+/// The prefix of a cross-encoder verifier spec: "cross:DIR".
+constexpr const char* kCrossVerifierPrefix = "cross:";
 
 /// Where resolve_verifier looks: the encoder's model folder and its identity.
 struct VerifierContext {
@@ -140,7 +147,8 @@ struct VerifierContext {
 /// the pooled cosine (a null verifier); "F0", "F1", "F2" (any case) = the built-ins, even where a
 /// file of that name is in the working folder; else a verifier file (a path with '/', such as
 /// ./F1, or ending in .safetensors), refused with sieve::Error when it was recorded for another
-/// encoder than the context's (checked whether or not an index is involved).
+/// encoder than the context's (checked whether or not an index is involved); "cross:DIR" = the
+/// cross-encoder in folder DIR (any encoder: it reads texts).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
 
 /// Scores pairs whose token states come in order: states[2i] the query, states[2i + 1] its
@@ -158,6 +166,12 @@ std::vector<float> score_candidates(const Verifier* verifier, const Embeddings& 
 /// with `verifier`, or, when it is null, with the cosine of the two pooled unit keys (stage 1's
 /// score). What `sieve verify score` and the Python package's Verifier.score compute.
 std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    size_t batch_size = 32);
+
+/// score_text_pairs with a resolved verifier: a cross-encoder scores the texts itself (`encoder`
+/// may then be null); otherwise as above (`encoder` required).
+std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifier& verifier,
                                     const std::vector<std::pair<std::string, std::string>>& pairs,
                                     size_t batch_size = 32);
 

@@ -214,12 +214,14 @@ class Verifier:
         """A verifier file, or "F0", "F1", "F2", or "cosine" (the pooled keys' cosine);
         "default": the verifier shipped for `model` (default: the default model), else F1.
         Those names always mean the built-ins: name a file by a path with '/' (./F1) or ending
-        in .safetensors. A file made for another model than `model` is refused."""
+        in .safetensors. A file made for another model than `model` is refused. "cross:DIR":
+        the cross-encoder in folder DIR (sieve train cross-encoder), which scores the texts
+        (sigmoid of its logit, as sentence-transformers' CrossEncoder.predict)."""
         return cls(_Verifier.load(str(path_or_name), str(model or ""), threads))
 
     @property
     def kind(self):
-        """"F0".."F4" or "cosine"."""
+        """"F0".."F4", "cosine" or "cross"."""
         return self._impl.kind
 
     @property

@@ -486,8 +486,8 @@ PYBIND11_MODULE(_sieve, m) {
             EncoderOptions eo;
             eo.threads = threads;
             py::gil_scoped_release release;
-            v->encoder = Encoder::load(dir, eo);
             v->verifier = resolve_verifier(name, {dir, ""});
+            if (!v->verifier.cross) v->encoder = Encoder::load(dir, eo);  // a cross-encoder reads texts
             return v;
           },
           py::arg("path_or_name") = "default", py::arg("model") = "", py::arg("threads") = 0)
@@ -497,7 +497,7 @@ PYBIND11_MODULE(_sieve, m) {
         std::vector<float> out;
         {
           py::gil_scoped_release release;
-          out = score_text_pairs(*v.encoder, v.verifier.verifier.get(), pairs);
+          out = score_text_pairs(v.encoder.get(), v.verifier, pairs);
         }
         return take(std::move(out), {static_cast<py::ssize_t>(pairs.size())});
       });
@@ -542,6 +542,7 @@ PYBIND11_MODULE(_sieve, m) {
         Explanation e;
         std::string svg;
         {
+          if (v.verifier.cross) throw py::value_error("a cross-encoder reads the texts: there is no token map to explain");
           py::gil_scoped_release release;
           e = explain_pair(*v.encoder, v.verifier.verifier.get(), query, candidate, t);
           svg = explanation_svg(e);

@@ -29,7 +29,8 @@ const CLI::Validator kPositive(
 
 const char* const kVerifierNames =
     "; name a file by a path with '/' (./F1) or ending in .safetensors: F0, F1, F2, cosine and default always "
-    "mean the built-ins";
+    "mean the built-ins; cross:DIR is the cross-encoder in folder DIR (sieve train cross-encoder), which reads "
+    "the texts";
 
 const CLI::Validator kNonNegative(
     [](std::string& v) -> std::string {

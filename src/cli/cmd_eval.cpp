@@ -174,7 +174,7 @@ void register_nearmiss_eval(CLI::App* group) {
     std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}};
     for (const auto& v : o->verifiers) {
       owned.push_back(resolve_verifier(v, {o->model, identity}));
-      scorers.push_back({v, owned.back().verifier.get()});
+      scorers.push_back({v, owned.back().verifier.get(), owned.back().cross.get()});
     }
     const auto e = experiment::evaluate_nearmisses(o->model, pairs, scorers, o->n);
     if (!o->markdown.empty()) experiment::write_text(o->markdown, experiment::nearmiss_markdown(e));

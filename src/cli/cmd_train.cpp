@@ -1,4 +1,4 @@
-// `sieve train encoder|mlm|verifier`: the training commands (docs/training.md).
+// `sieve train encoder|mlm|verifier|cross-encoder`: the training commands (docs/training.md).
 #include <unistd.h>
 
 #include <algorithm>
@@ -233,6 +233,29 @@ void register_train(CLI::App& app) {
           return;
         }
         print_report(r);
+      });
+    });
+  }
+  {
+    auto o = std::make_shared<CrossEncoderTrainOptions>();
+    auto* cmd = group->add_subcommand(
+        "cross-encoder",
+        "Cross-encoder training (BERT for sequence classification, one label): binary cross-entropy on pairs");
+    cmd->add_option("-m,--model", o->model_dir, "BERT encoder (or cross-encoder) folder to start from")->required();
+    cmd->add_option("--train", o->train_path,
+                    "Labelled pairs (sentence1, sentence2, label) or triplets (anchor, positive, negative); .tsv, .csv, .jsonl")
+        ->required();
+    cmd->add_option("--lr", o->lr, "Peak learning rate (AdamW)")->capture_default_str();
+    cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay (not on biases and LayerNorms)")
+        ->capture_default_str();
+    cmd->add_option("--max-length", o->max_length, "Pair token cap (0 = the tokenizer's model_max_length, as CrossEncoder)")
+        ->capture_default_str();
+    cmd->add_option("--dropout", o->dropout, "Dropout while training")->capture_default_str();
+    add_common(cmd, o->common);
+    on_run(cmd, [o] {
+      run_data_parallel(o->common, [&] {
+        TrainReport r = train_cross_encoder(*o);
+        if (o->common.rank == 0) print_report(r);
       });
     });
   }

@@ -28,13 +28,15 @@ nlohmann::json describe(const Verifier& v) {
   return j;
 }
 
-// Scores every pair with `verifier`, or with the pooled cosine when it is null.
+// Scores every pair with `verifier` (the pooled cosine when it is that; a cross-encoder needs
+// no encoder).
 std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
-                               const Verifier* verifier, const DeviceFlags& dev, size_t batch_size) {
-  auto enc = Encoder::load(model, dev.options());
+                               const ResolvedVerifier& verifier, const DeviceFlags& dev, size_t batch_size) {
+  std::unique_ptr<Encoder> enc;
+  if (!verifier.cross) enc = Encoder::load(model, dev.options());
   std::vector<std::pair<std::string, std::string>> texts;
   for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
-  return score_text_pairs(*enc, verifier, texts, batch_size);
+  return score_text_pairs(enc.get(), verifier, texts, batch_size);
 }
 
 }  // namespace
@@ -54,8 +56,8 @@ void register_verify(CLI::App& app) {
                  "(the verifier's calibrated one, or null) and, with a threshold, \"accepted\"");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
     cmd->add_option("--verifier", o->verifier,
-                    std::string("A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2 (default: "
-                                "the verifier.safetensors beside the model, else F1)") + kVerifierNames);
+                    std::string("A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2, cross:DIR (a "
+                                "cross-encoder folder; default: the verifier.safetensors beside the model, else F1)") + kVerifierNames);
     cmd->add_option("--pairs", o->pairs,
                     "TSV/CSV with a header: sentence1, sentence2[, category][, label]")
         ->required();
@@ -65,7 +67,7 @@ void register_verify(CLI::App& app) {
       auto pairs = eval::read_pairs(o->pairs);
       o->model = resolve_model_dir(o->model);
       const ResolvedVerifier verifier = resolve_verifier(o->verifier, {o->model, ""});
-      std::vector<float> scores = score_pairs(pairs, o->model, verifier.verifier.get(), o->dev, o->batch_size);
+      std::vector<float> scores = score_pairs(pairs, o->model, verifier, o->dev, o->batch_size);
       // The decision the gate would take: with the verifier's calibrated threshold, else none.
       const double threshold = verifier.threshold();
       std::string out;
@@ -139,7 +141,8 @@ void register_verify(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
     cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
-    cmd->add_option("--verifier", o->verifier, std::string("Verifier file, or F0, F1, F2 (then --out is required)") + kVerifierNames)->required();
+    cmd->add_option("--verifier", o->verifier, std::string("Verifier file, or F0, F1, F2 (then --out is required), or cross:DIR (the threshold goes "
+                                                  "into DIR's sieve file)") + kVerifierNames)->required();
     cmd->add_option("--pairs", o->pairs,
                     "Labelled pairs: sentence1, sentence2, label (1/0, same/different, ...); without a label, "
                     "the category decides (see --positive-categories; other categories are near-misses)")
@@ -169,12 +172,20 @@ void register_verify(CLI::App& app) {
       }
       o->model = resolve_model_dir(o->model);
       const ResolvedVerifier rv = resolve_verifier(o->verifier, {o->model, ""});
-      const Verifier* v = rv.verifier.get();
-      std::vector<float> scores = score_pairs(pairs, o->model, v, o->dev, o->batch_size);
+      std::vector<float> scores = score_pairs(pairs, o->model, rv, o->dev, o->batch_size);
       Calibration c = calibrate_threshold(scores, positive, o->precision, o->balanced);
       SIEVE_THROW_IF_NOT(!o->out.empty() || rv.file, "give --out FILE to store a calibrated " << rv.name);
-      const std::string out = o->out.empty() ? rv.name : o->out;
-      v->save_with_threshold(out, c.threshold);
+      std::string out = o->out.empty() ? rv.name : o->out;
+      if (rv.cross) {
+        // A cross-encoder keeps its threshold in its folder's sieve file.
+        SIEVE_THROW_IF_NOT(o->out.empty(), "a cross-encoder's threshold is stored in its folder; leave out --out");
+        CrossEncoderMeta meta = rv.cross->meta();
+        meta.threshold = c.threshold;
+        write_cross_encoder_meta(rv.cross->dir(), meta);
+        out = path_join(rv.cross->dir(), kCrossEncoderMetaFile);
+      } else {
+        rv.verifier->save_with_threshold(out, c.threshold);
+      }
       nlohmann::json j = {{"threshold", c.threshold}, {"precision", c.precision}, {"recall", c.recall},
                           {"positives", c.positives}, {"negatives", c.negatives}, {"balanced", o->balanced},
                           {"target_reached", c.reached},

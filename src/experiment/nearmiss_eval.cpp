@@ -73,8 +73,17 @@ PairSet sort_pairs(const std::vector<eval::SentencePair>& pairs, const NearMissE
 
 // Scores of (q, c) pairs, grouped by q so that a verifier reads each query's candidates in one call.
 std::vector<double> score_all(const std::vector<std::pair<size_t, size_t>>& pairs, const Embeddings& e,
-                              const Verifier* verifier) {
+                              const std::vector<std::string>& texts, const Scorer& scorer, size_t batch_size) {
   std::vector<double> out(pairs.size());
+  const Verifier* verifier = scorer.verifier;
+  if (scorer.cross) {
+    std::vector<std::pair<std::string, std::string>> text_pairs;
+    text_pairs.reserve(pairs.size());
+    for (const auto& [q, c] : pairs) text_pairs.emplace_back(texts[q], texts[c]);
+    const std::vector<float> s = scorer.cross->score_pairs(text_pairs, batch_size);
+    std::copy(s.begin(), s.end(), out.begin());
+    return out;
+  }
   if (!verifier) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const float* a = &e.pooled[pairs[i].first * e.dim];
@@ -131,7 +140,7 @@ NearMissEval evaluate_nearmisses(const std::string& model_dir, const std::vector
   const size_t np = s.positives.size(), nn = s.nearmisses.size();
 
   for (const auto& sc : scorers) {
-    const std::vector<double> scores = score_all(all, e, sc.verifier);
+    const std::vector<double> scores = score_all(all, e, s.texts, sc, opt.batch_size);
     const std::vector<double> pos(scores.begin(), scores.begin() + np);
     const std::vector<double> neg(scores.begin() + np, scores.begin() + np + nn);
     std::vector<double> ref(nn);
@@ -140,11 +149,13 @@ NearMissEval evaluate_nearmisses(const std::string& model_dir, const std::vector
 
     ScorerResult r;
     r.name = sc.name;
-    r.parameters = sc.verifier ? sc.verifier->parameter_count() : 0;
+    r.parameters = sc.cross ? sc.cross->parameter_count() : sc.verifier ? sc.verifier->parameter_count() : 0;
     r.positives = eval::mean_std(pos);
     // The threshold: the verifier's own calibrated gate, else the best balanced accuracy on the
     // even-numbered pairs, measured on the odd-numbered ones (never on the pairs that chose it).
-    const double file_threshold = sc.verifier ? sc.verifier->config().threshold : std::nan("");
+    const double file_threshold = sc.cross      ? sc.cross->threshold()
+                                  : sc.verifier ? sc.verifier->config().threshold
+                                                : std::nan("");
     const bool from_file = !std::isnan(file_threshold);
     r.threshold = from_file ? file_threshold : eval::best_balanced_threshold(pick(pos, 0), pick(neg, 0));
     r.threshold_source = from_file ? "file" : "held-out half";

@@ -60,10 +60,12 @@ struct NearMissEval {
   std::vector<ScorerResult> scorers;
 };
 
-/// A scorer to evaluate: a null verifier means the pooled cosine.
+/// A scorer to evaluate: a token-map verifier, a cross-encoder (reads the texts), or, when both
+/// are null, the pooled cosine.
 struct Scorer {
   std::string name;
   const Verifier* verifier = nullptr;
+  const CrossEncoder* cross = nullptr;
 };
 
 /// Encodes every text once with `model_dir` and evaluates each scorer on `pairs`.

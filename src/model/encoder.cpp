@@ -16,15 +16,6 @@
 namespace sieve {
 namespace {
 
-c10::Device parse_device(const std::string& name) {
-  SIEVE_THROW_IF_NOT(name == "cpu" || name.rfind("cuda", 0) == 0,
-                     "unknown device '" << name << "' (expected cpu, cuda or cuda:N)");
-  if (name != "cpu")
-    SIEVE_THROW_IF_NOT(at::hasCUDA(), "device '" << name << "' requested but this libtorch has no CUDA support "
-                                                 "or no GPU is visible; use --device cpu");
-  return c10::Device(name);
-}
-
 class BertEncoder final : public Encoder {
  public:
   BertEncoder(const std::string& dir, const EncoderOptions& opt) : device_(parse_device(opt.device)) {

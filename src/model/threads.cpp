@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "core/log.h"
 #include "model/threads.h"
+#include "sieve/error.h"
 #include "sieve/encoder.h"
 
 namespace sieve {
@@ -101,6 +103,15 @@ void set_compute_threads(int n) {
   // cores (their workers spin) and ran up to 3.5x slower at batch 1 (docs/benchmarks.md).
   at::set_num_threads(1);
   blas_fn(blas_threads_for(n));
+}
+
+c10::Device parse_device(const std::string& name) {
+  SIEVE_THROW_IF_NOT(name == "cpu" || name.rfind("cuda", 0) == 0,
+                     "unknown device '" << name << "' (expected cpu, cuda or cuda:N)");
+  if (name != "cpu")
+    SIEVE_THROW_IF_NOT(at::hasCUDA(), "device '" << name << "' requested but this libtorch has no CUDA support "
+                                                 "or no GPU is visible; use --device cpu");
+  return c10::Device(name);
 }
 
 }  // namespace sieve

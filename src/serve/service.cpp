@@ -122,7 +122,11 @@ void check_serve_options(const ServeOptions& opt) {
   }
   if (!opt.model_dir.empty())
     SIEVE_THROW_IF_NOT(is_dir(opt.model_dir), "model folder '" << opt.model_dir << "' does not exist");
-  if (!opt.verifier.empty() && opt.verifier.find('/') != std::string::npos)
+  const bool cross = opt.verifier.rfind(kCrossVerifierPrefix, 0) == 0;
+  if (cross)
+    SIEVE_THROW_IF_NOT(is_dir(opt.verifier.substr(std::string(kCrossVerifierPrefix).size())),
+                       "cross-encoder folder of '" << opt.verifier << "' does not exist");
+  else if (!opt.verifier.empty() && opt.verifier.find('/') != std::string::npos)
     SIEVE_THROW_IF_NOT(is_file(opt.verifier), "verifier file '" << opt.verifier << "' does not exist");
 }
 
@@ -222,6 +226,8 @@ Response Service::route(const std::string& method, const std::string& path, cons
     r.content_type = "text/html; charset=utf-8";
     return r;
   }
+  if ((path == "/v1/explain" || path == "/v1/explain.svg") && verifier_.cross)
+    throw bad("the server's verifier is a cross-encoder, which reads texts: there is no token map to explain");
   if (path == "/v1/explain") {
     const json j = parse_object(body);
     if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
@@ -374,14 +380,22 @@ Response Service::rerank_tei(const std::string& body) {
   const bool return_text = bool_of(j, "return_text", false), raw = bool_of(j, "raw_scores", false);
   std::vector<std::string> all = {j.at("query").get<std::string>()};
   all.insert(all.end(), texts.begin(), texts.end());
-  const std::vector<float> s = score_candidates(verifier_.verifier.get(), encode(all, !verifier_.cosine()));
+  std::vector<float> s;
+  if (verifier_.cross) {
+    // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const auto& t : texts) pairs.emplace_back(all[0], t);
+    s = raw ? verifier_.cross->logits(pairs) : sigmoid_scores(verifier_.cross->logits(pairs));
+  } else {
+    s = score_candidates(verifier_.verifier.get(), encode(all, !verifier_.cosine()));
+  }
   std::vector<size_t> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
   json out = json::array();
   for (size_t i : order) {
     // Verifier scores lie in [-1, 1]; without raw_scores they are mapped onto [0, 1].
-    const double score = raw ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
+    const double score = raw || verifier_.cross ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
     json item = {{"index", i}, {"score", score}};
     if (return_text) item["text"] = texts[i];
     out.push_back(std::move(item));
@@ -409,7 +423,14 @@ Response Service::verify(const std::string& body) {
     }
   }
   const double threshold = threshold_or(number_of(j, "threshold", std::nan("")));
-  const std::vector<float> scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine()));
+  std::vector<float> scores;
+  if (verifier_.cross) {
+    std::vector<std::pair<std::string, std::string>> text_pairs;
+    for (size_t i = 0; i + 1 < texts.size(); i += 2) text_pairs.emplace_back(texts[i], texts[i + 1]);
+    scores = verifier_.cross->score_pairs(text_pairs);
+  } else {
+    scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine()));
+  }
   json results = json::array();
   for (const float s : scores) {
     results.push_back({{"score", s}, {"accepted", std::isnan(threshold) || s >= threshold}});

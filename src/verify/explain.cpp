@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "sieve/error.h"
 #include "sieve/verify.h"
 
 namespace sieve {
@@ -51,6 +52,13 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
   call.batch_size = batch_size;
   call.token_states = verifier != nullptr;
   return score_pairs(verifier, encoder.encode(texts, call));
+}
+
+std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifier& verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs, size_t batch_size) {
+  if (verifier.cross) return verifier.cross->score_pairs(pairs, batch_size);
+  SIEVE_THROW_IF_NOT(encoder != nullptr, "scoring with " << verifier.name << " needs an encoder");
+  return score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
 }
 
 namespace {

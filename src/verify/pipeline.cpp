@@ -62,8 +62,33 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
 
 std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
+  if (verifier.cross) return search_verified(index, *verifier.cross, query, params, timing);
   return verifier.cosine() ? search_verified_cosine(index, query, params)
                            : search_verified(index, *verifier.verifier, query, params, timing);
+}
+
+std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder& cross, const std::string& query,
+                                         const PipelineParams& params, Stage2Timing* timing) {
+  SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
+  SearchParams sp = params.stage1;
+  sp.k = params.candidates;
+  SearchResult r = index.search(query, sp);
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  // The candidates' texts as the encoder read them (title and text), from the corpus store.
+  std::vector<std::string> texts(r.hits.size());
+  parallel_ranges(texts.size(), compute_threads(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) texts[i] = encoder_text(index.document(r.hits[i].doc));
+  });
+  auto t1 = Clock::now();
+  std::vector<float> scores = cross.score(query, texts);
+  if (timing) {
+    timing->decode = std::chrono::duration<double>(t1 - t0).count();
+    timing->map = 0;
+    timing->verify = std::chrono::duration<double>(Clock::now() - t1).count();
+  }
+  const double threshold = std::isnan(params.threshold) ? cross.threshold() : params.threshold;
+  return decide(r.hits, scores, threshold, params);
 }
 
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,

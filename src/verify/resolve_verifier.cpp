@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sieve/cross_encoder.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
@@ -10,10 +11,12 @@
 namespace sieve {
 
 std::string ResolvedVerifier::kind() const {
+  if (cross) return "cross";
   return verifier ? std::string(verifier_kind_name(verifier->config().kind)) : std::string("cosine");
 }
 
 double ResolvedVerifier::threshold() const {
+  if (cross) return cross->threshold();
   return verifier ? verifier->config().threshold : std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -21,6 +24,13 @@ ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext
   ResolvedVerifier r;
   r.name = spec.empty() || spec == "default" ? default_verifier(context.model_dir, "F1") : spec;
   if (r.name == "cosine") return r;
+  if (r.name.rfind(kCrossVerifierPrefix, 0) == 0) {
+    const std::string dir = r.name.substr(std::string(kCrossVerifierPrefix).size());
+    SIEVE_THROW_IF_NOT(!dir.empty(), "'" << r.name << "': name the cross-encoder's folder, as cross:DIR");
+    r.file = true;
+    r.cross = CrossEncoder::load(dir);
+    return r;
+  }
   // Built-in names need no identity; a file is checked against the encoder that will feed it.
   std::string identity;
   try {

@@ -415,3 +415,25 @@ def test_an_index_built_and_opened_by_model_name(tmp_path):
     assert len(ix) == 3
     again = sieve.Index.open(tmp_path / "named", model="sieve-mini")
     assert again.search("the dog bit the man", k=1)[0]["id"] == "0"
+
+
+def test_cross_encoder_verifier_scores_texts_like_the_cli(index, model, tmp_path):
+    pairs = tmp_path / "p.tsv"
+    rows = [(TEXTS[i], TEXTS[(i + 1) % len(TEXTS)] if i % 2 else TEXTS[i], i % 2 == 0) for i in range(len(TEXTS))]
+    pairs.write_text("sentence1\tsentence2\tlabel\n" + "".join(f"{a}\t{b}\t{int(l)}\n" for a, b, l in rows))
+    out = json.loads(run("train", "cross-encoder", "--model", model, "--train", str(pairs), "--out",
+                         str(tmp_path / "ce"), "--steps", "2", "--batch-size", "4", "--threads", "1"))
+    ce = "cross:" + out["final_dir"]
+    ver = sieve.Verifier.load(ce, model=model)
+    assert ver.kind == "cross" and ver.threshold is None
+    got = ver.score([(a, b) for a, b, _ in rows])
+    cli = [json.loads(line)["score"] for line in
+           run("verify", "score", "--model", model, "--verifier", ce, "--pairs", str(pairs)).splitlines()]
+    np.testing.assert_allclose(got, cli, atol=1e-6)
+    assert ((got > 0) & (got < 1)).all()  # sigmoid of the logit
+    hits = sieve.search_verified(sieve.Index.open(index), ver, TEXTS[0], k=3, candidates=7, mode="dense")
+    want = cli_search(index, TEXTS[0], "--mode", "dense", "-k", "3", "--verifier", ce, "--candidates", "7",
+                      "--rerank")
+    assert [h["id"] for h in hits] == [h["id"] for h in want]
+    with pytest.raises(ValueError, match="no token map"):
+        sieve.explain(TEXTS[0], TEXTS[1], verifier=ver)

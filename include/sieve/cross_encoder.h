@@ -1,0 +1,79 @@
+// sieve: the cross-encoder, a verifier that reads texts: BERT for sequence classification over
+// the pair "[CLS] query [SEP] candidate [SEP]" (Hugging Face's BertForSequenceClassification
+// with one label; what sentence-transformers' CrossEncoder runs).
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sieve/tokenizer.h"
+
+namespace sieve {
+
+/// Load-time options of a cross-encoder.
+struct CrossEncoderOptions {
+  std::string device = "cpu";  ///< "cpu", "cuda" or "cuda:N"
+  int threads = 0;             ///< > 0: set_compute_threads(threads) at load (process-wide); 0 = keep
+  /// Token cap of a pair, specials included; 0 = as CrossEncoder(dir): tokenizer_config.json's
+  /// model_max_length (512 when absent), at most the model's positions.
+  size_t max_length = 0;
+};
+
+/// The sieve file of a cross-encoder folder (DIR/sieve_cross_encoder.json, format
+/// "sieve-cross-encoder", version 1; docs/formats.md): where it came from and its gate threshold.
+struct CrossEncoderMeta {
+  std::string base_encoder;   ///< the folder it was trained from ("" when unknown)
+  std::string base_identity;  ///< model_identity() of that folder ("" when unknown)
+  double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold on score(); NaN = none
+};
+/// The sieve file's name inside a cross-encoder folder.
+constexpr const char* kCrossEncoderMetaFile = "sieve_cross_encoder.json";
+/// Reads DIR's sieve file; defaults when the folder has none; sieve::Error when it is malformed or
+/// of another format or a newer version.
+CrossEncoderMeta read_cross_encoder_meta(const std::string& dir);
+/// Writes DIR's sieve file atomically.
+void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& meta);
+/// True when DIR/config.json names a *ForSequenceClassification architecture.
+bool is_cross_encoder_dir(const std::string& dir);
+
+/// A loaded cross-encoder. Immutable after load; every method may be called from several threads.
+class CrossEncoder {
+ public:
+  virtual ~CrossEncoder() = default;
+  /// The folder it was loaded from.
+  virtual const std::string& dir() const = 0;
+  /// Token cap of a pair (longer pairs are cut longest-first).
+  virtual size_t max_length() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  /// Number of weights (backbone, pooler and classifier).
+  virtual size_t parameter_count() const = 0;
+  /// The folder's sieve file (threshold NaN when uncalibrated).
+  virtual const CrossEncoderMeta& meta() const = 0;
+  /// The classifier's logit of each (first, second) pair, in input order; pairs are sorted by
+  /// length and run `batch_size` at a time.
+  virtual std::vector<float> logits(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    size_t batch_size = 32) const = 0;
+  /// sigmoid(logit) of each pair: what CrossEncoder.predict returns for one label. Higher = more
+  /// likely the same meaning.
+  std::vector<float> score_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                 size_t batch_size = 32) const;
+  /// score_pairs of (query, candidate_i): one score per candidate.
+  std::vector<float> score(const std::string& query, const std::vector<std::string>& candidates,
+                           size_t batch_size = 32) const;
+  /// The gate threshold of the sieve file (NaN when uncalibrated).
+  double threshold() const { return meta().threshold; }
+
+  /// Loads a folder in Hugging Face's BertForSequenceClassification layout (config.json,
+  /// model.safetensors, tokenizer files) with one label; sieve::Error naming the file or tensor
+  /// at fault (an encoder folder without a classifier is refused).
+  static std::unique_ptr<CrossEncoder> load(const std::string& dir, const CrossEncoderOptions& opt = {});
+};
+
+/// sigmoid of each logit, in float as PyTorch computes it.
+std::vector<float> sigmoid_scores(const std::vector<float>& logits);
+
+}  // namespace sieve

@@ -1,0 +1,335 @@
+// The cross-encoder on the tiny random BERT fixture: its logits against an independent scalar
+// forward pass (naive_bert plus a hand-written pooler and classifier), batched against one pair
+// at a time, token types and truncation, the training command's folder layout and resume, the
+// sieve file and the load errors. The real model against sentence-transformers is
+// test_real_cross_encoder.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/file_util.h"
+#include "eval/pairs.h"
+#include "sieve/cross_encoder.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+#include "sieve/model.h"
+#include "sieve/pipeline.h"
+#include "sieve/safetensors.h"
+#include "sieve/train.h"
+#include "support/fixtures.h"
+#include "support/test_util.h"
+#include "unit/model/naive_bert.h"
+
+namespace sieve {
+namespace {
+
+const std::vector<std::pair<std::string, std::string>>& sample_pairs() {
+  static const std::vector<std::pair<std::string, std::string>> p = {
+      {"the cat sat on the mat", "the cat sat on the mat"},
+      {"the cat sat on the mat", "the dog sat on the mat"},
+      {"a man is playing a guitar", "a woman is not playing a guitar"},
+      {"hello", "the old house stood at the end of a long and quiet road near the river"},
+      {"  leading and trailing space  ", "x"},
+      {"", "an empty first text"},
+      {"the quick brown fox jumps over the lazy dog again and again and again",
+       "the lazy dog is jumped over by the quick brown fox"},
+  };
+  return p;
+}
+
+// A pair file of labelled rows made from the fixture's vocabulary.
+std::string write_pairs(const std::string& dir, size_t n) {
+  const std::vector<std::string> words = {"the", "cat", "dog", "sat", "on", "mat", "man", "is", "not", "a", "house", "old"};
+  std::string path = dir + "/pairs.tsv";
+  std::ofstream f(path);
+  f << "sentence1\tsentence2\tlabel\n";
+  for (size_t i = 0; i < n; ++i) {
+    std::string a, b;
+    for (size_t k = 0; k < 3 + i % 5; ++k) a += (k ? " " : "") + words[(i * 7 + k * 3) % words.size()];
+    b = i % 2 ? a : a + " " + words[(i + 5) % words.size()];
+    f << a << "\t" << b << "\t" << (i % 2) << "\n";
+  }
+  return path;
+}
+
+// Training options of a short run on the tiny model (one thread, no progress line).
+CrossEncoderTrainOptions short_run(const std::string& model, const std::string& data, const std::string& out,
+                                   size_t steps, double lr) {
+  CrossEncoderTrainOptions o;
+  o.model_dir = model;
+  o.train_path = data;
+  o.lr = lr;
+  o.common.out_dir = out;
+  o.common.steps = steps;
+  o.common.batch_size = 4;
+  o.common.progress = false;
+  o.common.threads = 1;
+  return o;
+}
+
+struct Fixture {
+  std::string encoder, out, pairs;
+};
+
+// The tiny encoder and a cross-encoder trained from it for a few steps (a high learning rate,
+// so the head moves away from its near-zero start).
+const Fixture& fixture() {
+  static Fixture* f = [] {
+    auto* x = new Fixture;
+    const std::string root = test::make_temp_dir("cross");
+    x->encoder = root + "/enc";
+    write_fixture_model(x->encoder, test::tiny_model_options());
+    x->pairs = write_pairs(root, 24);
+    x->out = root + "/out";
+    train_cross_encoder(short_run(x->encoder, x->pairs, x->out, 4, 1e-2));
+    return x;
+  }();
+  return *f;
+}
+
+std::string last_dir() { return fixture().out + "/last"; }
+
+// The logit by plain loops: naive_bert's final states, then tanh(W_p h_cls + b_p), then w_c . p + b_c.
+double naive_logit(const std::string& dir, const Encoding& e, bool zero_types = false) {
+  static std::map<std::string, std::unique_ptr<test::NaiveBert>> cache;
+  auto& nb = cache[dir];
+  if (!nb) nb = std::make_unique<test::NaiveBert>(dir);
+  std::vector<int> ids(e.ids.begin(), e.ids.end()), types(e.type_ids.begin(), e.type_ids.end());
+  if (zero_types) std::fill(types.begin(), types.end(), 0);
+  const auto states = nb->forward(ids, types);
+  auto file = SafetensorsFile::open(dir + "/model.safetensors");
+  const auto pw = file->get("bert.pooler.dense.weight").to_float(), pb = file->get("bert.pooler.dense.bias").to_float();
+  const auto cw = file->get("classifier.weight").to_float(), cb = file->get("classifier.bias").to_float();
+  const size_t H = states[0].size();
+  double logit = cb[0];
+  for (size_t i = 0; i < H; ++i) {
+    double s = pb[i];
+    for (size_t j = 0; j < H; ++j) s += static_cast<double>(pw[i * H + j]) * states[0][j];
+    logit += static_cast<double>(cw[i]) * std::tanh(s);
+  }
+  return logit;
+}
+
+TEST(CrossEncoder, TrainingWritesTheHuggingFaceLayout) {
+  const std::string d = last_dir();
+  auto cfg = nlohmann::json::parse(read_file(d + "/config.json"));
+  EXPECT_EQ(cfg["architectures"][0], "BertForSequenceClassification");
+  EXPECT_EQ(cfg["id2label"].size(), 1u);
+  EXPECT_TRUE(is_file(d + "/vocab.txt"));
+  EXPECT_FALSE(is_file(d + "/modules.json"));  // not a sentence-transformers bi-encoder
+  auto w = SafetensorsFile::open(d + "/model.safetensors");
+  for (const char* k : {"bert.embeddings.word_embeddings.weight", "bert.embeddings.token_type_embeddings.weight",
+                        "bert.pooler.dense.weight", "classifier.weight", "classifier.bias"})
+    EXPECT_TRUE(w->contains(k)) << k;
+  EXPECT_EQ(w->get("classifier.weight").shape, (std::vector<int64_t>{1, 32}));
+  EXPECT_TRUE(is_cross_encoder_dir(d));
+  EXPECT_FALSE(is_cross_encoder_dir(fixture().encoder));
+  const CrossEncoderMeta m = read_cross_encoder_meta(d);
+  EXPECT_FALSE(m.base_identity.empty());
+  EXPECT_TRUE(std::isnan(m.threshold));
+  auto report = nlohmann::json::parse(read_file(fixture().out + "/report.json"));
+  EXPECT_EQ(report["steps"], 4);
+  EXPECT_TRUE(is_file(fixture().out + "/metrics.jsonl"));
+}
+
+TEST(CrossEncoder, LogitsEqualANaiveForwardPass) {
+  auto ce = CrossEncoder::load(last_dir());
+  const auto& pairs = sample_pairs();
+  const std::vector<float> z = ce->logits(pairs);
+  const std::vector<float> s = ce->score_pairs(pairs);
+  ASSERT_EQ(z.size(), pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Encoding e = ce->tokenizer().encode_pair(pairs[i].first, pairs[i].second);
+    EXPECT_NEAR(z[i], naive_logit(last_dir(), e), 1e-4) << i;
+    EXPECT_NEAR(s[i], 1.0 / (1.0 + std::exp(-naive_logit(last_dir(), e))), 1e-5) << i;
+  }
+  // Not a constant: the pairs get different logits.
+  EXPECT_GT(std::abs(z[0] - z[2]), 1e-4);
+}
+
+TEST(CrossEncoder, BatchedEqualsOnePairAtATime) {
+  auto ce = CrossEncoder::load(last_dir());
+  const auto& pairs = sample_pairs();
+  const std::vector<float> all = ce->logits(pairs, 32), two = ce->logits(pairs, 2);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const float one = ce->logits({pairs[i]}, 1)[0];
+    EXPECT_NEAR(all[i], one, 1e-5) << i;
+    EXPECT_NEAR(two[i], one, 1e-5) << i;
+  }
+  const std::vector<std::string> cands = {pairs[0].second, pairs[1].second};
+  const std::vector<float> sc = ce->score(pairs[0].first, cands);
+  EXPECT_NEAR(sc[0], ce->score_pairs({pairs[0]})[0], 1e-6);
+}
+
+TEST(CrossEncoder, TokenTypesMatter) {
+  auto ce = CrossEncoder::load(last_dir());
+  Encoding e = ce->tokenizer().encode_pair("the cat sat", "on the mat");
+  // [CLS] the cat sat [SEP] -> 0; on the mat [SEP] -> 1.
+  const int32_t sep = ce->tokenizer().special_tokens().sep;
+  const size_t first_sep = static_cast<size_t>(std::find(e.ids.begin(), e.ids.end(), sep) - e.ids.begin());
+  ASSERT_LT(first_sep + 2, e.ids.size());
+  EXPECT_EQ(e.ids.back(), sep);
+  for (size_t i = 0; i < e.ids.size(); ++i) EXPECT_EQ(e.type_ids[i], i <= first_sep ? 0 : 1) << i;
+  const float z = ce->logits({{"the cat sat", "on the mat"}})[0];
+  EXPECT_NEAR(z, naive_logit(last_dir(), e), 1e-4);
+  EXPECT_GT(std::abs(z - naive_logit(last_dir(), e, /*zero_types=*/true)), 1e-3);
+}
+
+TEST(CrossEncoder, LongPairsAreCutLongestFirst) {
+  CrossEncoderOptions opt;
+  opt.max_length = 12;
+  auto ce = CrossEncoder::load(last_dir(), opt);
+  EXPECT_EQ(ce->max_length(), 12u);
+  auto full = CrossEncoder::load(last_dir());
+  EXPECT_EQ(full->max_length(), 64u);  // the fixture's positions cap tokenizer_config's 512
+  const std::pair<std::string, std::string> p = {"the quick brown fox jumps over the lazy dog",
+                                                  "a man is playing a guitar on the old house"};
+  EncodeOptions eo;
+  eo.max_length = 12;
+  Encoding e = ce->tokenizer().encode_pair(p.first, p.second, eo);
+  ASSERT_EQ(e.ids.size(), 12u);
+  EXPECT_TRUE(e.truncated);
+  EXPECT_NEAR(ce->logits({p})[0], naive_logit(last_dir(), e), 1e-4);
+}
+
+TEST(CrossEncoder, MetaFileRoundTripsAndIsChecked) {
+  const std::string d = test::make_temp_dir("cross_meta");
+  CrossEncoderMeta m;
+  EXPECT_TRUE(std::isnan(read_cross_encoder_meta(d).threshold));  // absent: defaults
+  m.base_encoder = "/x";
+  m.threshold = 0.625;
+  write_cross_encoder_meta(d, m);
+  EXPECT_EQ(read_cross_encoder_meta(d).threshold, 0.625);
+  EXPECT_EQ(read_cross_encoder_meta(d).base_encoder, "/x");
+  write_file_atomic(d + "/" + kCrossEncoderMetaFile, R"({"format": "sieve-cross-encoder", "version": 9})");
+  test::expect_error([&] { read_cross_encoder_meta(d); }, "version 9");
+  write_file_atomic(d + "/" + kCrossEncoderMetaFile, R"({"format": "other"})");
+  test::expect_error([&] { read_cross_encoder_meta(d); }, "not a sieve cross-encoder file");
+}
+
+TEST(CrossEncoder, RefusesAnEncoderFolder) {
+  test::expect_error([&] { CrossEncoder::load(fixture().encoder); }, "sieve train cross-encoder");
+  test::expect_error([&] { CrossEncoder::load("/nonexistent/ce"); }, "not found");
+}
+
+TEST(CrossEncoder, ResumeGivesTheUninterruptedRun) {
+  const std::string root = test::make_temp_dir("cross_resume");
+  CrossEncoderTrainOptions o = short_run(fixture().encoder, fixture().pairs, root + "/straight", 4, 1e-3);
+  train_cross_encoder(o);
+  o.common.out_dir = root + "/split";
+  o.common.stop_after = 2;
+  train_cross_encoder(o);
+  o.common.stop_after = 0;
+  o.common.resume = true;
+  train_cross_encoder(o);
+  auto a = SafetensorsFile::open(root + "/straight/last/model.safetensors");
+  auto b = SafetensorsFile::open(root + "/split/last/model.safetensors");
+  for (const char* k : {"classifier.weight", "bert.pooler.dense.weight", "bert.embeddings.word_embeddings.weight"}) {
+    const auto x = a->get(k).to_float(), y = b->get(k).to_float();
+    ASSERT_EQ(x.size(), y.size());
+    double diff = 0;
+    for (size_t i = 0; i < x.size(); ++i) diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
+    EXPECT_LT(diff, 1e-6) << k;
+  }
+}
+
+TEST(CrossEncoder, TripletFilesGivePositiveAndNegativePairs) {
+  const std::string root = test::make_temp_dir("cross_triplets");
+  {
+    std::ofstream f(root + "/t.tsv");
+    f << "anchor\tpositive\tnegative\n";
+    for (int i = 0; i < 6; ++i) f << "the cat sat " << i << "\tthe cat sat on " << i << "\tthe dog sat " << i << "\n";
+  }
+  train_cross_encoder(short_run(fixture().encoder, root + "/t.tsv", root + "/out", 1, 2e-5));
+  auto report = nlohmann::json::parse(read_file(root + "/out/report.json"));
+  EXPECT_EQ(report["pairs"], 12);
+}
+
+// --- the cross-encoder as a verifier: cross:DIR in the pipeline and the CLI --------------------
+
+TEST(CrossEncoderVerifier, ResolvesAndReranksStageOneHitsByTheirTexts) {
+  const std::string dir = test::make_temp_dir("cross_pipeline");
+  const char* texts[] = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat",
+                         "a man walks a dog", "blue house near the river"};
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 6; ++i) f << "d" << i << "\t" << texts[i] << "\n";
+  }
+  build_index(fixture().encoder, dir + "/c.tsv", dir + "/ix");
+  auto index = Index::open(dir + "/ix");
+  const ResolvedVerifier rv = resolve_verifier("cross:" + last_dir(), {fixture().encoder, ""});
+  ASSERT_TRUE(rv.cross != nullptr);
+  EXPECT_FALSE(rv.cosine());
+  EXPECT_EQ(rv.kind(), "cross");
+  EXPECT_TRUE(std::isnan(rv.threshold()));
+  PipelineParams pp;
+  pp.candidates = 6;
+  pp.k = 6;
+  const std::string query = "who bit the man";
+  Stage2Timing t;
+  auto hits = search_verified(*index, rv, query, pp, &t);
+  ASSERT_EQ(hits.size(), 6u);
+  auto ce = CrossEncoder::load(last_dir());
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const size_t doc = std::stoul(hits[i].hit.id.substr(1));
+    EXPECT_NEAR(hits[i].verifier_score, ce->score(query, {texts[doc]})[0], 1e-6) << hits[i].hit.id;
+    if (i > 0) EXPECT_GE(hits[i - 1].verifier_score, hits[i].verifier_score);
+  }
+  EXPECT_GT(t.verify, 0);
+  pp.gate = true;
+  test::expect_error([&] { search_verified(*index, rv, query, pp); }, "gating needs a threshold");
+  pp.threshold = hits[2].verifier_score;
+  EXPECT_EQ(search_verified(*index, rv, query, pp).size(), 3u);
+  test::expect_error([&] { resolve_verifier("cross:", {fixture().encoder, ""}); }, "cross:DIR");
+  test::expect_error([&] { resolve_verifier("cross:" + fixture().encoder, {fixture().encoder, ""}); },
+                     "sieve train cross-encoder");
+}
+
+TEST(CrossEncoderVerifier, CliTrainsScoresAndCalibrates) {
+  const std::string root = test::make_temp_dir("cross_cli");
+  const std::string sieve = test::cli_path();
+  auto r = test::run_command(sieve + " train cross-encoder -m " + fixture().encoder + " --train " + fixture().pairs +
+                             " --out " + root + "/run --steps 2 --batch-size 4 --lr 1e-2 --threads 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"final_dir\""), std::string::npos) << r.out;
+  const std::string ce_dir = root + "/run/last";
+  const std::string score = sieve + " verify score -m " + fixture().encoder + " --verifier cross:" + ce_dir +
+                            " --pairs " + fixture().pairs + " 2>/dev/null";
+  r = test::run_command(score);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The scores equal the library's, in input order, with no threshold yet.
+  auto ce = CrossEncoder::load(ce_dir);
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& p : eval::read_pairs(fixture().pairs)) pairs.emplace_back(p.sentence1, p.sentence2);
+  const std::vector<float> want = ce->score_pairs(pairs);
+  std::istringstream lines(r.out);
+  size_t i = 0;
+  for (std::string line; std::getline(lines, line); ++i) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_NEAR(j["score"].get<double>(), want[i], 1e-6) << line;
+    EXPECT_TRUE(j["threshold"].is_null());
+  }
+  EXPECT_EQ(i, want.size());
+  r = test::run_command(sieve + " verify calibrate -m " + fixture().encoder + " --verifier cross:" + ce_dir +
+                        " --pairs " + fixture().pairs + " --target-precision 0.5 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const double t = nlohmann::json::parse(r.out)["threshold"].get<double>();
+  EXPECT_EQ(read_cross_encoder_meta(ce_dir).threshold, t);
+  EXPECT_FALSE(read_cross_encoder_meta(ce_dir).base_identity.empty());  // the rest of the file is kept
+  r = test::run_command(score);
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"accepted\""), std::string::npos) << r.out;
+  // explain needs a token map: a clear refusal.
+  r = test::run_command(sieve + " explain -m " + fixture().encoder + " --verifier cross:" + ce_dir + " a b 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no map"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sieve
