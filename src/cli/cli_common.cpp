@@ -31,6 +31,9 @@ const char* const kVerifierNames =
     "; name a file by a path with '/' (./F1) or ending in .safetensors: F0, F1, F2, cosine and default always "
     "mean the built-ins";
 
+const char* const kDefaultModel =
+    "$SIEVE_MODEL_DIR when set, else the installed all-MiniLM-L6-v2, else the installed sieve-mini";
+
 const CLI::Validator kNonNegative(
     [](std::string& v) -> std::string {
       try {

@@ -151,7 +151,7 @@ void register_nearmiss_eval(CLI::App* group) {
       "nearmiss", "Near-miss rejection: per-category mean ± std, ROC-AUC, accuracy at a threshold, identity margin");
   cmd->add_option("--pairs", o->pairs, "Pairs (TSV/CSV with a header: sentence1, sentence2, category and/or label)")
       ->required();
-  cmd->add_option("-m,--model", o->model, "Encoder model directory (default: the embedded sieve-mini)");
+  cmd->add_option("-m,--model", o->model, std::string("Encoder model directory or installed name (default: ") + kDefaultModel + ")");
   cmd->add_option("--verifier", o->verifiers,
                   std::string("Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable") +
                       kVerifierNames);

@@ -23,7 +23,7 @@ namespace sieve::serve {
 
 struct ServeOptions {
   std::string index_dir;     ///< empty: embedding and verification only
-  std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
+  std::string model_dir;     ///< empty: the index's model, else the default model (default_model_dir)
   std::string verifier;      ///< a resolve_verifier spec: file, cosine, F0/F1/F2; empty: the model's shipped one, else F1
   EncoderOptions encoder;    ///< device and threads
   BatcherOptions batching;   ///< dynamic batching (its `workers` comes from encoder_workers)
