@@ -92,6 +92,8 @@ class Service {
   std::shared_ptr<const Index> snapshot() const;
   Embeddings encode(const std::vector<std::string>& texts, bool token_states);
   double threshold_or(double given) const;
+  /// Throws sieve::Error (422) naming the first NaN or infinite verifier score ("text 2", "pair 0").
+  void require_finite(const std::vector<float>& scores, const char* item) const;
 
   ServeOptions opt_;
   std::shared_ptr<const Index> index_;      ///< guarded by index_mu_
