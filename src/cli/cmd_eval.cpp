@@ -68,8 +68,17 @@ void register_retrieval(CLI::App* group) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--fusion-depth", o->r.search.depth,
                   "Hybrid: candidates taken from each list (default: the model's recommendation, else max(k, 100))");
-  cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "
+  auto* verifier_opt = cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "
                               "one shipped for the index's model, else F1)") + kVerifierNames);
+  cmd->add_flag("--gate", o->r.gate,
+                "With --verifier: drop the candidates it rejects (score below its calibrated threshold, or "
+                "--threshold); the JSON's \"gate\" counts what was dropped, relevant documents included")
+      ->needs(verifier_opt);
+  cmd->add_option("--threshold", o->r.threshold, "The gate's threshold (default: the verifier file's)")
+      ->needs(verifier_opt);
+  cmd->add_flag("--no-rerank{false}", o->r.rerank,
+                "With --verifier: keep stage 1's order (with --gate: stage 1 + gate)")
+      ->needs(verifier_opt);
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
       ->check(kPositive);
