@@ -200,7 +200,7 @@ struct Explanation {
 };
 
 /// Encodes both texts and explains the verdict of `verifier` (nullptr: the pooled cosine is the
-/// score); `threshold` NaN = the verifier file's.
+/// score); `threshold` NaN = the verifier file's. Throws sieve::Error when the score is NaN or infinite.
 Explanation explain_pair(const Encoder& encoder, const Verifier* verifier, const std::string& query,
                          const std::string& candidate, double threshold);
 /// {"query_tokens", "candidate_tokens", "map" (4 decimals), "stage1_cosine", "verifier", "score",

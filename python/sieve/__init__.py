@@ -62,8 +62,8 @@ def set_threads(n):
 
 
 def default_model_dir():
-    """The folder of the default model: all-MiniLM-L6-v2 when installed (scripts/setup.sh), else the
-    embedded sieve-mini; the same rule as the CLI and the server."""
+    """The folder of the default model: $SIEVE_MODEL_DIR when set, else all-MiniLM-L6-v2 when installed
+    (scripts/setup.sh), else sieve-mini; the same rule as the CLI and the server."""
     return _sieve.default_model_dir()
 
 

@@ -32,6 +32,9 @@ const char* const kVerifierNames =
     "mean the built-ins; cross:DIR is the cross-encoder in folder DIR (sieve train cross-encoder), which reads "
     "the texts";
 
+const char* const kDefaultModel =
+    "$SIEVE_MODEL_DIR when set, else the installed all-MiniLM-L6-v2, else the installed sieve-mini";
+
 const CLI::Validator kNonNegative(
     [](std::string& v) -> std::string {
       try {

@@ -44,6 +44,10 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
 /// Ends every --verifier help: how a file is told from a built-in name.
 extern const char* const kVerifierNames;
 
+/// The default model as --model helps name it (the rule of default_model_dir): "$SIEVE_MODEL_DIR
+/// when set, else the installed all-MiniLM-L6-v2, else ...".
+extern const char* const kDefaultModel;
+
 /// "a,B,,c" -> {"a", "B", "c"} (empty items dropped); lower-cased when `lower` is true.
 std::vector<std::string> split_list(const std::string& s, bool lower = false);
 

@@ -18,7 +18,7 @@ struct EncoderFlags {
   size_t max_length = 0;
 
   void add(CLI::App* cmd) {
-    cmd->add_option("-m,--model", model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+    cmd->add_option("-m,--model", model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("--pooling", pooling, "Override the model's pooling: cls, mean or last")
         ->check(CLI::IsMember({"cls", "mean", "last"}));
     dev.add(cmd);

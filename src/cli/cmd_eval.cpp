@@ -68,8 +68,17 @@ void register_retrieval(CLI::App* group) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--fusion-depth", o->r.search.depth,
                   "Hybrid: candidates taken from each list (default: the model's recommendation, else max(k, 100))");
-  cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "
+  auto* verifier_opt = cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "
                               "one shipped for the index's model, else F1)") + kVerifierNames);
+  cmd->add_flag("--gate", o->r.gate,
+                "With --verifier: drop the candidates it rejects (score below its calibrated threshold, or "
+                "--threshold); the JSON's \"gate\" counts what was dropped, relevant documents included")
+      ->needs(verifier_opt);
+  cmd->add_option("--threshold", o->r.threshold, "The gate's threshold (default: the verifier file's)")
+      ->needs(verifier_opt);
+  cmd->add_flag("--no-rerank{false}", o->r.rerank,
+                "With --verifier: keep stage 1's order (with --gate: stage 1 + gate)")
+      ->needs(verifier_opt);
   cmd->add_option("--candidates", o->r.candidates, "Stage-1 hits the verifier reranks")
       ->capture_default_str()
       ->check(kPositive);
@@ -151,7 +160,7 @@ void register_nearmiss_eval(CLI::App* group) {
       "nearmiss", "Near-miss rejection: per-category mean ± std, ROC-AUC, accuracy at a threshold, identity margin");
   cmd->add_option("--pairs", o->pairs, "Pairs (TSV/CSV with a header: sentence1, sentence2, category and/or label)")
       ->required();
-  cmd->add_option("-m,--model", o->model, "Encoder model directory (default: the embedded sieve-mini)");
+  cmd->add_option("-m,--model", o->model, std::string("Encoder model directory or installed name (default: ") + kDefaultModel + ")");
   cmd->add_option("--verifier", o->verifiers,
                   std::string("Verifiers to evaluate besides the pooled cosine (files, or F0, F1, F2); repeatable") +
                       kVerifierNames);

@@ -22,7 +22,7 @@ void register_explain(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "explain", "Show why a candidate was accepted or rejected: the token-token cosine map (JSON + SVG heatmap)");
-  cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+  cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
   cmd->add_option("--verifier", o->verifier,
                   std::string("Verifier file, or cosine, F0, F1, F2 (default: the verifier.safetensors beside the "
                               "model, else F1)") + kVerifierNames);

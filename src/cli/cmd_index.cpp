@@ -97,7 +97,7 @@ void register_index(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "build", "Encode a corpus into a new index: vectors (FAISS), BM25 (Xapian), token store, corpus store");
-    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+    cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("-o,--out", o->out, "Index directory to create")->required();
     o->f.add(cmd, true);
     on_run(cmd, [o] {

@@ -36,7 +36,7 @@ void register_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve search, embeddings (OpenAI- and TEI-compatible), reranking and verification over HTTP/JSON");
   cmd->add_option("--index", o->s.index_dir, "Index to search (none: embedding and verification only)");
-  cmd->add_option("-m,--model", o->s.model_dir, "Model directory (default: the index's model, else sieve-mini)");
+  cmd->add_option("-m,--model", o->s.model_dir, std::string("Model directory (default: the index's model; without --index, ") + kDefaultModel + ")");
   cmd->add_option("--verifier", o->s.verifier,
                   std::string("Stage-2 verifier: file, or cosine, F0, F1, F2, cross:DIR (default: the model folder's "
                               "verifier.safetensors, else F1; a file must be made for the serving model)") +

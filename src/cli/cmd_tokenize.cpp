@@ -19,7 +19,7 @@ void register_tokenize(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "tokenize", "Tokenize texts with a model's tokenizer (JSON lines: ids, tokens, offsets)");
-  cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+  cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
   cmd->add_option("--tokenizer", o->tokenizer,
                   "A Hugging Face tokenizer.json to use instead of a model's tokenizer")
       ->excludes(cmd->get_option("--model"));

@@ -54,7 +54,7 @@ void register_verify(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "score", "Score sentence pairs: one JSON line per pair, in input order, with \"score\", \"threshold\" "
                  "(the verifier's calibrated one, or null) and, with a threshold, \"accepted\"");
-    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+    cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("--verifier", o->verifier,
                     std::string("A verifier file, or by name: cosine (pooled stage-1 cosine), F0, F1, F2, cross:DIR (a "
                                 "cross-encoder folder; default: the verifier.safetensors beside the model, else F1)") + kVerifierNames);
@@ -102,7 +102,7 @@ void register_verify(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "create", "Write a verifier file with fresh (random) weights for a model; training is `sieve train verifier`");
     cmd->add_option("--kind", o->kind, "Verifier kind")->capture_default_str()->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4"}));
-    cmd->add_option("-m,--model", o->model, "The encoder it verifies for (width and identity; default: sieve-mini)");
+    cmd->add_option("-m,--model", o->model, std::string("The encoder it verifies for (width and identity; default: ") + kDefaultModel + ")");
     cmd->add_option("-o,--out", o->out, "Verifier file to write (.safetensors)")->required();
     cmd->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
     cmd->add_option("--max-tokens", o->c.max_tokens, "Tokens per side (map size)")->capture_default_str();
@@ -140,7 +140,7 @@ void register_verify(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
-    cmd->add_option("-m,--model", o->model, "Model directory (Hugging Face layout; default: the embedded sieve-mini)");
+    cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("--verifier", o->verifier, std::string("Verifier file, or F0, F1, F2 (then --out is required), or cross:DIR (the threshold goes "
                                                   "into DIR's sieve file)") + kVerifierNames)->required();
     cmd->add_option("--pairs", o->pairs,

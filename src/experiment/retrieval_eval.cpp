@@ -1,6 +1,7 @@
 #include "experiment/retrieval_eval.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -138,7 +139,20 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
     pp.stage1 = opt.search;
     pp.candidates = opt.candidates;
     pp.k = opt.candidates;
-    pp.rerank = true;
+    pp.rerank = opt.rerank;
+    // The gate is applied here rather than in the pipeline, so that what it drops can be counted.
+    pp.gate = false;
+    pp.threshold = std::isnan(opt.threshold) ? verifier.threshold() : opt.threshold;
+    if (opt.gate) {
+      SIEVE_THROW_IF_NOT(!std::isnan(pp.threshold), "the gate needs a threshold: verifier '"
+                                                        << verifier.name
+                                                        << "' has none (calibrate it with sieve verify calibrate, or give one)");
+      r.system += "-gate";
+      r.gate.emplace();
+      r.gate->threshold = pp.threshold;
+    }
+    if (opt.rerank && opt.gate) r.system += "-rerank";
+    if (!opt.rerank && !opt.gate) r.system += "-scored";  // stage 1's order, the verifier's scores unused
     for (const eval::Query* q : todo) {
       Stage2Timing t;
       std::vector<VerifiedHit> hits = search_verified(index, verifier, q->text, pp, &t);
@@ -146,9 +160,25 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
       r.stage2.map += t.map;
       r.stage2.verify += t.verify;
       auto& entries = r.run[q->id];
+      const auto judged = r.qrels.find(q->id);
       for (const VerifiedHit& h : hits) {
-        if (entries.size() >= opt.depth) break;
-        entries.push_back({h.hit.id, h.verifier_score});
+        if (r.gate) {
+          bool relevant = false;
+          if (judged != r.qrels.end()) {
+            const auto g = judged->second.find(h.hit.id);
+            relevant = g != judged->second.end() && g->second > 0;
+          }
+          ++r.gate->candidates;
+          r.gate->relevant += relevant;
+          if (!h.accepted) {
+            ++r.gate->dropped;
+            r.gate->relevant_dropped += relevant;
+            continue;
+          }
+        }
+        if (entries.size() >= opt.depth) continue;
+        // The run is sorted by score (trec_eval's rule): stage 1's score keeps stage 1's order.
+        entries.push_back({h.hit.id, opt.rerank ? h.verifier_score : h.hit.score});
       }
       progress.add();
     }
@@ -179,6 +209,12 @@ nlohmann::json retrieval_json(const RetrievalEvalResult& r, bool per_query) {
                                 {"map", 1e3 * r.stage2.map / n},
                                 {"verify", 1e3 * r.stage2.verify / n}};
   }
+  if (r.gate)
+    j["gate"] = {{"threshold", r.gate->threshold},
+                 {"candidates", r.gate->candidates},
+                 {"dropped", r.gate->dropped},
+                 {"relevant", r.gate->relevant},
+                 {"relevant_dropped", r.gate->relevant_dropped}};
   if (per_query) {
     nlohmann::json pq = nlohmann::json::object();
     for (const auto& q : r.evaluation.per_query) pq[q.query_id] = q.values;

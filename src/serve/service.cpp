@@ -174,6 +174,15 @@ Embeddings Service::encode(const std::vector<std::string>& texts, bool token_sta
   return batcher_->encode(texts, token_states);
 }
 
+void Service::require_finite(const std::vector<float>& scores, const char* item) const {
+  // A NaN breaks the rerank's sort (undefined behaviour) and fails every threshold comparison
+  // (a silent "reject"); JSON has no NaN either. A verifier that gives one is broken: say where.
+  for (size_t i = 0; i < scores.size(); ++i)
+    SIEVE_THROW_IF_NOT(std::isfinite(scores[i]), "the verifier (" << verifier_.name << ") scored " << item << " " << i
+                                                                  << " (0-based) " << scores[i]
+                                                                  << ": scores must be finite numbers (check the verifier file)");
+}
+
 double Service::threshold_or(double given) const { return std::isnan(given) ? verifier_.threshold() : given; }
 
 Response Service::handle(const std::string& method, const std::string& path, const std::string& body,
@@ -389,6 +398,7 @@ Response Service::rerank_tei(const std::string& body) {
   } else {
     s = score_candidates(verifier_.verifier.get(), encode(all, !verifier_.cosine()));
   }
+  require_finite(s, "text");
   std::vector<size_t> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
@@ -431,6 +441,7 @@ Response Service::verify(const std::string& body) {
   } else {
     scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine()));
   }
+  require_finite(scores, "pair");
   json results = json::array();
   for (const float s : scores) {
     results.push_back({{"score", s}, {"accepted", std::isnan(threshold) || s >= threshold}});

@@ -23,7 +23,7 @@ namespace sieve::serve {
 
 struct ServeOptions {
   std::string index_dir;     ///< empty: embedding and verification only
-  std::string model_dir;     ///< empty: the index's model, else the embedded sieve-mini
+  std::string model_dir;     ///< empty: the index's model, else the default model (default_model_dir)
   std::string verifier;      ///< a resolve_verifier spec: file, cosine, F0/F1/F2; empty: the model's shipped one, else F1
   EncoderOptions encoder;    ///< device and threads
   BatcherOptions batching;   ///< dynamic batching (its `workers` comes from encoder_workers)
@@ -92,6 +92,8 @@ class Service {
   std::shared_ptr<const Index> snapshot() const;
   Embeddings encode(const std::vector<std::string>& texts, bool token_states);
   double threshold_or(double given) const;
+  /// Throws sieve::Error (422) naming the first NaN or infinite verifier score ("text 2", "pair 0").
+  void require_finite(const std::vector<float>& scores, const char* item) const;
 
   ServeOptions opt_;
   std::shared_ptr<const Index> index_;      ///< guarded by index_mu_

@@ -18,6 +18,10 @@ Explanation explain_pair(const Encoder& encoder, const Verifier* verifier, const
   for (size_t h = 0; h < e.dim; ++h) x.stage1_cosine += double(e.pooled[h]) * e.pooled[e.dim + h];
   const size_t cap = verifier ? verifier->config().max_tokens : 128;
   x.score = verifier ? verifier->score(e.tokens[0], {&e.tokens[1]})[0] : static_cast<float>(x.stage1_cosine);
+  // A NaN fails every comparison, so it would read as a plain "reject": a verifier that gives one is broken.
+  SIEVE_THROW_IF_NOT(std::isfinite(x.score), "the " << (verifier ? "verifier's score" : "pooled cosine") << " of this pair is "
+                                                    << x.score << ": scores must be finite numbers (check the "
+                                                    << (verifier ? "verifier file" : "model") << ")");
   x.threshold = std::isnan(threshold) && verifier ? verifier->config().threshold : threshold;
   x.verifier = verifier ? verifier_kind_name(verifier->config().kind) : "cosine";
   x.map = cosine_map(e.tokens[0], e.tokens[1], cap);

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "eval/beir.h"
@@ -31,6 +35,14 @@ class RetrievalEvalTest : public ::testing::Test {
     IndexOpenOptions o;
     o.model_dir = beir_->model;
     return Index::open(*index_, o);
+  }
+  /// F1 over the top 8 of dense search, all 8 kept.
+  static experiment::RetrievalEvalOptions f1_top8() {
+    experiment::RetrievalEvalOptions o;
+    o.verifier = "F1";
+    o.candidates = 8;
+    o.depth = 8;
+    return o;
   }
   static eval::Qrels qrels() { return eval::read_qrels(beir_->dir + "/qrels/test.tsv"); }
   static std::vector<eval::Query> queries() { return eval::read_queries(beir_->dir + "/queries.jsonl"); }
@@ -107,10 +119,7 @@ TEST_F(RetrievalEvalTest, MaxQueriesKeepsTheFirstJudgedQueries) {
 
 TEST_F(RetrievalEvalTest, RerankOrdersStageOneCandidatesByNaiveMaxSim) {
   auto index = open();
-  experiment::RetrievalEvalOptions o;
-  o.verifier = "F1";
-  o.candidates = 8;
-  o.depth = 8;
+  experiment::RetrievalEvalOptions o = f1_top8();
   const auto r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
   EXPECT_EQ(r.system, "dense+F1");
 
@@ -160,6 +169,81 @@ TEST_F(RetrievalEvalTest, RerankOrdersStageOneCandidatesByNaiveMaxSim) {
         EXPECT_EQ(run[k].doc_id, expected[k].second) << qid << " rank " << k + 1;
     }
   }
+}
+
+// Stage 1 + gate: stage 1's candidates in stage 1's order, less those the verifier scores below the
+// threshold; the counts say how many were dropped and how many of those were judged relevant.
+TEST_F(RetrievalEvalTest, GateDropsRejectedCandidatesKeepsStageOneOrderAndCountsRelevantDrops) {
+  auto index = open();
+  experiment::RetrievalEvalOptions o = f1_top8();
+  const auto scored = experiment::evaluate_retrieval(*index, queries(), qrels(), o);  // F1 scores of every candidate
+  std::vector<float> all;
+  for (const auto& [qid, entries] : scored.run)
+    for (const auto& e : entries) all.push_back(e.score);
+  std::sort(all.begin(), all.end());
+  o.threshold = all[all.size() / 2];  // about half are dropped
+  o.gate = true;
+  o.rerank = false;
+  const auto r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
+  EXPECT_EQ(r.system, "dense+F1-gate");
+  ASSERT_TRUE(r.gate.has_value());
+  SearchParams sp;
+  sp.k = 8;
+  size_t candidates = 0, dropped = 0, relevant = 0, relevant_dropped = 0;
+  for (const auto& [qid, text] : beir_->queries) {
+    if (!scored.run.count(qid)) continue;
+    std::map<std::string, float> f1;
+    for (const auto& e : scored.run.at(qid)) f1[e.doc_id] = e.score;
+    std::vector<std::pair<std::string, float>> want;  // (id, stage-1 score) of the accepted, stage 1's order
+    for (const Hit& h : index->search(text, sp).hits) {
+      const bool rel = beir_->qrels.count(qid) && beir_->qrels.at(qid).count(h.id) && beir_->qrels.at(qid).at(h.id) > 0;
+      ++candidates;
+      relevant += rel;
+      if (f1.at(h.id) < o.threshold) {
+        ++dropped;
+        relevant_dropped += rel;
+      } else {
+        want.push_back({h.id, h.score});
+      }
+    }
+    const auto got = r.run.count(qid) ? r.run.at(qid) : std::vector<eval::RunEntry>{};
+    ASSERT_EQ(got.size(), want.size()) << qid;
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_NEAR(got[k].score, want[k].second, 1e-6) << qid << " rank " << k + 1;
+      // Ranks are compared where the score is clear of both neighbours (the duplicated documents tie).
+      const bool clear_below = k + 1 == want.size() || want[k].second - want[k + 1].second > 1e-6;
+      const bool clear_above = k == 0 || want[k - 1].second - want[k].second > 1e-6;
+      if (clear_below && clear_above) EXPECT_EQ(got[k].doc_id, want[k].first) << qid << " rank " << k + 1;
+    }
+  }
+  EXPECT_EQ(r.gate->candidates, candidates);
+  EXPECT_EQ(r.gate->dropped, dropped);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(r.gate->relevant, relevant);
+  EXPECT_EQ(r.gate->relevant_dropped, relevant_dropped);
+  EXPECT_EQ(experiment::retrieval_json(r)["gate"]["dropped"].get<size_t>(), dropped);
+  // Gate and rerank: the same documents, ordered by the verifier.
+  o.rerank = true;
+  const auto both = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
+  EXPECT_EQ(both.system, "dense+F1-gate-rerank");
+  EXPECT_EQ(both.gate->dropped, dropped);
+  for (const auto& [qid, entries] : both.run)
+    for (const auto& e : entries) EXPECT_GE(e.score, o.threshold) << qid << " " << e.doc_id;
+  // F1 has no calibrated threshold of its own.
+  o.threshold = std::numeric_limits<double>::quiet_NaN();
+  expect_error([&] { experiment::evaluate_retrieval(*index, queries(), qrels(), o); }, "the gate needs a threshold");
+  // The CLI: --gate needs --verifier; the JSON carries the counts.
+  const std::string base = cli_path() + " eval retrieval --beir " + beir_->dir + " --index " + *index_ + " -m " + beir_->model;
+  EXPECT_EQ(run_command(base + " --gate 2>&1").exit_code, 2);
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%.17g", double(all[all.size() / 2]));  // the float exactly
+  const auto res = run_command(base + " --verifier F1 --candidates 8 --run-depth 8 --gate --no-rerank --threshold " +
+                               threshold + " 2>/dev/null");
+  ASSERT_EQ(res.exit_code, 0) << res.out;
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j.at("system"), "dense+F1-gate");
+  EXPECT_EQ(j.at("gate").at("dropped").get<size_t>(), dropped);
+  EXPECT_EQ(j.at("gate").at("relevant_dropped").get<size_t>(), relevant_dropped);
 }
 
 TEST_F(RetrievalEvalTest, CliRunAndQrelsFilesGiveTheSameNdcgWhenReadBack) {

@@ -161,6 +161,54 @@ TEST_F(ServeTest, TeiEmbedAndRerankFollowTheLibrary) {
   EXPECT_NEAR(mapped[0]["score"].get<double>(), (rr[0]["score"].get<double>() + 1) / 2, 1e-6);
 }
 
+// The verifier file at `from` with every float32 weight set to NaN (what a diverged training run
+// saves): a safetensors file is an 8-byte little-endian header length, the JSON header, the data.
+void write_nan_verifier(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const json header = json::parse(bytes.substr(8, n));
+  const float nan = std::nanf("");
+  size_t poisoned = 0;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__" || t.value("dtype", "") != "F32") continue;
+    const auto off = t.at("data_offsets").get<std::vector<size_t>>();
+    for (size_t b = off[0]; b + 4 <= off[1]; b += 4, ++poisoned) std::memcpy(&bytes[8 + n + b], &nan, 4);
+  }
+  ASSERT_GT(poisoned, 0u);
+  std::ofstream(to, std::ios::binary) << bytes;
+}
+
+// A verifier that scores NaN: /rerank's sort would break on it (undefined behaviour), /v1/verify
+// would answer "accepted": false and /v1/explain "reject" as if the score were low. All three
+// refuse it and name the first bad score.
+TEST_F(ServeTest, NonFiniteVerifierScoresAreRefused) {
+  write_nan_verifier(*dir_ + "/v.safetensors", *dir_ + "/nan.safetensors");
+  ServeOptions o;
+  o.index_dir = *dir_ + "/ix";
+  o.verifier = *dir_ + "/nan.safetensors";
+  o.encoder_workers = 1;
+  Service s(o);
+  auto call = [&](const std::string& path, const json& body) {
+    Response r = s.handle("POST", path, body.dump());
+    EXPECT_EQ(r.status, 422) << path << " -> " << r.body;
+    return json::parse(r.body)["error"]["message"].get<std::string>();
+  };
+  const std::string why = "scores must be finite numbers";
+  std::string m = call("/rerank", {{"query", kTexts[0]}, {"texts", {kTexts[1], kTexts[4], kTexts[6]}}});
+  // (NaN weights give -nan or nan, by platform)
+  EXPECT_NE(m.find("scored text 0 (0-based) "), std::string::npos) << m;
+  EXPECT_NE(m.find("nan: "), std::string::npos) << m;
+  EXPECT_NE(m.find(why), std::string::npos) << m;
+  m = call("/v1/verify", {{"pairs", json::array({json::array({kTexts[0], kTexts[1]})})}, {"threshold", 0.5}});
+  EXPECT_NE(m.find("scored pair 0 (0-based) "), std::string::npos) << m;
+  EXPECT_NE(m.find("nan: "), std::string::npos) << m;
+  m = call("/v1/explain", {{"query", kTexts[0]}, {"candidate", kTexts[1]}});
+  EXPECT_NE(m.find("verifier's score of this pair is "), std::string::npos) << m;
+  EXPECT_NE(m.find("nan: "), std::string::npos) << m;
+}
+
 TEST_F(ServeTest, VerifyAndSearchAreThePipelines) {
   auto v = Verifier::load(*dir_ + "/v.safetensors");
   Embeddings e = enc_->encode({kTexts[0], kTexts[1], kTexts[6]}, EncodeCall{32, true});

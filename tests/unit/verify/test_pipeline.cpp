@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/pipeline.h"
 #include "support/fixtures.h"
@@ -226,6 +227,21 @@ TEST(Pipeline, RefusesNonFiniteVerifierScores) {
                          "score of candidate 2 (0-based; stage-1 rank 3");
       test::expect_error([&] { search_verified(*index, PoisonedVerifier(0, -inf), query, pp); }, "is -inf");
     }
+}
+
+// explain_pair's decision compares the score with the threshold: a NaN would read as "reject".
+TEST(Explain, RefusesANonFiniteVerifierScore) {
+  std::string dir = test::make_temp_dir("explain_nan");
+  write_fixture_model(dir + "/model", test::tiny_model_options());
+  auto enc = Encoder::load(dir + "/model");
+  const std::string q = "the dog bit the man", c = "the man bit the dog";
+  const PoisonedVerifier clean(99, 0), with_nan(0, std::numeric_limits<float>::quiet_NaN()),
+      with_inf(0, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(explain_pair(*enc, &clean, q, c, -2.0).decision, "accept");  // F1 scores lie in [-1, 1]
+  for (double threshold : {0.5, std::numeric_limits<double>::quiet_NaN()}) {
+    test::expect_error([&] { explain_pair(*enc, &with_nan, q, c, threshold); }, "verifier's score of this pair is nan");
+    test::expect_error([&] { explain_pair(*enc, &with_inf, q, c, threshold); }, "verifier's score of this pair is -inf");
+  }
 }
 
 TEST(Pipeline, ExactMatchVerifierGetsTheDocumentsTokenIds) {
