@@ -431,7 +431,8 @@ def test_cross_encoder_verifier_scores_texts_like_the_cli(index, model, tmp_path
            run("verify", "score", "--model", model, "--verifier", ce, "--pairs", str(pairs)).splitlines()]
     np.testing.assert_allclose(got, cli, atol=1e-6)
     assert ((got > 0) & (got < 1)).all()  # sigmoid of the logit
-    hits = sieve.search_verified(sieve.Index.open(index), ver, TEXTS[0], k=3, candidates=7, mode="dense")
+    hits = sieve.search_verified(sieve.Index.open(index), ver, TEXTS[0], k=3, candidates=7, mode="dense",
+                                 rerank=True)
     want = cli_search(index, TEXTS[0], "--mode", "dense", "-k", "3", "--verifier", ce, "--candidates", "7",
                       "--rerank")
     assert [h["id"] for h in hits] == [h["id"] for h in want]

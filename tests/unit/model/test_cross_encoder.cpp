@@ -271,6 +271,7 @@ TEST(CrossEncoderVerifier, ResolvesAndReranksStageOneHitsByTheirTexts) {
   PipelineParams pp;
   pp.candidates = 6;
   pp.k = 6;
+  pp.rerank = true;
   const std::string query = "who bit the man";
   Stage2Timing t;
   auto hits = search_verified(*index, rv, query, pp, &t);
