@@ -108,6 +108,12 @@ struct Calibration {
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
                                 double target_precision, bool balanced = false);
 
+/// The gate judges identity (statement against statement), not relevance: a question is never
+/// the same statement as its answer. For a query that looks like a question (it ends with '?' or
+/// starts with a question word: who, what, how, is, does, ...), the one-line note every face gives
+/// when it gates it; "" for any other query.
+std::string gate_question_note(const std::string& query);
+
 /// Parses a gold label: 1/true/yes/same/entailment/paraphrase/positive -> true;
 /// 0/false/no/different/contradiction/neutral/near_miss/negative -> false; else sieve::Error.
 bool parse_identity_label(const std::string& label);

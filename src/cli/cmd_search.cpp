@@ -165,6 +165,12 @@ void register_search(CLI::App& app) {
     if (!o->verifier.empty()) {
       const ResolvedVerifier verifier = resolve_verifier(o->verifier, {model, index->stats().model_identity});
       if (o->verifier == "default") log_info("stage 2 with the verifier " + verifier.name);
+      if (o->pipe.gate)
+        for (const auto& q : queries)
+          if (const std::string note = gate_question_note(q.text); !note.empty()) {
+            log_warn(note + " ('" + q.text + "')");
+            break;
+          }
       run_verified(*index, verifier, *o, queries);
       return;
     }

@@ -499,7 +499,10 @@ Response Service::search(const std::string& body) {
       for (size_t r = 0; r < sr.hits.size(); ++r) hits.push_back(json(hit_json(*ix, sr.hits[r], r + 1, ho)));
       timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
     }
-    results.push_back({{"query", q}, {"hits", hits}, {"timings", timings}});
+    json result = {{"query", q}, {"hits", hits}, {"timings", timings}};
+    if (pp.gate && stage2)
+      if (const std::string note = gate_question_note(q); !note.empty()) result["note"] = note;
+    results.push_back(std::move(result));
   }
   return json_response({{"results", results},
                         {"mode", search_mode_name(sp.mode)},

@@ -1,5 +1,7 @@
 // The two-stage pipeline and gate calibration.
 #include <algorithm>
+#include <cctype>
+#include <set>
 #include <chrono>
 #include <cmath>
 
@@ -168,6 +170,26 @@ Calibration calibrate_threshold(const std::vector<float>& scores, const std::vec
     }
   }
   return c.reached ? c : most_precise;
+}
+
+std::string gate_question_note(const std::string& query) {
+  static const std::set<std::string> kQuestionWords = {
+      "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is",    "are",  "was",
+      "were", "do", "does", "did", "can", "could", "should", "would", "will", "has", "have", "may"};
+  std::string text = query;
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::string first;
+  for (char c : text) {
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      first += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!first.empty() || !std::isspace(static_cast<unsigned char>(c))) {
+      break;
+    }
+  }
+  if ((text.empty() || text.back() != '?') && !kQuestionWords.count(first)) return "";
+  return "the gate keeps only candidates that say the same thing as the query (identity: deduplication, "
+         "caching, claim matching); this query looks like a question, which no answer restates, so the gate "
+         "will drop relevant answers: for relevance use stage 1 alone or rerank without the gate";
 }
 
 bool parse_identity_label(const std::string& label) {

@@ -296,3 +296,18 @@ TEST(Pipeline, ExactMatchVerifierGetsTheDocumentsTokenIds) {
 
 }  // namespace
 }  // namespace sieve
+
+namespace sieve {
+namespace {
+
+TEST(GateQuestionNote, QuestionsGetTheNoteStatementsDoNot) {
+  for (const char* q : {"who bit the man", "  What causes scurvy?", "Does aspirin prevent heart attacks",
+                        "aspirin prevents heart attacks?", "HOW do vaccines work"})
+    EXPECT_NE(gate_question_note(q).find("looks like a question"), std::string::npos) << q;
+  for (const char* q : {"the dog bit the man", "aspirin prevents heart attacks", "", "   ", "whoever wins gets a prize",
+                        "Island of the day", "the question is how"})
+    EXPECT_EQ(gate_question_note(q), "") << q;
+}
+
+}  // namespace
+}  // namespace sieve
