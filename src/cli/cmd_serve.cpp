@@ -12,6 +12,7 @@
 #include "cli/cli_common.h"
 #include "serve/http_server.h"
 #include "sieve/error.h"
+#include "sieve/model.h"
 
 namespace sieve::cli {
 
@@ -36,7 +37,7 @@ void register_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve search, embeddings (OpenAI- and TEI-compatible), reranking and verification over HTTP/JSON");
   cmd->add_option("--index", o->s.index_dir, "Index to search (none: embedding and verification only)");
-  cmd->add_option("-m,--model", o->s.model_dir, std::string("Model directory (default: the index's model; without --index, ") + kDefaultModel + ")");
+  cmd->add_option("-m,--model", o->s.model_dir, std::string("Model directory or installed name (default: the index's model; without --index, ") + kDefaultModel + ")");
   cmd->add_option("--verifier", o->s.verifier,
                   std::string("Stage-2 verifier: file, or cosine, F0, F1, F2, cross:DIR (default: the model folder's "
                               "verifier.safetensors, else F1; a file must be made for the serving model)") +
@@ -66,6 +67,8 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   o->dev.add(cmd);
   on_run(cmd, [o] {
+    // An installed model's name, as every other command takes it.
+    if (!o->s.model_dir.empty()) o->s.model_dir = resolve_model_dir(o->s.model_dir);
     if (!o->api_key_file.empty()) {
       std::ifstream f(o->api_key_file);
       SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << o->api_key_file << "'");

@@ -92,6 +92,10 @@ TEST(ServeCli, SigtermStopsWithExitZeroAndAFailedLoadIsAnError) {
   auto bad = test::run_command(test::cli_path() + " serve -m /nonexistent/model --port 0 2>&1");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("/nonexistent/model"), std::string::npos) << bad.out;
+  // A bare name is looked up among the installed models, as every other command does.
+  auto unknown = test::run_command(test::cli_path() + " serve -m no-such-model-name --port 0 2>&1");
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.out;
+  EXPECT_NE(unknown.out.find("model 'no-such-model-name' is not installed"), std::string::npos) << unknown.out;
 }
 
 // `sieve serve --verifier cosine` serves (the pooled cosine is the stage-2 score), and a verifier
