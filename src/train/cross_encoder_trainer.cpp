@@ -12,16 +12,15 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
-#include "eval/pairs.h"
 #include "model/bert_classifier.h"
 #include "model/tensor_io.h"
 #include "sieve/cross_encoder.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
-#include "sieve/pipeline.h"
 #include "sieve/safetensors.h"
 #include "sieve/train.h"
 #include "train/distributed.h"
+#include "train/labelled_pairs.h"
 #include "train/losses.h"
 #include "train/run_state.h"
 #include "train/train_data.h"
@@ -39,28 +38,11 @@ struct LabelledPair {
   float label = 0;
 };
 
-// Labelled pairs as they are; a file without labels is read as triplets, each giving
-// (anchor, positive, 1) and (anchor, negative, 0) for every negative.
-std::vector<LabelledPair> read_labelled_pairs(const std::string& path) {
-  const std::vector<eval::SentencePair> pairs = eval::read_pairs(path);
-  const size_t labelled = static_cast<size_t>(
-      std::count_if(pairs.begin(), pairs.end(), [](const eval::SentencePair& p) { return !p.label.empty(); }));
+// One labelled pair, as the batches read it.
+std::vector<LabelledPair> pairs_of(const std::vector<TrainExample>& examples) {
   std::vector<LabelledPair> out;
-  if (labelled > 0) {
-    SIEVE_THROW_IF_NOT(labelled == pairs.size(), "'" << path << "': " << pairs.size() - labelled << " of " << pairs.size()
-                                                     << " pairs have no label (every pair needs one: 1/0, same/different, ...)");
-    for (const auto& p : pairs)
-      out.push_back({{p.sentence1, p.sentence2}, parse_identity_label(p.label) ? 1.f : 0.f});
-    return out;
-  }
-  const std::vector<TrainExample> rows = read_training_file(path);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    SIEVE_THROW_IF_NOT(!rows[i].negatives.empty(), "'" << path << "': row " << i + 1
-                                                       << " has neither a label nor a negative (give sentence1, "
-                                                          "sentence2, label pairs or anchor, positive, negative triplets)");
-    out.push_back({{rows[i].anchor, rows[i].positive}, 1.f});
-    for (const auto& n : rows[i].negatives) out.push_back({{rows[i].anchor, n}, 0.f});
-  }
+  out.reserve(examples.size());
+  for (const auto& e : examples) out.push_back({{e.anchor, e.positive}, static_cast<float>(e.label)});
   return out;
 }
 
@@ -107,7 +89,7 @@ TrainReport train_cross_encoder(const CrossEncoderTrainOptions& o) {
   SIEVE_THROW_IF_NOT(!o.train_path.empty(), "training data is required (--train)");
   SIEVE_THROW_IF_NOT(o.lr > 0, "--lr must be positive");
   set_compute_threads(c.threads);
-  const std::vector<LabelledPair> data = read_labelled_pairs(o.train_path);
+  const std::vector<LabelledPair> data = pairs_of(read_labelled_pairs(o.train_path));
   SIEVE_THROW_IF_NOT(data.size() >= c.batch_size,
                      "'" << o.train_path << "' has " << data.size() << " pairs, fewer than one batch of " << c.batch_size);
   const std::string cfg_text = read_file(path_join(o.model_dir, "config.json"));

@@ -31,6 +31,12 @@ at::Tensor verifier_pointwise(const at::Tensor& positive, const at::Tensor& nega
   return sum / static_cast<double>(2 * total);
 }
 
+at::Tensor verifier_labelled_bce(const at::Tensor& scores, const at::Tensor& labels, double tau, int64_t total_rows) {
+  const int64_t total = total_rows > 0 ? total_rows : scores.size(0);
+  at::Tensor sum = (labels * at::softplus(-scores / tau) + (1 - labels) * at::softplus(scores / tau)).sum();
+  return sum / static_cast<double>(total);
+}
+
 double linear_schedule(size_t step, size_t total, size_t warmup) {
   if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<size_t>(1, warmup));
   if (step >= total) return 0.0;

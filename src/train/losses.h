@@ -28,6 +28,12 @@ at::Tensor verifier_infonce(const at::Tensor& S, const at::Tensor& own_negative,
 at::Tensor verifier_pointwise(const at::Tensor& positive, const at::Tensor& negative, double tau,
                               int64_t total_rows = 0);
 
+/// The pairs objective: binary cross-entropy of each score / tau as a logit against its label
+/// (1 same meaning, 0 not), for scores [b] and labels [b] (float) of a share of a batch of
+/// `total_rows` (0 = b) rows; the result is that share's part of the mean over total_rows.
+at::Tensor verifier_labelled_bce(const at::Tensor& scores, const at::Tensor& labels, double tau,
+                                 int64_t total_rows = 0);
+
 /// Learning-rate factor of the linear schedule with warm-up (Hugging Face's): step / warmup
 /// during warm-up, then (total - step) / (total - warmup), never below 0. `step` counts from 0.
 double linear_schedule(size_t step, size_t total, size_t warmup);

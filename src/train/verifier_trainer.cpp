@@ -8,16 +8,16 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
-#include "eval/pairs.h"
 #include "sieve/index.h"
-#include "sieve/pipeline.h"
 #include "sieve/train.h"
 #include "train/distributed.h"
+#include "train/labelled_pairs.h"
 #include "train/losses.h"
 #include "train/run_state.h"
 #include "train/token_cache.h"
@@ -98,39 +98,11 @@ class LiveStates final : public TokenSource {
   int64_t max_tokens_;
 };
 
-// Labelled pairs for the pairs objective: a triplet file gives (anchor, positive, 1) and
-// (anchor, negative, 0) per negative; a pair file needs a label column.
-std::vector<TrainExample> read_labelled(const std::string& path) {
-  std::vector<TrainExample> rows = read_training_data(path, /*identity=*/false);
-  const bool triplets =
-      !rows.empty() && std::all_of(rows.begin(), rows.end(), [](const TrainExample& e) { return !e.negatives.empty(); });
-  std::vector<TrainExample> out;
-  if (triplets) {
-    for (const auto& e : rows) {
-      out.push_back({e.anchor, e.positive, {}, e.category, 1});
-      for (const auto& n : e.negatives) out.push_back({e.anchor, n, {}, e.category, 0});
-    }
-    return out;
-  }
-  const std::vector<eval::SentencePair> pairs = eval::read_pairs(path);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto& p = pairs[i];
-    SIEVE_THROW_IF_NOT(!p.label.empty(), "'" << path << "': pair " << i + 1
-                                              << " has no label (the pairs objective needs a label column, or triplets)");
-    if (p.sentence1.empty() || p.sentence2.empty()) continue;
-    out.push_back({p.sentence1, p.sentence2, {}, p.category, parse_identity_label(p.label) ? 1 : 0});
-  }
-  return out;
-}
-
 // Whether row `i` of step `step` is read the other way round: a hash of (seed, step, row), so that
 // a resumed run draws the same sides.
 bool swapped(uint64_t seed, size_t step, int64_t row) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(step) << 20) ^ static_cast<uint64_t>(row);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return (x & 1) != 0;
+  // A high bit of FNV-1a (its low bit is only the parity of the bytes' low bits).
+  return ((fnv1a(std::to_string(seed) + ":" + std::to_string(step) + ":" + std::to_string(row)) >> 40) & 1) != 0;
 }
 
 }  // namespace
@@ -147,7 +119,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   const bool pair_objective = o.objective == VerifierObjective::Pairs;
   // InfoNCE: pairs become identity triplets, as the paper's loader does; every row needs a negative.
   std::vector<TrainExample> data =
-      pair_objective ? read_labelled(o.train_path) : read_training_data(o.train_path, /*identity=*/true);
+      pair_objective ? read_labelled_pairs(o.train_path) : read_training_data(o.train_path, /*identity=*/true);
   if (!pair_objective)
     for (size_t i = 0; i < data.size(); ++i)
       SIEVE_THROW_IF_NOT(!data[i].negatives.empty(),
@@ -265,53 +237,53 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
                                                        with_ids ? p.ids : at::Tensor()),
                                /*inference=*/false);
       at::Tensor Y = at::tensor(y, s.options());
-      loss = (Y * at::softplus(-s / o.tau) + (1 - Y) * at::softplus(s / o.tau)).sum() / static_cast<double>(B);
+      loss = verifier_labelled_bce(s, Y, o.tau, B);
       at::NoGradGuard g;
       accuracy = dp.sum(((s > 0) == (Y > 0.5)).sum().item<double>()) / static_cast<double>(B);
     } else {
-    std::vector<std::string> anchors, positives, negatives;
-    for (int64_t i = begin; i < end; ++i) {
-      const TrainExample& e = data[rows[static_cast<size_t>(i)]];
-      anchors.push_back(e.anchor);
-      positives.push_back(e.positive);
-      negatives.push_back(e.negatives[0]);
-    }
-    Side a = source->side(anchors), n = source->side(negatives);
-    p = source->side(positives);
-    // All B positives: with several ranks, gathered (padded to one length) as a leaf whose
-    // gradient is summed over the ranks and handed back to this rank's own positives.
-    P = p.states;
-    at::Tensor Pm = p.mask;
-    if (dp.active()) {
-      const int64_t L = p.states.size(1);
-      const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
-      P = dp.all_gather(at::constant_pad_nd(p.states.detach(), {0, 0, 0, Lmax - L}, 0.0));
-      Pm = dp.all_gather(at::constant_pad_nd(p.mask, {0, Lmax - L}, 0.0));
-      if (live) P.requires_grad_(true);
-    }
-    // S[i][k] = V(anchor i, positive k) for this rank's anchors: b x B maps in one batch.
-    // Token ids for the exact-match channel travel like the masks (gathered with the positives).
-    at::Tensor Pid = p.ids;
-    if (with_ids && dp.active()) {
-      const int64_t L = p.states.size(1);
-      const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
-      Pid = dp.all_gather(at::constant_pad_nd(p.ids, {0, Lmax - L}, -1));
-    }
-    verify::Maps all = verify::similarity_maps(
-        a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0), P.repeat({b, 1, 1}), Pm.repeat({b, 1}),
-        with_ids ? a.ids.repeat_interleave(B, 0) : at::Tensor(), with_ids ? Pid.repeat({b, 1}) : at::Tensor());
-    at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
-    at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask, a.ids, n.ids), false);
-    loss = verifier_infonce(S, neg, o.tau, begin, B);
-    if (o.pointwise_weight > 0) {
-      at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);
-      loss = loss + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
-    }
-    {
-      at::NoGradGuard g;
-      at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
-      accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
-    }
+      std::vector<std::string> anchors, positives, negatives;
+      for (int64_t i = begin; i < end; ++i) {
+        const TrainExample& e = data[rows[static_cast<size_t>(i)]];
+        anchors.push_back(e.anchor);
+        positives.push_back(e.positive);
+        negatives.push_back(e.negatives[0]);
+      }
+      Side a = source->side(anchors), n = source->side(negatives);
+      p = source->side(positives);
+      // All B positives: with several ranks, gathered (padded to one length) as a leaf whose
+      // gradient is summed over the ranks and handed back to this rank's own positives.
+      P = p.states;
+      at::Tensor Pm = p.mask;
+      if (dp.active()) {
+        const int64_t L = p.states.size(1);
+        const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
+        P = dp.all_gather(at::constant_pad_nd(p.states.detach(), {0, 0, 0, Lmax - L}, 0.0));
+        Pm = dp.all_gather(at::constant_pad_nd(p.mask, {0, Lmax - L}, 0.0));
+        if (live) P.requires_grad_(true);
+      }
+      // S[i][k] = V(anchor i, positive k) for this rank's anchors: b x B maps in one batch.
+      // Token ids for the exact-match channel travel like the masks (gathered with the positives).
+      at::Tensor Pid = p.ids;
+      if (with_ids && dp.active()) {
+        const int64_t L = p.states.size(1);
+        const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
+        Pid = dp.all_gather(at::constant_pad_nd(p.ids, {0, Lmax - L}, -1));
+      }
+      verify::Maps all = verify::similarity_maps(
+          a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0), P.repeat({b, 1, 1}), Pm.repeat({b, 1}),
+          with_ids ? a.ids.repeat_interleave(B, 0) : at::Tensor(), with_ids ? Pid.repeat({b, 1}) : at::Tensor());
+      at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
+      at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask, a.ids, n.ids), false);
+      loss = verifier_infonce(S, neg, o.tau, begin, B);
+      if (o.pointwise_weight > 0) {
+        at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);
+        loss = loss + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
+      }
+      {
+        at::NoGradGuard g;
+        at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
+        accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
+      }
     }
     opt.zero_grad();
     loss.backward();

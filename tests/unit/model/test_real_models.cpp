@@ -247,11 +247,3 @@ TEST_F(RealMiniLM, TokenStatesEqualTransformersLastHiddenState) {
 
 }  // namespace
 }  // namespace sieve
-
-// Like the CLI, start on OpenBLAS's kernels for this CPU (re-executing with OPENBLAS_CORETYPE when
-// OpenBLAS fell back to its generic ones): the comparisons encode thousands of real texts.
-int main(int argc, char** argv) {
-  sieve::ensure_fast_blas(argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -120,6 +120,19 @@ TEST(Losses, VerifierPointwiseByHand) {
               1e-12);
 }
 
+TEST(Losses, VerifierLabelledBceByHand) {
+  // Scores 0.3 (label 1), 0.2 (label 0), -0.1 (label 1), tau 0.5:
+  // -log sigmoid(0.6) - log(1 - sigmoid(0.4)) - log sigmoid(-0.2), over 3.
+  auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  const double expect = -(std::log(sig(0.6)) + std::log(1 - sig(0.4)) + std::log(sig(-0.2))) / 3;
+  at::Tensor s = at::tensor(std::vector<double>{0.3, 0.2, -0.1}, at::kDouble);
+  at::Tensor y = at::tensor(std::vector<double>{1, 0, 1}, at::kDouble);
+  EXPECT_NEAR(train::verifier_labelled_bce(s, y, 0.5).item<double>(), expect, 1e-12);
+  // The first two rows as a share of a batch of 3: their part of the same mean.
+  const double share = -(std::log(sig(0.6)) + std::log(1 - sig(0.4))) / 3;
+  EXPECT_NEAR(train::verifier_labelled_bce(s.narrow(0, 0, 2), y.narrow(0, 0, 2), 0.5, 3).item<double>(), share, 1e-12);
+}
+
 TEST(Losses, LinearScheduleByHand) {
   // 100 steps, 10 of warm-up: 0, 0.1, ..., 0.9, then 1.0 at step 10 falling to 1/90 at step 99.
   EXPECT_DOUBLE_EQ(train::linear_schedule(0, 100, 10), 0.0);

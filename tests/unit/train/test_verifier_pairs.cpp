@@ -207,7 +207,7 @@ TEST(VerifierPairsObjective, TripletsAreTwoLabelledPairsAndUnlabelledPairsAreRef
   }
   o.train_path = dir + "/unlabelled.tsv";
   o.common.out_dir = dir + "/out2";
-  test::expect_error([&] { train_verifier(o); }, "has no label");
+  test::expect_error([&] { train_verifier(o); }, "row 1 has neither a label nor a negative");
 }
 
 }  // namespace
