@@ -2,8 +2,11 @@
 #include "train/token_cache.h"
 
 #include <ATen/ATen.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +39,27 @@ void flush(std::FILE* f, const std::string& path) {
   SIEVE_THROW_IF_NOT(std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "cannot flush '" << path << "'");
 }
 
+// An exclusive flock on `path` for the life of the object: processes that share a cache (the
+// ranks of a data-parallel run) take turns creating, reading and appending it. Blocks while
+// another process holds it.
+class CacheLock {
+ public:
+  explicit CacheLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    SIEVE_THROW_IF_NOT(fd_ >= 0, "cannot open the token cache lock '" << path << "'");
+    int rc;
+    do rc = ::flock(fd_, LOCK_EX);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) ::close(fd_);
+    SIEVE_THROW_IF_NOT(rc == 0, "cannot lock '" << path << "'");
+  }
+  ~CacheLock() { ::close(fd_); }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 std::string TokenStateCache::key(const std::string& text) { return hex16(fnv1a(text)) + ":" + std::to_string(text.size()); }
@@ -50,28 +74,38 @@ TokenStateCache::TokenStateCache(const std::string& dir, const std::string& enco
   const std::string name = hex16(fnv1a(encoder_identity + "\t" + std::to_string(max_length)));
   index_path_ = path_join(dir, name + ".index");
   states_path_ = path_join(dir, name + ".states");
+  lock_path_ = path_join(dir, name + ".lock");
   std::ostringstream header;
   header << kMagic << ' ' << kVersion << ' ' << dim << ' ' << max_length << ' ' << encoder_identity;
+  header_ = header.str();
+  CacheLock lock(lock_path_);
   if (!is_file(index_path_)) {
+    std::FILE* s = std::fopen(states_path_.c_str(), "ab");  // the states file exists before the index names it
+    SIEVE_THROW_IF_NOT(s, "cannot create '" << states_path_ << "'");
+    std::fclose(s);
     std::FILE* f = std::fopen(index_path_.c_str(), "wb");
     SIEVE_THROW_IF_NOT(f, "cannot create '" << index_path_ << "'");
-    const std::string line = header.str() + "\n";
+    const std::string line = header_ + "\n";
     append(f, index_path_, line.data(), line.size());
     flush(f, index_path_);
     std::fclose(f);
-    std::FILE* s = std::fopen(states_path_.c_str(), "ab");
-    SIEVE_THROW_IF_NOT(s, "cannot create '" << states_path_ << "'");
-    std::fclose(s);
   }
+  load_index();
+  reused_ = entries_.size();
+}
+
+void TokenStateCache::load_index() {
   const std::string text = read_file(index_path_);
   std::istringstream in(text);
   std::string line;
-  SIEVE_THROW_IF_NOT(std::getline(in, line) && line == header.str(),
+  SIEVE_THROW_IF_NOT(std::getline(in, line) && line == header_,
                      "'" << index_path_ << "' is not a token cache of this encoder (header '" << line << "', expected '"
-                         << header.str() << "')");
+                         << header_ << "')");
   size_t line_no = 1;
+  std::error_code ec;
   const uint64_t states_size = std::filesystem::file_size(states_path_, ec);
   SIEVE_THROW_IF_NOT(!ec, "cannot read '" << states_path_ << "': " << ec.message());
+  entries_.clear();
   while (std::getline(in, line)) {
     ++line_no;
     if (in.eof() && !text.empty() && text.back() != '\n') break;  // a line cut by an interrupted run
@@ -87,7 +121,6 @@ TokenStateCache::TokenStateCache(const std::string& dir, const std::string& enco
                        index_path_ << ":" << line_no << ": the entry runs past the end of '" << states_path_ << "'");
     entries_[k] = e;
   }
-  reused_ = entries_.size();
   remap();
 }
 
@@ -99,6 +132,8 @@ void TokenStateCache::remap() {
 bool TokenStateCache::contains(const std::string& text) const { return entries_.count(key(text)) != 0; }
 
 void TokenStateCache::add(const Encoder& encoder, const std::vector<std::string>& texts, bool progress) {
+  CacheLock lock(lock_path_);
+  load_index();  // another process may have appended since this one last read
   std::vector<std::string> todo;
   {
     std::unordered_map<std::string, bool> seen;

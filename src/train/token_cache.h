@@ -8,7 +8,8 @@
 //                 one line per record: text hash (FNV-1a, 16 hex), text length, offset, rows, CRC-32
 // Records are appended (states first, index line after, both flushed), so an interrupted run
 // leaves at worst an unindexed tail, which is never read. Each record's CRC-32 is checked when it
-// is read.
+// is read. An flock on <key>.lock serialises the processes that share a cache (the ranks of a
+// data-parallel run): one encodes, the others wait and then read what it appended.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +50,9 @@ class TokenStateCache {
   };
   static std::string key(const std::string& text);
   void remap();
+  void load_index();  // (re)reads the index; the caller holds the lock
 
-  std::string index_path_, states_path_;
+  std::string index_path_, states_path_, lock_path_, header_;
   size_t dim_;
   std::unordered_map<std::string, Entry> entries_;  // key(text) -> record
   MappedFile map_;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "sieve/encoder.h"
 #include "sieve/index.h"
@@ -92,6 +93,36 @@ TEST(TokenStateCache, ReturnsTheEncodersStatesReusesThemAndChecksThem) {
   EXPECT_EQ(train::TokenStateCache(dir + "/cache", id, enc->dim(), 64).size(), 20u);
   std::ofstream(index, std::ios::app) << "\n";
   test::expect_error([&] { train::TokenStateCache(dir + "/cache", id, enc->dim(), 64); }, "malformed token cache entry");
+}
+
+TEST(TokenStateCache, TwoWritersOfOneCacheTakeTurns) {
+  // Two caches open on one folder at once (as the ranks of a data-parallel run do) and add the
+  // same texts: the flock makes one encode and the other find them, so every text is stored once.
+  const std::string dir = test::make_temp_dir("token_cache_two");
+  write_fixture_model(dir + "/model", test::tiny_model_options(22));
+  auto enc = Encoder::load(dir + "/model");
+  const auto texts = sentences(30, 2);
+  const std::string id = model_identity(dir + "/model");
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      try {
+        train::TokenStateCache cache(dir + "/cache", id, enc->dim(), 64);
+        cache.add(*enc, texts, false);
+        for (const auto& t : texts) (void)cache.get(t);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(w)] = e.what();
+      }
+    });
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  train::TokenStateCache cache(dir + "/cache", id, enc->dim(), 64);
+  EXPECT_EQ(cache.size(), texts.size());
+  uint64_t want_bytes = 0;
+  for (const auto& t : texts) want_bytes += cache.get(t).length * (enc->dim() * 2 + 4);
+  EXPECT_EQ(std::filesystem::file_size(cache.states_path()), want_bytes);  // no record twice
 }
 
 // Labelled pairs: a sentence against itself is the same (1), against its role swap not (0).
