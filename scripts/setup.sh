@@ -22,7 +22,7 @@ PACKAGES=(
   build-essential cmake pkg-config jq
   libtorch-dev libopenblas-dev libgloo-dev
   libfaiss-dev libxapian-dev zlib1g-dev
-  libutf8proc-dev libsentencepiece-dev libpcre2-dev
+  libutf8proc-dev libsentencepiece-dev libpcre2-dev libssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   wordnet-base dict-gcide dict-foldoc

@@ -233,7 +233,15 @@ BuildReport add_documents(const std::string& index_dir, const std::vector<Docume
 /// What the encoder reads of a document: `title + " " + text`, or the text when there is no title.
 std::string encoder_text(const Document& doc);
 
-/// Hash of a model's config, vocabulary and weights: the identity an index records.
+/// The identity an index, a verifier file and a token cache record for the model they were made
+/// with: "sha256:<SHA-256 of the weights file>:<16 hex digits of a SHA-256 over the config and
+/// tokenizer files>". Another model, or the same model retrained, differs. Memoised per process
+/// (by path, size and modification time of each file read), so repeated checks cost nothing.
 std::string model_identity(const std::string& model_dir);
+
+/// model_identity() in the scheme of `recorded`: identities written before the SHA-256 scheme
+/// ("crc32:...": CRC-32s of the same files) are computed the old way, so that old indexes and
+/// verifier files are still checked rather than refused. Any other recorded value: model_identity().
+std::string model_identity_like(const std::string& model_dir, const std::string& recorded);
 
 }  // namespace sieve

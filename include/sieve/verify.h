@@ -113,7 +113,9 @@ class Verifier {
   /// Loads a verifier file, or makes a parameter-free one by name ("F0", "F1", "F2", any case).
   /// A name F0..F4 always means the built-in, even where a file of that name exists; a file is a
   /// path with '/' (./F1) or ending in .safetensors (or any other name of an existing file).
-  /// `encoder_identity` non-empty: a file recorded for another encoder is refused.
+  /// `encoder_identity` non-empty: a file recorded for another encoder, or in another identity
+  /// scheme, is refused (a string comparison). To check a file against an encoder folder whatever
+  /// scheme it records, use load_verifier_for_model or resolve_verifier.
   static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
 };
 
@@ -150,6 +152,16 @@ struct VerifierContext {
 /// encoder than the context's (checked whether or not an index is involved); "cross:DIR" = the
 /// cross-encoder in folder DIR (any encoder: it reads texts).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
+
+/// Throws sieve::Error unless `verifier` (loaded from `name`) was made for the context's encoder:
+/// the identity it records equals the encoder's, computed in the recorded scheme
+/// (model_identity_like), so files written before SHA-256 identities are still checked. A verifier
+/// that records no identity (F0-F2) passes.
+void check_verifier_encoder(const Verifier& verifier, const std::string& name, const VerifierContext& context);
+
+/// Verifier::load of a file or built-in name, checked (check_verifier_encoder) against the encoder
+/// in `model_dir` (a folder or installed name).
+std::unique_ptr<Verifier> load_verifier_for_model(const std::string& file_or_name, const std::string& model_dir);
 
 /// Scores pairs whose token states come in order: states[2i] the query, states[2i + 1] its
 /// candidate (what encoding [q0, c0, q1, c1, ...] gives). One score per pair.

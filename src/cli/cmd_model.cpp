@@ -152,7 +152,7 @@ void register_model(CLI::App& app) {
       o->e.drop_mlm_head = !o->keep_head;
       // The verifier must belong to the source encoder; it is re-recorded for the exported copy.
       std::unique_ptr<Verifier> v;
-      if (!o->verifier.empty()) v = Verifier::load(o->verifier, model_identity(o->in));
+      if (!o->verifier.empty()) v = load_verifier_for_model(o->verifier, o->in);
       export_model(o->in, o->out, o->e);
       if (v) {
         v->save_for_encoder(path_join(o->out, "verifier.safetensors"), model_identity(o->out));

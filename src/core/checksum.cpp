@@ -1,5 +1,6 @@
 #include "core/checksum.h"
 
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -38,6 +39,25 @@ std::string crc32_hex(uint32_t crc) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", crc);
   return buf;
+}
+
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char digest[32];
+  unsigned int len = 0;
+  SIEVE_THROW_IF_NOT(EVP_Digest(n > 0 ? data : "", n, digest, &len, EVP_sha256(), nullptr) == 1 && len == 32,
+                     "SHA-256 failed (OpenSSL)");
+  static const char* hex = "0123456789abcdef";
+  std::string out(64, '0');
+  for (size_t i = 0; i < 32; ++i) {
+    out[2 * i] = hex[digest[i] >> 4];
+    out[2 * i + 1] = hex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string sha256_file_hex(const std::string& path) {
+  MappedFile f(path);
+  return sha256_hex(f.data(), f.size());
 }
 
 }  // namespace sieve

@@ -1,4 +1,5 @@
-// CRC-32 (the zlib/PNG polynomial) for file and record checksums.
+// CRC-32 (the zlib/PNG polynomial) for file and record checksums; SHA-256 (OpenSSL's libcrypto)
+// where an identity must not collide by accident or design.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,13 @@ uint32_t crc32_file(const std::string& path, size_t limit = SIZE_MAX);
 
 /// Eight lowercase hex digits.
 std::string crc32_hex(uint32_t crc);
+
+/// SHA-256 of `n` bytes as 64 lowercase hex digits.
+std::string sha256_hex(const void* data, size_t n);
+
+/// SHA-256 of a whole file (memory-mapped) as 64 lowercase hex digits; throws sieve::Error when
+/// it cannot be read.
+std::string sha256_file_hex(const std::string& path);
 
 /// FNV-1a's 64-bit offset basis.
 constexpr uint64_t kFnv1aOffset = 1469598103934665603ull;

@@ -84,7 +84,7 @@ nlohmann::json evaluate_cell(const Shared& sh, VerifierKind kind, const std::str
   if (is_file(cell_file)) return read_json(cell_file);
   const nlohmann::json trained = train_cell(sh, kind, regime, seed, dir);
   const std::string encoder = trained["encoder"], verifier_ref = trained["verifier"];
-  auto verifier = Verifier::load(verifier_ref, model_identity(encoder));
+  auto verifier = load_verifier_for_model(verifier_ref, encoder);
 
   nlohmann::json c;
   c["verifier_type"] = verifier_kind_name(kind);

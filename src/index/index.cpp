@@ -174,7 +174,7 @@ class IndexImpl final : public Index {
     std::string model = opt.model_dir.empty() ? m_.model_path : resolve_model_dir(opt.model_dir);
     SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
                                                     << "model (a name or folder: --model)");
-    std::string identity = model_identity(model);
+    std::string identity = model_identity_like(model, m_.model_identity);
     SIEVE_THROW_IF_NOT(identity == m_.model_identity,
                        "the model at '" << model << "' is not the one index '" << dir_ << "' was built with (identity "
                                         << identity << ", the index records " << m_.model_identity

@@ -491,7 +491,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   WriteLock lock(index_dir);
   Manifest m = read_manifest(index_dir, kManifestFile);
   std::string model = model_dir.empty() ? m.model_path : model_dir;
-  std::string identity = model_identity(model);
+  std::string identity = model_identity_like(model, m.model_identity);
   SIEVE_THROW_IF_NOT(identity == m.model_identity, "the model at '" << model << "' is not the one index '" << index_dir
                                                                      << "' was built with (identity " << identity
                                                                      << " vs " << m.model_identity << ")");

@@ -97,7 +97,12 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
                                          const PipelineParams& params, Stage2Timing* timing) {
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
   const std::string& want = verifier.config().encoder_identity;
-  SIEVE_THROW_IF_NOT(want.empty() || want == index.stats().model_identity,
+  // Recorded in another scheme (a file written before SHA-256 identities): the index's encoder's
+  // identity in the verifier's scheme (memoised, so computed once per process).
+  SIEVE_THROW_IF_NOT(want.empty() || want == index.stats().model_identity ||
+                         (want.substr(0, want.find(':')) !=
+                              index.stats().model_identity.substr(0, index.stats().model_identity.find(':')) &&
+                          model_identity_like(index.shared_encoder()->info().dir, want) == want),
                      "the verifier was made for encoder " << want << ", the index uses " << index.stats().model_identity);
   SearchParams sp = params.stage1;
   sp.k = params.candidates;

@@ -32,16 +32,32 @@ ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext
     return r;
   }
   // Built-in names need no identity; a file is checked against the encoder that will feed it.
-  std::string identity;
   try {
     (void)verifier_kind_from_name(r.name);
   } catch (const Error&) {
     r.file = true;
-    identity = context.encoder_identity.empty() ? model_identity(resolve_model_dir(context.model_dir))
-                                                : context.encoder_identity;
   }
-  r.verifier = Verifier::load(r.name, identity);
+  r.verifier = Verifier::load(r.name, "");
+  if (r.file) check_verifier_encoder(*r.verifier, r.name, context);
   return r;
+}
+
+void check_verifier_encoder(const Verifier& verifier, const std::string& name, const VerifierContext& context) {
+  const std::string& recorded = verifier.config().encoder_identity;
+  if (recorded.empty()) return;
+  // The context's identity when it is of the recorded scheme; else the encoder's, computed so.
+  auto scheme = [](const std::string& id) { return id.substr(0, id.find(':')); };
+  std::string have = context.encoder_identity;
+  if (have.empty() || scheme(have) != scheme(recorded))
+    have = model_identity_like(resolve_model_dir(context.model_dir), recorded);
+  SIEVE_THROW_IF_NOT(have == recorded, "verifier '" << name << "' was trained for encoder " << recorded
+                                                    << ", not for this one (" << have << ")");
+}
+
+std::unique_ptr<Verifier> load_verifier_for_model(const std::string& file_or_name, const std::string& model_dir) {
+  auto v = Verifier::load(file_or_name, "");
+  check_verifier_encoder(*v, file_or_name, {model_dir, ""});
+  return v;
 }
 
 }  // namespace sieve

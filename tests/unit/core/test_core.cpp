@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/mmap_file.h"
 #include "sieve/error.h"
@@ -25,6 +26,24 @@ TEST(Error, ThrowIfNotStreamsTheMessage) {
     EXPECT_STREQ(e.what(), "x was 3, expected 4");
   }
   EXPECT_NO_THROW(SIEVE_THROW_IF_NOT(x == 3, "unused"));
+}
+
+TEST(Checksum, Sha256MatchesThePublishedTestVectors) {
+  // FIPS 180-2, appendix B: "abc", the 448-bit message, a million 'a'; and the empty message.
+  EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256_hex(two.data(), two.size()), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1000000, 'a');
+  EXPECT_EQ(sha256_hex(million.data(), million.size()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(sha256_hex(nullptr, 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  // A file hashes as its bytes; an empty file as the empty message; a missing one is an error.
+  const std::string dir = test::make_temp_dir("sha256");
+  std::ofstream(dir + "/m") << million;
+  std::ofstream(dir + "/e").flush();
+  EXPECT_EQ(sha256_file_hex(dir + "/m"), sha256_hex(million.data(), million.size()));
+  EXPECT_EQ(sha256_file_hex(dir + "/e"), sha256_hex(nullptr, 0));
+  EXPECT_THROW(sha256_file_hex(dir + "/none"), Error);
 }
 
 TEST(ErrorDeathTest, AssertAborts) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
@@ -440,6 +441,89 @@ TEST(IndexBadInput, OtherModelAndOtherVersion) {
   write_text(manifest, text);
   EXPECT_NE(error_of([&] { Index::open(dir + "/ix"); }).find("format version 9"), std::string::npos);
   EXPECT_NE(error_of([&] { Index::open(dir + "/nothing"); }).find("does not exist"), std::string::npos);
+}
+
+// The identity is the SHA-256 of the weights (and a short digest of config and tokenizer); an
+// index recorded with the older CRC-32 identity still opens with its own model and only with it.
+TEST(ModelIdentity, Sha256OfTheWeightsAndOldIndexesStillOpen) {
+  const std::string dir = make_temp_dir("identity");
+  const std::string id = model_identity(model_dir());
+  const ModelInfo info = read_model_info(model_dir());
+  EXPECT_EQ(id.substr(0, 7 + 64), "sha256:" + sha256_file_hex(info.weights_path));
+  EXPECT_EQ(id.size(), 7 + 64 + 1 + 16u);
+  EXPECT_NE(model_identity(model_dir(7)), id);
+  // A copy with one weight byte changed (same size) is another model, memo or not.
+  std::filesystem::copy(model_dir(), dir + "/copy", std::filesystem::copy_options::recursive);
+  EXPECT_EQ(model_identity(dir + "/copy"), id);
+  {
+    const ModelInfo copy = read_model_info(dir + "/copy");
+    std::fstream f(copy.weights_path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-3, std::ios::end);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(-3, std::ios::end);
+    c = static_cast<char>(c ^ 1);
+    f.write(&c, 1);
+  }
+  EXPECT_NE(model_identity(dir + "/copy"), id);
+  // An index whose manifest records the CRC-32 form.
+  build_index(model_dir(), write_jsonl(dir, "c.jsonl", make_docs(10)), dir + "/ix", small_opts());
+  index::Manifest m = index::read_manifest(dir + "/ix", "manifest.json");
+  EXPECT_EQ(m.model_identity, id);
+  const std::string legacy = model_identity_like(model_dir(), "crc32:");
+  EXPECT_EQ(legacy.rfind("crc32:", 0), 0u);
+  EXPECT_EQ(model_identity_like(model_dir(), id), id);
+  m.model_identity = legacy;
+  index::write_manifest(dir + "/ix", "manifest.json", m);
+  auto ix = Index::open(dir + "/ix");
+  EXPECT_EQ(ix->search("document", {}).hits.size(), 10u);
+  IndexOpenOptions other;
+  other.model_dir = model_dir(7);
+  EXPECT_NE(error_of([&] { Index::open(dir + "/ix", other); }).find("is not the one"), std::string::npos);
+}
+
+// A verifier file records its encoder's identity in either scheme; each face's check (resolve
+// and the pipeline) accepts it for that encoder only.
+TEST(ModelIdentity, VerifierFilesOfEitherSchemeAreCheckedAgainstTheirEncoder) {
+  const std::string dir = make_temp_dir("identity_verifier");
+  build_index(model_dir(), write_jsonl(dir, "c.jsonl", make_docs(10)), dir + "/ix", small_opts());
+  build_index(model_dir(7), write_jsonl(dir, "d.jsonl", make_docs(10)), dir + "/ix7", small_opts());
+  auto ix = Index::open(dir + "/ix");
+  auto ix7 = Index::open(dir + "/ix7");
+  for (const std::string& recorded : {model_identity(model_dir()), model_identity_like(model_dir(), "crc32:")}) {
+    VerifierConfig c;
+    c.kind = VerifierKind::F4;
+    c.encoder_dim = ix->shared_encoder()->dim();
+    c.encoder_identity = recorded;
+    const std::string file = dir + "/v.safetensors";
+    Verifier::create(c, 3)->save(file);
+    EXPECT_TRUE(resolve_verifier(file, {model_dir(), ""}).file) << recorded;
+    EXPECT_TRUE(resolve_verifier(file, {model_dir(), ix->stats().model_identity}).file) << recorded;
+    EXPECT_NE(error_of([&] { resolve_verifier(file, {model_dir(7), ""}); }).find("not for this one"), std::string::npos);
+    EXPECT_NE(error_of([&] { resolve_verifier(file, {model_dir(7), ix7->stats().model_identity}); }).find("not for this one"),
+              std::string::npos);
+    EXPECT_NO_THROW(load_verifier_for_model(file, model_dir()));
+    EXPECT_NE(error_of([&] { load_verifier_for_model(file, model_dir(7)); }).find("not for this one"), std::string::npos);
+    auto v = Verifier::load(file);
+    PipelineParams pp;
+    pp.candidates = 5;
+    pp.k = 5;
+    EXPECT_EQ(search_verified(*ix, *v, "document", pp).size(), 5u) << recorded;
+    EXPECT_NE(error_of([&] { search_verified(*ix7, *v, "document", pp); }).find("was made for encoder"),
+              std::string::npos);
+  }
+}
+
+// The real model: the identity's weights digest is the SHA-256 that the model's install manifest
+// records (computed by Python's hashlib when it was installed).
+TEST(ModelIdentity, RealModelAgreesWithItsInstallManifest) {
+  const std::string folder = find_installed_model("all-MiniLM-L6-v2");
+  if (folder.empty()) SIEVE_SKIP_ORACLE("all-MiniLM-L6-v2 is not installed (scripts/setup.sh installs it)");
+  const std::string source = folder + ".sieve.json";
+  ASSERT_TRUE(is_file(source)) << source;
+  const auto j = nlohmann::json::parse(read_file(source));
+  const std::string want = j.at("files").at("model.safetensors").get<std::string>();
+  EXPECT_EQ(model_identity(folder).substr(0, 7 + 64), "sha256:" + want);
 }
 
 TEST(IndexBadInput, DamagedFiles) {

@@ -75,7 +75,7 @@ TEST_F(SieveMini, ParaphrasesRankAboveUnrelatedSentences) {
 TEST_F(SieveMini, TheGateAcceptsAParaphraseAndRejectsRoleSwapAndNegation) {
   const std::string dir = shipped_dir();
   auto enc = Encoder::load(dir);
-  auto v = Verifier::load(dir + "/verifier.safetensors", model_identity(dir));
+  auto v = load_verifier_for_model(dir + "/verifier.safetensors", dir);
   const double t = v->config().threshold;
   ASSERT_FALSE(std::isnan(t)) << "the shipped verifier has no calibrated threshold";
   EncodeCall call;
