@@ -29,13 +29,20 @@ struct CrossEncoderMeta {
   std::string base_encoder;   ///< the folder it was trained from ("" when unknown)
   std::string base_identity;  ///< model_identity() of that folder ("" when unknown)
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold on score(); NaN = none
+  /// SHA-256 of the folder's model.safetensors when the file was written: the weights the record
+  /// (and its threshold) belong to. "" in version 1 files and before any weights exist.
+  std::string weights_sha256;
 };
 /// The sieve file's name inside a cross-encoder folder.
 constexpr const char* kCrossEncoderMetaFile = "sieve_cross_encoder.json";
-/// Reads DIR's sieve file; defaults when the folder has none; sieve::Error when it is malformed or
-/// of another format or a newer version.
+/// Reads DIR's sieve file; defaults when the folder has none; sieve::Error when it is malformed,
+/// fails its checksum (version 2: "crc32" over the compact dump of the rest), or is of another
+/// format or a newer version.
 CrossEncoderMeta read_cross_encoder_meta(const std::string& dir);
-/// Writes DIR's sieve file atomically.
+/// Writes DIR's sieve file atomically (version 2), recording the SHA-256 of DIR/model.safetensors
+/// when it exists (meta.weights_sha256 is ignored) and a checksum. CrossEncoder::load keeps the
+/// threshold only while the weights are still those: other weights load without one, with a
+/// warning to calibrate again.
 void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& meta);
 /// True when DIR/config.json names a *ForSequenceClassification architecture.
 bool is_cross_encoder_dir(const std::string& dir);

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "model/bert_classifier.h"
@@ -25,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kMetaFormat = "sieve-cross-encoder";
-constexpr int kMetaVersion = 1;
+constexpr int kMetaVersion = 2;  // 2: crc32 and weights_sha256
 
 class BertCrossEncoder final : public CrossEncoder {
  public:
@@ -55,6 +57,11 @@ class BertCrossEncoder final : public CrossEncoder {
     ensure_fast_blas(nullptr);
     const std::string weights = path_join(dir, "model.safetensors");
     SIEVE_THROW_IF_NOT(is_file(weights), "'" << dir << "': model.safetensors is missing (sieve reads safetensors weights only)");
+    if (!meta_.weights_sha256.empty() && !std::isnan(meta_.threshold) && sha256_file_hex(weights) != meta_.weights_sha256) {
+      log_warn("'" + path_join(dir, kCrossEncoderMetaFile) + "' was written for other weights than '" + weights +
+               "': its threshold is not used; calibrate again (sieve verify calibrate --verifier cross:" + dir + ")");
+      meta_.threshold = std::numeric_limits<double>::quiet_NaN();
+    }
     model_ = BertClassifier(config_, labels, /*dropout=*/0.0);
     auto file = SafetensorsFile::open(weights);
     const auto got = model_->load_weights(*file);
@@ -158,8 +165,16 @@ CrossEncoderMeta read_cross_encoder_meta(const std::string& dir) {
   SIEVE_THROW_IF_NOT(version >= 1 && version <= kMetaVersion,
                      path << ": version " << version << " is not supported (this sieve reads version " << kMetaVersion
                           << "); upgrade sieve");
+  if (version >= 2) {
+    SIEVE_THROW_IF_NOT(j.contains("crc32") && j["crc32"].is_string(), path << ": no checksum (damaged)");
+    const std::string want = j["crc32"].get<std::string>();
+    j.erase("crc32");
+    const std::string dump = j.dump();
+    SIEVE_THROW_IF_NOT(crc32_hex(crc32(dump.data(), dump.size())) == want, path << ": damaged (checksum mismatch)");
+  }
   m.base_encoder = j.value("base_encoder", "");
   m.base_identity = j.value("base_identity", "");
+  m.weights_sha256 = j.value("weights_sha256", "");
   if (j.contains("threshold") && j["threshold"].is_number()) m.threshold = j["threshold"].get<double>();
   return m;
 }
@@ -168,6 +183,10 @@ void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& m)
   json j = {{"format", kMetaFormat}, {"version", kMetaVersion}, {"base_encoder", m.base_encoder},
             {"base_identity", m.base_identity}};
   j["threshold"] = std::isnan(m.threshold) ? json(nullptr) : json(m.threshold);
+  const std::string weights = path_join(dir, "model.safetensors");
+  j["weights_sha256"] = is_file(weights) ? sha256_file_hex(weights) : std::string();
+  const std::string dump = j.dump();
+  j["crc32"] = crc32_hex(crc32(dump.data(), dump.size()));
   write_file_atomic(path_join(dir, kCrossEncoderMetaFile), j.dump(2) + "\n");
 }
 

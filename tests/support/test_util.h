@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -38,6 +39,18 @@ inline std::string make_temp_dir(const std::string& tag) {
   char* p = ::mkdtemp(tmpl.data());
   if (p == nullptr) throw std::runtime_error("mkdtemp failed");
   return tmpl;
+}
+
+/// XORs the byte at `offset` of a file with `mask`: the file keeps its size, so only a checksum
+/// or a digest can tell.
+inline void flip_byte(const std::string& path, size_t offset, char mask = 0x5a) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ mask));
 }
 
 /// Path of a file in ../shared/data, or empty when the shared data is absent.

@@ -67,14 +67,4 @@ inline IndexBuildOptions small_opts() {
   return o;
 }
 
-inline void flip_byte(const std::string& path, size_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(static_cast<char>(c ^ 0x5a));
-}
-
-
 }  // namespace sieve::test

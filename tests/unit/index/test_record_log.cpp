@@ -27,16 +27,7 @@ std::string record_string(const RecordLogReader& r, size_t i) {
   return std::string(reinterpret_cast<const char*>(rec.data), rec.size);
 }
 
-void flip_byte(const std::string& path, size_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f.is_open()) << path;
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0xFF);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.write(&c, 1);
-}
+void flip_byte(const std::string& path, size_t offset) { test::flip_byte(path, offset, static_cast<char>(0xFF)); }
 
 void write_u32_at(const std::string& path, size_t offset, uint32_t v) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "eval/pairs.h"
 #include "sieve/cross_encoder.h"
@@ -211,6 +213,29 @@ TEST(CrossEncoder, MetaFileRoundTripsAndIsChecked) {
   test::expect_error([&] { read_cross_encoder_meta(d); }, "version 9");
   write_file_atomic(d + "/" + kCrossEncoderMetaFile, R"({"format": "other"})");
   test::expect_error([&] { read_cross_encoder_meta(d); }, "not a sieve cross-encoder file");
+  // Version 2 carries a checksum: an edited value is refused; a version 1 file has none and reads.
+  write_cross_encoder_meta(d, m);
+  std::string text = read_file(d + "/" + kCrossEncoderMetaFile);
+  ASSERT_NE(text.find("0.625"), std::string::npos);
+  text.replace(text.find("0.625"), 5, "0.125");
+  write_file_atomic(d + "/" + kCrossEncoderMetaFile, text);
+  test::expect_error([&] { read_cross_encoder_meta(d); }, "checksum mismatch");
+  write_file_atomic(d + "/" + kCrossEncoderMetaFile,
+                    R"({"format": "sieve-cross-encoder", "version": 1, "threshold": 0.25, "base_encoder": "/y"})");
+  EXPECT_EQ(read_cross_encoder_meta(d).threshold, 0.25);
+}
+
+TEST(CrossEncoder, AThresholdIsKeptOnlyForTheWeightsItWasCalibratedOn) {
+  const std::string d = test::make_temp_dir("cross_weights") + "/ce";
+  std::filesystem::copy(last_dir(), d, std::filesystem::copy_options::recursive);
+  CrossEncoderMeta m = read_cross_encoder_meta(d);
+  m.threshold = 0.5;
+  write_cross_encoder_meta(d, m);
+  EXPECT_EQ(read_cross_encoder_meta(d).weights_sha256, sha256_file_hex(d + "/model.safetensors"));
+  EXPECT_EQ(CrossEncoder::load(d)->threshold(), 0.5);
+  test::flip_byte(d + "/model.safetensors", std::filesystem::file_size(d + "/model.safetensors") - 2, 4);
+  EXPECT_TRUE(std::isnan(CrossEncoder::load(d)->threshold()));
+  EXPECT_EQ(read_cross_encoder_meta(d).threshold, 0.5);  // the file itself is left as it was
 }
 
 TEST(CrossEncoder, RefusesAnEncoderFolder) {
