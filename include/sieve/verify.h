@@ -54,6 +54,10 @@ struct F4Options {
   /// same id (a lexical alignment the contextual cosines blur; an extension of the paper's phi).
   /// The verifier then needs the token ids with the states (TokenStates::ids).
   bool exact_match = false;
+  /// Token ids of cue words (negation cues: not, no, never, ...). Non-empty: one more channel,
+  /// K_ij = cue(query token i) + cue(candidate token j) on valid pairs, which says what the
+  /// cosines cannot: which unmatched word is a cue. Needs the token ids, as exact_match does.
+  std::vector<int32_t> cue_ids;
 };
 
 /// Optional score mode: final = F1 - beta * sigmoid(20 (F1 - tau_p)) * (1 - raw).
@@ -158,6 +162,11 @@ ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext
 /// (model_identity_like), so files written before SHA-256 identities are still checked. A verifier
 /// that records no identity (F0-F2) passes.
 void check_verifier_encoder(const Verifier& verifier, const std::string& name, const VerifierContext& context);
+
+/// The vocabulary ids of negation cue words ("not", "no", "never", "nothing", "none", "nobody",
+/// "neither", "nor", "without", "nowhere", "cannot": those the tokenizer reads as one piece, and
+/// the piece that ends "n't"), sorted: what F4Options::cue_ids takes for the negation channel.
+std::vector<int32_t> negation_cue_ids(const Tokenizer& tokenizer);
 
 /// Verifier::load of a file or built-in name, checked (check_verifier_encoder) against the encoder
 /// in `model_dir` (a folder or installed name).

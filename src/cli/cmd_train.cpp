@@ -218,9 +218,14 @@ void register_train(CLI::App& app) {
         "--exact-match", [o] { o->verifier.f3.exact_match = o->verifier.f4.exact_match = true; },
         "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id "
         "(docs/verifiers.md, \"Exact-match channel\")");
+    auto cues = std::make_shared<bool>(false);
+    cmd->add_flag("--negation-cues", *cues,
+                  "F4: one more map channel that marks negation cue words (not, no, never, n't, ...) on either side "
+                  "(docs/verifiers.md, \"Cue channel\")");
     add_common(cmd, o->common);
-    on_run(cmd, [o, kind, regime, objective] {
+    on_run(cmd, [o, kind, regime, objective, cues] {
       o->model_dir = resolve_model_dir(o->model_dir);
+      if (*cues) o->verifier.f4.cue_ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model_dir));
       o->verifier.kind = verifier_kind_from_name(*kind);
       o->objective = *objective == "pairs" ? VerifierObjective::Pairs : VerifierObjective::InfoNCE;
       o->regime = *regime == "frozen" ? VerifierRegime::Frozen : VerifierRegime::EndToEnd;

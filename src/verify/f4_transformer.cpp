@@ -73,7 +73,7 @@ F4TransformerImpl::F4TransformerImpl(const F4Options& o, int64_t map_size) : o_(
                      "F4 patch size " << o.patch << " must divide the map size " << map_size);
   const int64_t D = o.width, patches = (map_size / o.patch) * (map_size / o.patch);
   patch_embed = register_module(
-      "patch_embed", torch::nn::Conv2d(torch::nn::Conv2dOptions(phi_channels(o.augmented, o.exact_match), D, o.patch).stride(o.patch)));
+      "patch_embed", torch::nn::Conv2d(torch::nn::Conv2dOptions(phi_channels(o.augmented, o.exact_match, !o.cue_ids.empty()), D, o.patch).stride(o.patch)));
   cls_token = register_parameter("cls_token", at::randn({1, 1, D}) * 0.02);
   pos_embed = register_parameter("pos_embed", at::randn({1, patches + 1, D}) * 0.02);
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
@@ -91,7 +91,7 @@ std::pair<int64_t, int64_t> F4TransformerImpl::used_grid(const Maps& m) const {
 
 std::pair<at::Tensor, at::Tensor> F4TransformerImpl::embed(const Maps& m, int64_t rows, int64_t cols, bool as_matmul) {
   const int64_t P = o_.patch, grid = size_ / P, D = o_.width;
-  at::Tensor img = phi(m, rows * P, cols * P, o_.augmented, /*zero_invalid=*/true, o_.exact_match);
+  at::Tensor img = phi(m, rows * P, cols * P, o_.augmented, /*zero_invalid=*/true, o_.exact_match, &o_.cue_ids);
   at::Tensor pair = pad_to(m.pair, rows * P, cols * P);
   const int64_t B = img.size(0), C = img.size(1);
   at::Tensor x;
@@ -125,7 +125,7 @@ at::Tensor F4TransformerImpl::forward(const Maps& m, bool crop) {
 }
 
 at::Tensor F4TransformerImpl::score(const Maps& m) {
-  if (layers->size() == 1 && !o_.exact_match) {  // the fast path knows phi's three channels only
+  if (layers->size() == 1 && !o_.exact_match && o_.cue_ids.empty()) {  // the fast path knows phi's three channels only
     at::Tensor s = score_single_layer(m);
     if (s.defined()) return s;
   }

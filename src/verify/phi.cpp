@@ -12,7 +12,8 @@ at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols) {
   return at::constant_pad_nd(y, {0, cols - y.size(2), 0, rows - y.size(1)}, 0.0);
 }
 
-at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid, bool exact_match) {
+at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid, bool exact_match,
+               const std::vector<int32_t>* cue_ids) {
   at::Tensor M = pad_to(m.M, rows, cols);
   at::Tensor P = pad_to(m.pair, rows, cols);
   at::Tensor x;
@@ -32,6 +33,8 @@ at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool z
                        "this verifier reads token ids (its exact-match channel), and the token states carry none");
     x = at::cat({x, pad_to(m.match, rows, cols).to(x.scalar_type()).unsqueeze(1)}, 1);
   }
+  if (cue_ids && !cue_ids->empty())
+    x = at::cat({x, pad_to(cue_map(m, *cue_ids), rows, cols).to(x.scalar_type()).unsqueeze(1)}, 1);
   if (zero_invalid) x = x * P.unsqueeze(1);
   return x;
 }

@@ -20,8 +20,21 @@ Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Te
   m.c_mask = c_mask.to(Q.scalar_type());
   m.pair = m.q_mask.unsqueeze(2) * m.c_mask.unsqueeze(1);
   m.M = at::bmm(qn, cn.transpose(1, 2)) * m.pair;
-  if (q_ids.defined() && c_ids.defined()) m.match = match_map(q_ids, c_ids, m.pair);
+  if (q_ids.defined() && c_ids.defined()) {
+    m.match = match_map(q_ids, c_ids, m.pair);
+    m.q_ids = q_ids;
+    m.c_ids = c_ids;
+  }
   return m;
+}
+
+at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids) {
+  SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
+                     "this verifier reads token ids (its cue channel), and the token states carry none");
+  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(m.q_ids.device());
+  at::Tensor q = at::isin(m.q_ids, cues).to(m.pair.scalar_type());
+  at::Tensor c = at::isin(m.c_ids, cues).to(m.pair.scalar_type());
+  return (q.unsqueeze(2) + c.unsqueeze(1)) * m.pair;
 }
 
 at::Tensor match_map(const at::Tensor& q_ids, const at::Tensor& c_ids, const at::Tensor& pair) {
@@ -105,7 +118,11 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
   maps.pair = maps.q_mask.unsqueeze(2) * maps.c_mask.unsqueeze(1);
   maps.M = (Mt * inv).transpose(1, 2).contiguous() * maps.pair;
   at::Tensor q_ids = pack_ids({&query}, max_tokens, m), c_ids = pack_ids(candidates, max_tokens, n);
-  if (q_ids.defined() && c_ids.defined()) maps.match = match_map(q_ids.expand({B, m}), c_ids, maps.pair);
+  if (q_ids.defined() && c_ids.defined()) {
+    maps.q_ids = q_ids.expand({B, m});
+    maps.c_ids = c_ids;
+    maps.match = match_map(maps.q_ids, c_ids, maps.pair);
+  }
   return maps;
 }
 

@@ -16,7 +16,13 @@ struct Maps {
   at::Tensor q_mask;  ///< [B, m] float
   at::Tensor c_mask;  ///< [B, n] float
   at::Tensor match;   ///< [B, m, n] float, 1 at valid pairs of equal token ids; undefined when ids are unknown
+  at::Tensor q_ids;   ///< [B, m] int64 token ids (-1 = padding); undefined when unknown
+  at::Tensor c_ids;   ///< [B, n] int64 token ids (-1 = padding); undefined when unknown
 };
+
+/// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t is
+/// one of `cue_ids` (0, 1 or 2 at a valid pair). Needs the maps' ids.
+at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids);
 
 /// M = normalize(Q) normalize(C)^T over the last dimension, batched; Q [B, m, d], C [B, n, d],
 /// masks [B, m] and [B, n] (1 = real token). Differentiable. With token ids ([B, m] and [B, n]

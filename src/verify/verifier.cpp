@@ -24,14 +24,16 @@ namespace {
 using namespace sieve::verify;
 
 constexpr const char* kMetadataKey = "sieve_verifier";
-// Version 2 adds the exact-match channel; a file without it is still written as version 1, so
-// that older readers keep reading what they can.
-constexpr int kVerifierFormatVersion = 2;
+// Version 2 adds the exact-match channel, version 3 the cue channel (f4.cue_ids); a file without
+// them is still written as the lowest version that holds it, so that older readers keep reading
+// what they can (and refuse what they cannot compute).
+constexpr int kVerifierFormatVersion = 3;
 
 nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v2 = reads_token_ids(c);
+  const bool v3 = c.kind == VerifierKind::F4 && !c.f4.cue_ids.empty();
   nlohmann::json j = {
-      {"format_version", v2 ? kVerifierFormatVersion : 1},
+      {"format_version", v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -48,6 +50,7 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
     j["f3"]["exact_match"] = c.f3.exact_match;
     j["f4"]["exact_match"] = c.f4.exact_match;
   }
+  if (v3) j["f4"]["cue_ids"] = c.f4.cue_ids;
   return j;
 }
 
@@ -70,6 +73,7 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
     c.f4 = {f4.at("width"), f4.at("layers"), f4.at("heads"), f4.at("ff"), f4.at("patch"), f4.at("augmented"), f4.at("dropout")};
     c.f3.exact_match = f3.value("exact_match", false);
     c.f4.exact_match = f4.value("exact_match", false);
+    if (f4.contains("cue_ids")) c.f4.cue_ids = f4.at("cue_ids").get<std::vector<int32_t>>();
     const auto& p = j.at("penalty");
     c.penalty = {p.at("enabled"), p.at("beta"), p.at("tau_p")};
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
@@ -235,7 +239,8 @@ void VerifierModule::load_weights(const SafetensorsFile& f) {
 }  // namespace verify
 
 bool reads_token_ids(const VerifierConfig& c) {
-  return (c.kind == VerifierKind::F3 && c.f3.exact_match) || (c.kind == VerifierKind::F4 && c.f4.exact_match);
+  return (c.kind == VerifierKind::F3 && c.f3.exact_match) ||
+         (c.kind == VerifierKind::F4 && (c.f4.exact_match || !c.f4.cue_ids.empty()));
 }
 
 const char* verifier_kind_name(VerifierKind k) {
