@@ -221,11 +221,15 @@ void register_train(CLI::App& app) {
     auto cues = std::make_shared<bool>(false);
     cmd->add_flag("--negation-cues", *cues,
                   "F4: one more map channel that marks negation cue words (not, no, never, n't, ...) on either side "
-                  "(docs/verifiers.md, \"Cue channel\")");
+                  "(docs/training.md, \"Cue channel\")");
     add_common(cmd, o->common);
     on_run(cmd, [o, kind, regime, objective, cues] {
       o->model_dir = resolve_model_dir(o->model_dir);
-      if (*cues) o->verifier.f4.cue_ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model_dir));
+      o->verifier.kind = verifier_kind_from_name(*kind);
+      if (*cues) {
+        SIEVE_THROW_IF_NOT(o->verifier.kind == VerifierKind::F4, "--negation-cues is a channel of F4 (--kind F4)");
+        o->verifier.f4.cue_ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model_dir));
+      }
       o->verifier.kind = verifier_kind_from_name(*kind);
       o->objective = *objective == "pairs" ? VerifierObjective::Pairs : VerifierObjective::InfoNCE;
       o->regime = *regime == "frozen" ? VerifierRegime::Frozen : VerifierRegime::EndToEnd;

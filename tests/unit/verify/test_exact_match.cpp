@@ -9,6 +9,7 @@
 #include "sieve/safetensors.h"
 #include "sieve/verify.h"
 #include "support/test_util.h"
+#include "unit/verify/token_ids_util.h"
 #include "verify/f4_transformer.h"
 #include "verify/phi.h"
 #include "verify/similarity_map.h"
@@ -16,25 +17,9 @@
 namespace sieve {
 namespace {
 
-constexpr size_t kD = 16;
-
-// Random states with ids drawn from a small vocabulary, so that some ids repeat across texts.
-TokenStates tokens_with_ids(size_t len, std::mt19937& rng, int vocab = 6) {
-  std::normal_distribution<float> g;
-  std::uniform_int_distribution<int> id(0, vocab - 1);
-  TokenStates t;
-  t.length = len;
-  t.values.resize(len * kD);
-  for (auto& v : t.values) v = g(rng);
-  for (size_t i = 0; i < len; ++i) t.ids.push_back(id(rng));
-  return t;
-}
-
-std::vector<const TokenStates*> ptrs(const std::vector<TokenStates>& v) {
-  std::vector<const TokenStates*> p;
-  for (auto& t : v) p.push_back(&t);
-  return p;
-}
+constexpr size_t kD = test::kIdsDim;
+using test::ptrs;
+using test::tokens_with_ids;
 
 TEST(ExactMatch, QueryMapsMatchAPlainLoop) {
   std::mt19937 rng(5);
