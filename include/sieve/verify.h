@@ -157,7 +157,7 @@ struct VerifierContext {
 /// cross-encoder in folder DIR (any encoder: it reads texts).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
 
-/// Throws sieve::Error unless `verifier` (loaded from `name`) was made for the context's encoder:
+/// Throws sieve::Error unless `verifier` (loaded from `name`; "" = unnamed) was made for the context's encoder:
 /// the identity it records equals the encoder's, computed in the recorded scheme
 /// (model_identity_like), so files written before SHA-256 identities are still checked. A verifier
 /// that records no identity (F0-F2) passes.

@@ -96,14 +96,11 @@ std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder&
 std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
-  const std::string& want = verifier.config().encoder_identity;
-  // Recorded in another scheme (a file written before SHA-256 identities): the index's encoder's
-  // identity in the verifier's scheme (memoised, so computed once per process).
-  SIEVE_THROW_IF_NOT(want.empty() || want == index.stats().model_identity ||
-                         (want.substr(0, want.find(':')) !=
-                              index.stats().model_identity.substr(0, index.stats().model_identity.find(':')) &&
-                          model_identity_like(index.shared_encoder()->info().dir, want) == want),
-                     "the verifier was made for encoder " << want << ", the index uses " << index.stats().model_identity);
+  // The one check of a verifier against its encoder (a string comparison when both identities
+  // are of one scheme; otherwise the index's encoder's identity, memoised, in the verifier's).
+  const auto encoder = index.shared_encoder();
+  check_verifier_encoder(verifier, "", {encoder ? encoder->info().dir : index.stats().model_path,
+                                        index.stats().model_identity});
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
   sp.query_tokens = true;

@@ -50,8 +50,9 @@ void check_verifier_encoder(const Verifier& verifier, const std::string& name, c
   std::string have = context.encoder_identity;
   if (have.empty() || scheme(have) != scheme(recorded))
     have = model_identity_like(resolve_model_dir(context.model_dir), recorded);
-  SIEVE_THROW_IF_NOT(have == recorded, "verifier '" << name << "' was trained for encoder " << recorded
-                                                    << ", not for this one (" << have << ")");
+  SIEVE_THROW_IF_NOT(have == recorded, (name.empty() ? std::string("the verifier") : "verifier '" + name + "'")
+                                           << " was trained for encoder " << recorded << ", not for this one (" << have
+                                           << ")");
 }
 
 std::unique_ptr<Verifier> load_verifier_for_model(const std::string& file_or_name, const std::string& model_dir) {
