@@ -1,4 +1,5 @@
-// Cost of stage 2 per candidate: the token-map verifiers F1 and F4 (untrained: timing only)
+// Cost of stage 2 per candidate: the token-map verifiers F1 and F4 (untrained: timing only) and
+// the gate shipped for the model (F2 with its cue and order penalties, which read token ids)
 // against the cross-encoder, at K candidates per query, on sentence-length candidates (SciFact
 // claims, ~20 tokens) and abstract-length ones (SciFact abstracts, cut at 256 tokens). One JSON
 // object on stdout (docs/benchmarks.md).
@@ -58,12 +59,13 @@ int main(int argc, char** argv) {
   ensure_fast_blas(argv);
   tune_allocator();
   CLI::App app{"sieve stage-2 cost: F1, F4 and the cross-encoder per candidate"};
-  std::string model = "all-MiniLM-L6-v2", cross_dir, scifact = "/work/shared/data/retrieval/scifact";
+  std::string model = "all-MiniLM-L6-v2", cross_dir, gate = "default", scifact = "/work/shared/data/retrieval/scifact";
   size_t K = 100, nq = 5, batch = 32;
   int threads = 2;
   app.add_option("--model", model, "Encoder (token states for F1/F4; the cross-encoder's base without --cross)");
   app.add_option("--cross", cross_dir, "Cross-encoder folder (default: one made from --model with a seeded head)");
   app.add_option("--scifact", scifact, "BEIR SciFact folder (queries.jsonl, corpus.jsonl)");
+  app.add_option("--gate", gate, "A verifier file timed as \"gate\" (default: the one shipped for --model, if any; none: skip)");
   app.add_option("--k", K, "Candidates per query");
   app.add_option("--queries", nq, "Queries timed per setting");
   app.add_option("--batch-size", batch, "Cross-encoder pairs per forward pass");
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   set_compute_threads(threads);
   model = resolve_model_dir(model);
+  if (gate == "default") gate = default_verifier(model, "");
+  if (gate == "none") gate.clear();
 
   const std::vector<std::string> claims = scifact_claims(scifact, nq + K);
   const std::vector<std::string> docs = scifact_documents(scifact, K);
@@ -104,7 +108,7 @@ int main(int argc, char** argv) {
   call.token_states = true;
   const Embeddings qe = enc->encode(queries, call);
 
-  json out = {{"model", model}, {"cross_encoder", cross_dir}, {"K", K}, {"queries", nq}, {"threads", threads},
+  json out = {{"model", model}, {"cross_encoder", cross_dir}, {"gate", gate}, {"K", K}, {"queries", nq}, {"threads", threads},
               {"cross_batch_size", batch}, {"max_length_encoder", enc->max_length()},
               {"max_length_cross", cross->max_length()}};
   double q_tokens = 0;
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
       c.encoder_dim = enc->dim();
       scorers.push_back({name, Verifier::create(c)});
     }
+    if (!gate.empty()) scorers.push_back({"gate", load_verifier_for_model(gate, model)});
     for (auto& sc : scorers) {
       sc.v->score(qe.tokens[0], ptrs);  // warm-up
       auto t0 = Clock::now();

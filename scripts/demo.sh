@@ -88,3 +88,51 @@ echo
 echo "== sieve explain \"the dog bit the man\" \"the man bit the dog\" (heatmap: $DEMO/explain.svg)"
 "$S" explain -m "$MODEL_DIR" "${VFLAGS[@]}" --svg "$DEMO/explain.svg" "the dog bit the man" "the man bit the dog" 2>/dev/null |
   jq -c '{verifier, score, threshold, decision, stage1_cosine}'
+if [[ -z "$VERIFIER" ]]; then exit 0; fi
+
+# The gate on statement pairs (same meaning?), with its score next to its threshold.
+echo
+echo "== the gate on statement pairs: same meaning? (score against the calibrated threshold)"
+PAIRS="$DEMO/pairs.tsv"
+printf 'sentence1\tsentence2\tcategory\n' > "$PAIRS"
+cat >> "$PAIRS" <<'PAIRS_END'
+the quarterback fumbled the snap	the snap was fumbled by the quarterback	passive (same)
+the teacher praised the student	the instructor commended the pupil	synonyms (same)
+the physician made his rounds	the doctor made his rounds	synonym (same)
+the quarterback fumbled the snap	the snap fumbled the quarterback	role swap (changed)
+the teacher praised the student	the student praised the teacher	role swap (changed)
+the quarterback fumbled the snap	the quarterback was fumbled by the snap	passive-looking role swap (changed)
+the doctor made his rounds	the doctor did not make his rounds	negation (changed)
+the physician made his rounds	the postman made his rounds	another person (changed)
+the doctor did not make his rounds	the doctor goes on his rounds first thing every morning	negated (changed)
+PAIRS_END
+printf 'score\tthreshold\taccepted\tkind\tpair\n'
+"$S" verify score -m "$MODEL_DIR" "${VFLAGS[@]}" --pairs "$PAIRS" 2>/dev/null |
+  jq -r '[(.score * 1000 | round / 1000), (.threshold * 1000 | round / 1000), (if .accepted then "yes" else "no" end)] | @tsv' |
+  paste - <(tail -n +2 "$PAIRS" | awk -F'\t' '{ printf "%s\t\"%s\" / \"%s\"\n", $3, $1, $2 }')
+
+# A near-miss that stage 1 ranks first, and the gate removes it: a few statements and their twins.
+CLAIMS="$DEMO/claims.txt"
+cat > "$CLAIMS" <<'CLAIMS_END'
+the man bit the dog
+the dog did not bite the man
+the man was bitten by the dog
+the dog was bitten by the man
+the committee approved the budget on friday
+the committee did not approve the budget
+the budget was approved by the committee
+the budget approved the committee
+CLAIMS_END
+if [[ ! -f "$DEMO/claims/manifest.json" || "$CLAIMS" -nt "$DEMO/claims/manifest.json" ]]; then
+  "$S" index build -m "$MODEL_DIR" --corpus "$CLAIMS" --out "$DEMO/claims" --force >/dev/null 2>>"$LOG"
+fi
+for q in "the dog bit the man" "the committee approved the budget"; do
+  echo
+  echo "== claim matching \"$q\" over $(wc -l < "$CLAIMS") statements: stage 1 alone, then with the gate"
+  printf 'rank\tstage1\tstage2\taccepted\ttext\n'
+  "$S" search --index "$DEMO/claims" "${VFLAGS[@]}" --candidates 8 -k 3 --output tsv --text "$q" 2>/dev/null |
+    tail -n +2 | cut -f2,4,6,7,8
+  echo "-- with --gate (only what means the same remains):"
+  "$S" search --index "$DEMO/claims" "${VFLAGS[@]}" --gate --candidates 8 -k 3 --output tsv --text "$q" 2>/dev/null |
+    tail -n +2 | cut -f2,4,6,7,8
+done

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The recipe of the gate verifier shipped for a real encoder (default all-MiniLM-L6-v2):
 # human-written pair sets split once into train / dev / eval -> generated rewrites and near-misses
-# of WordNet and SciFact sentences, split the same way -> one labelled training file -> F4 on the
-# frozen encoder's cached token states (BCE on labelled pairs) -> gate calibrated on the dev parts
-# -> every eval part scored (pooled cosine, F1, F2, the verifier) -> OUT.
+# of WordNet and SciFact sentences, split the same way -> one labelled training file and one dev
+# file -> the verifier: KIND=F2 (the default and what ships: training-free F2 with the negation
+# cue penalty and the order penalty, lambda / tau / weights chosen on the dev parts only by
+# scripts/tune-gate.py) or KIND=F3/F4 (trained on the frozen encoder's cached token states, BCE on
+# labelled pairs) -> gate calibrated on the dev parts -> every eval part scored (pooled cosine, F1,
+# F2, the verifier) -> OUT. models/all-MiniLM-L6-v2.verifier.md is the shipped file's card.
 # Resumable: each step is skipped when its output exists, and training resumes from its newest
 # checkpoint; the token-state cache (float16, memory-mapped) is shared by every training run on
 # the same encoder. Step times go to WORK/times.tsv. Sizes come from the environment.
@@ -14,11 +17,11 @@ WORK="${1:-work/gate}"
 OUT="${2:-$WORK/ship/verifier.safetensors}"
 MODEL="${MODEL:-all-MiniLM-L6-v2}"
 DATA="${SIEVE_SHARED_DATA:-../shared/data}"
-KIND="${KIND:-F4}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
+KIND="${KIND:-F2}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
 MAX_TOKENS="${MAX_TOKENS:-64}" MAX_LENGTH="${MAX_LENGTH:-64}" EXTRA="${EXTRA:-}"
 GEN_CAP="${GEN_CAP:-1500}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:-3000}" IDENTITY="${IDENTITY:-1000}"
 SOURCES="${SOURCES:-paws,mrpc,condaqa,mixed,cannot,generated,identity}"
-PRECISION="${PRECISION:-0.9}"
+CALIBRATION="${CALIBRATION:-balanced-accuracy}" PRECISION="${PRECISION:-0.9}"
 SEED="${SEED:-42}" THREADS="${THREADS:-0}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
 REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
@@ -85,17 +88,42 @@ compose() {
 }
 step train_file "$WORK/train.tsv" compose train "$WORK/train.tsv"
 step dev_file "$WORK/dev.tsv" compose dev "$WORK/dev.tsv"
-# 5. The verifier on the frozen encoder's cached token states.
+# 5. The verifier. F3/F4: trained on the frozen encoder's cached token states. F2 (the shipped
+# default): training-free; lambda, tau and the cue penalty chosen on the dev parts only.
 RUN="$WORK/run-$KIND"
-step train "$RUN/verifier.safetensors" "$S" train verifier --model "$MODEL" --train "$WORK/train.tsv" \
-  --objective pairs --kind "$KIND" --steps "$STEPS" --batch-size "$BATCH" --lr "$LR" --tau "$TAU" \
-  --max-length "$MAX_LENGTH" --max-tokens "$MAX_TOKENS" $EXTRA --token-cache "$WORK/token-cache" --seed "$SEED" \
-  --log-every 50 --save-every 500 $(resume_flag "$RUN") "${T[@]}" --out "$RUN"
-# 6. The gate: the threshold at PRECISION (balanced) on the dev parts only.
+if [[ "$KIND" == F2 ]]; then
+  DEV_PARTS=()
+  for src in ${SOURCES//,/ }; do
+    case "$src" in
+      generated) DEV_PARTS+=("$WORK/generated-dev.tsv") ;;
+      identity) ;;
+      *) DEV_PARTS+=("$WORK/sets/$src-dev.tsv") ;;
+    esac
+  done
+  step tune "$RUN/tune.json" bash -c 'mkdir -p "$1" && shift && "$@"' _ "$RUN" python3 scripts/tune-gate.py \
+    --sieve "$S" --model "$MODEL" --dev "${DEV_PARTS[@]}" --threads "$THREADS" --out "$RUN/tune.json"
+  make_f2() {
+    local best
+    best="$(jq -c .best "$RUN/tune.json")"
+    "$S" verify create --kind F2 --model "$MODEL" --max-tokens "$MAX_TOKENS" --f2-lambda "$(jq .lambda <<< "$best")" \
+      --f2-tau "$(jq .tau <<< "$best")" --cue-penalty "$(jq .cue_penalty <<< "$best")" \
+      --order-penalty "$(jq .order_penalty <<< "$best")" --out "$RUN/verifier.safetensors"
+  }
+  step train "$RUN/verifier.safetensors" make_f2
+else
+  step train "$RUN/verifier.safetensors" "$S" train verifier --model "$MODEL" --train "$WORK/train.tsv" \
+    --objective pairs --kind "$KIND" --steps "$STEPS" --batch-size "$BATCH" --lr "$LR" --tau "$TAU" \
+    --max-length "$MAX_LENGTH" --max-tokens "$MAX_TOKENS" $EXTRA --token-cache "$WORK/token-cache" --seed "$SEED" \
+    --log-every 50 --save-every 500 $(resume_flag "$RUN") "${T[@]}" --out "$RUN"
+fi
+# 6. The gate, on the dev parts only: the threshold of the highest balanced accuracy
+# (CALIBRATION=balanced-accuracy, the default), or of balanced precision PRECISION (=precision).
 calibrate() {
   mkdir -p "$(dirname "$OUT")"
+  local rule=(--max-balanced-accuracy)
+  [[ "$CALIBRATION" == precision ]] && rule=(--target-precision "$PRECISION" --balanced)
   "$S" verify calibrate --model "$MODEL" --verifier "$RUN/verifier.safetensors" --pairs "$WORK/dev.tsv" \
-    --target-precision "$PRECISION" --balanced --out "$OUT" "${T[@]}" > "$WORK/calibration.json"
+    "${rule[@]}" --out "$OUT" "${T[@]}" > "$WORK/calibration.json"
 }
 step calibrate "$OUT" calibrate
 # 7. Every eval part, every scorer.

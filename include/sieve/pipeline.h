@@ -108,6 +108,12 @@ struct Calibration {
 Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
                                 double target_precision, bool balanced = false);
 
+/// The threshold of the highest balanced accuracy (TPR + TNR) / 2 on labelled scores, i.e.
+/// Youden's J = TPR - FPR, for a gate with no precision target: each class weighs the same
+/// whatever its size. Ties go to the higher threshold. `precision` is the balanced precision
+/// TPR / (TPR + FPR) there; `reached` is true. Needs both classes; throws sieve::Error as above.
+Calibration calibrate_balanced_accuracy(const std::vector<float>& scores, const std::vector<bool>& positive);
+
 /// The gate judges identity (statement against statement), not relevance: a question is never
 /// the same statement as its answer. For a query that looks like a question (it ends with '?' or
 /// starts with a question word: who, what, how, is, does, ...), the one-line note every face gives

@@ -67,6 +67,29 @@ struct PenaltyOptions {
   double tau_p = 0.9;
 };
 
+/// Optional term for any kind: score -= weight * |cues among the query's tokens - cues among the
+/// candidate's| (tokens kept by max_tokens, ids in `ids`: negation cues). A meaning flip that
+/// the cosines barely see ("did" / "did not") costs a fixed amount; needs the token ids.
+struct CuePenaltyOptions {
+  double weight = 0;  ///< 0: off
+  std::vector<int32_t> ids;
+};
+
+/// Optional term for any kind: score -= weight * |crossed - voice| * share^2, where crossed = 1
+/// when the words found once on each side (same token id) come in another order in the candidate
+/// (a role swap, or a passive's reordering), voice = 1 when the two sides hold the voice cue
+/// words (`voice_ids`: "by") a different number of times (a passive on one side only), and share
+/// = the fraction of the query's tokens whose id the candidate holds. A reordering is then
+/// expected exactly when the voice changed: "the dog bit the man" / "the man bit the dog" and
+/// "... fumbled the snap" / "... was fumbled by the snap" pay in full (every word kept), the true
+/// passive does not, and a reworded paraphrase that moves a clause pays little. What the cosines
+/// of contextual states cannot see: a role swap keeps every word and nearly every state. Needs
+/// the token ids.
+struct OrderPenaltyOptions {
+  double weight = 0;  ///< 0: off
+  std::vector<int32_t> voice_ids;
+};
+
 /// Everything that defines a verifier (stored with its weights).
 struct VerifierConfig {
   VerifierKind kind = VerifierKind::F1;
@@ -77,10 +100,13 @@ struct VerifierConfig {
   F3Options f3;
   F4Options f4;
   PenaltyOptions penalty;
+  CuePenaltyOptions cue_penalty;
+  OrderPenaltyOptions order_penalty;
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold (calibrated)
 };
 
-/// True when the verifier reads token ids beside the states (F3/F4 with the exact-match channel).
+/// True when the verifier reads token ids beside the states (F3/F4 with the exact-match channel,
+/// F4 with the cue channel, any kind with the cue or order penalty).
 bool reads_token_ids(const VerifierConfig& c);
 
 /// Where one score() call spent its time (seconds): building the maps, running the verifier.
@@ -167,6 +193,8 @@ void check_verifier_encoder(const Verifier& verifier, const std::string& name, c
 /// "neither", "nor", "without", "nowhere", "cannot": those the tokenizer reads as one piece, and
 /// the piece that ends "n't"), sorted: what F4Options::cue_ids takes for the negation channel.
 std::vector<int32_t> negation_cue_ids(const Tokenizer& tokenizer);
+/// The vocabulary ids of the voice cue words of OrderPenaltyOptions ("by", when one piece), sorted.
+std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer);
 
 /// Verifier::load of a file or built-in name, checked (check_verifier_encoder) against the encoder
 /// in `model_dir` (a folder or installed name).

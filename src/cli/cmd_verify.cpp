@@ -11,6 +11,7 @@
 #include "core/file_util.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
+#include "sieve/tokenizer.h"
 #include "sieve/verify.h"
 
 namespace sieve::cli {
@@ -24,6 +25,9 @@ nlohmann::json describe(const Verifier& v) {
                       {"encoder_dim", c.encoder_dim},
                       {"encoder_identity", c.encoder_identity},
                       {"penalty", c.penalty.enabled}};
+  if (c.kind == VerifierKind::F2) j["f2"] = {{"lambda", c.f2.lambda}, {"tau", c.f2.tau}};
+  if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"cues", c.cue_penalty.ids.size()}};
+  if (c.order_penalty.weight != 0) j["order_penalty"] = c.order_penalty.weight;
   if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
   return j;
 }
@@ -118,9 +122,21 @@ void register_verify(CLI::App& app) {
         "--exact-match", [o] { o->c.f3.exact_match = o->c.f4.exact_match = true; },
         "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id");
     cmd->add_flag("--penalty", o->c.penalty.enabled, "Score with the conditional penalty (base F1)");
+    cmd->add_option("--cue-penalty", o->c.cue_penalty.weight,
+                    "Any kind: subtract this times |negation cues of the query - of the candidate| (the model "
+                    "tokenizer's cue ids: not, no, never, n't, ...; 0 = off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--order-penalty", o->c.order_penalty.weight,
+                    "Any kind: subtract this when the words found once on each side come in another order and the "
+                    "voice (\"by\") did not change, or the voice changed and the order did not (0 = off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 100.0));
     on_run(cmd, [o] {
       o->c.kind = verifier_kind_from_name(o->kind);
       o->model = resolve_model_dir(o->model);
+      if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model));
+      if (o->c.order_penalty.weight > 0) o->c.order_penalty.voice_ids = voice_cue_ids(*Tokenizer::from_model_dir(o->model));
       ModelInfo info = read_model_info(o->model);
       o->c.encoder_dim = static_cast<size_t>(info.config.hidden_size);
       o->c.encoder_identity = model_identity(o->model);
@@ -135,11 +151,12 @@ void register_verify(CLI::App& app) {
       double precision = 0.95;
       DeviceFlags dev;
       size_t batch_size = 32;
-      bool balanced = false;
+      bool balanced = false, max_balanced_accuracy = false;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
-        "calibrate", "Set a verifier's gate threshold from labelled pairs for a target precision");
+        "calibrate", "Set a verifier's gate threshold from labelled pairs: for a target precision, or at the "
+                     "highest balanced accuracy");
     cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("--verifier", o->verifier, std::string("Verifier file, or F0, F1, F2 (then --out is required), or cross:DIR (the threshold goes "
                                                   "into DIR's sieve file)") + kVerifierNames)->required();
@@ -154,6 +171,9 @@ void register_verify(CLI::App& app) {
         ->check(CLI::Range(0.0, 1.0));
     cmd->add_flag("--balanced", o->balanced,
                   "Precision as if positives and near-misses were equally many (TPR / (TPR + FPR))");
+    cmd->add_flag("--max-balanced-accuracy", o->max_balanced_accuracy,
+                  "Instead of a target precision: the threshold of the highest (TPR + TNR) / 2 (Youden's J); "
+                  "the precision reported is the balanced one");
     cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
     cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
     o->dev.add(cmd);
@@ -173,7 +193,9 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       const ResolvedVerifier rv = resolve_verifier(o->verifier, {o->model, ""});
       std::vector<float> scores = score_pairs(pairs, o->model, rv, o->dev, o->batch_size);
-      Calibration c = calibrate_threshold(scores, positive, o->precision, o->balanced);
+      if (o->max_balanced_accuracy) o->balanced = true;
+      Calibration c = o->max_balanced_accuracy ? calibrate_balanced_accuracy(scores, positive)
+                                               : calibrate_threshold(scores, positive, o->precision, o->balanced);
       SIEVE_THROW_IF_NOT(!o->out.empty() || rv.file, "give --out FILE to store a calibrated " << rv.name);
       std::string out = o->out.empty() ? rv.name : o->out;
       if (rv.cross) {
@@ -189,6 +211,7 @@ void register_verify(CLI::App& app) {
       nlohmann::json j = {{"threshold", c.threshold}, {"precision", c.precision}, {"recall", c.recall},
                           {"positives", c.positives}, {"negatives", c.negatives}, {"balanced", o->balanced},
                           {"target_reached", c.reached},
+                          {"rule", o->max_balanced_accuracy ? "max_balanced_accuracy" : "target_precision"},
                           {"written", out}};
       std::printf("%s\n", j.dump().c_str());
       if (!c.reached) std::fprintf(stderr, "sieve: warning: no threshold reaches precision %.3f; stored the most precise one\n", o->precision);

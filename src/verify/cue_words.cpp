@@ -1,4 +1,5 @@
-// negation_cue_ids (sieve/verify.h): the vocabulary ids of negation cue words, for F4's cue channel.
+// negation_cue_ids and voice_cue_ids (sieve/verify.h): the vocabulary ids of negation cue words
+// (F4's cue channel, the cue penalty) and of the passive's agent marker (the order penalty).
 #include <algorithm>
 
 #include "sieve/tokenizer.h"
@@ -26,6 +27,16 @@ std::vector<int32_t> negation_cue_ids(const Tokenizer& tokenizer) {
   ids.erase(std::remove(ids.begin(), ids.end(), unk), ids.end());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  for (const char* w : {"by"}) {
+    const auto pieces = tokenizer.tokenize(w);
+    if (pieces.size() == 1 && pieces[0].id != tokenizer.special_tokens().unk) ids.push_back(pieces[0].id);
+  }
+  std::sort(ids.begin(), ids.end());
   return ids;
 }
 

@@ -1,6 +1,11 @@
 #include "verify/map_scores.h"
 
+#include <algorithm>
 #include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "sieve/error.h"
 
 namespace sieve::verify {
 namespace {
@@ -48,6 +53,66 @@ at::Tensor f2_score(const Maps& m, const F2Options& o) {
     s = s - o.gamma_mono * viol.sum(1) / both.sum(1).clamp_min(1.0);
   }
   return s;
+}
+
+at::Tensor cue_gap(const Maps& m, const std::vector<int32_t>& cue_ids) {
+  SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
+                     "this verifier reads token ids (its cue penalty), and the token states carry none");
+  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(m.q_ids.device());
+  at::Tensor q = (at::isin(m.q_ids, cues).to(m.q_mask.scalar_type()) * m.q_mask).sum(1);
+  at::Tensor c = (at::isin(m.c_ids, cues).to(m.c_mask.scalar_type()) * m.c_mask).sum(1);
+  return (q - c).abs();
+}
+
+at::Tensor order_gap(const Maps& m, const std::vector<int32_t>& voice_ids) {
+  SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
+                     "this verifier reads token ids (its order penalty), and the token states carry none");
+  const at::Tensor qi = m.q_ids.to(at::kCPU, at::kLong).contiguous(), ci = m.c_ids.to(at::kCPU, at::kLong).contiguous();
+  const at::Tensor qm = m.q_mask.to(at::kCPU, at::kFloat).contiguous(), cm = m.c_mask.to(at::kCPU, at::kFloat).contiguous();
+  const int64_t B = qi.size(0), R = qi.size(1), C = ci.size(1);
+  std::vector<float> gap(static_cast<size_t>(B));
+  std::vector<int64_t> q, c, order;
+  std::unordered_map<int64_t, std::pair<int, int64_t>> seen;  // id -> (count, last position)
+  for (int64_t b = 0; b < B; ++b) {
+    auto valid = [](const at::Tensor& ids, const at::Tensor& mask, int64_t b, int64_t n, std::vector<int64_t>& out) {
+      out.clear();
+      const int64_t* id = ids.data_ptr<int64_t>() + b * n;
+      const float* mk = mask.data_ptr<float>() + b * n;
+      for (int64_t i = 0; i < n; ++i)
+        if (mk[i] > 0) out.push_back(id[i]);
+    };
+    valid(qi, qm, b, R, q);
+    valid(ci, cm, b, C, c);
+    auto voices = [&](const std::vector<int64_t>& t) {
+      return std::count_if(t.begin(), t.end(), [&](int64_t id) {
+        return std::find(voice_ids.begin(), voice_ids.end(), id) != voice_ids.end();
+      });
+    };
+    const bool voice = voices(q) != voices(c);
+    // Candidate positions of the ids found once on each side, in query order.
+    seen.clear();
+    for (size_t j = 0; j < c.size(); ++j) {
+      auto& e = seen[c[j]];
+      ++e.first;
+      e.second = static_cast<int64_t>(j);
+    }
+    std::unordered_map<int64_t, int> in_query;
+    for (int64_t id : q) ++in_query[id];
+    order.clear();
+    for (int64_t id : q) {
+      auto it = seen.find(id);
+      if (in_query[id] == 1 && it != seen.end() && it->second.first == 1) order.push_back(it->second.second);
+    }
+    bool crossed = false;
+    for (size_t i = 1; i < order.size() && !crossed; ++i) crossed = order[i] < order[i - 1];
+    // Scaled by the squared share of query tokens the candidate holds: a role swap keeps every
+    // word (1), a paraphrase that moves a clause and rewords the rest pays less.
+    size_t held = 0;
+    for (int64_t id : q) held += seen.count(id);
+    const double share = q.empty() ? 0.0 : static_cast<double>(held) / static_cast<double>(q.size());
+    gap[static_cast<size_t>(b)] = crossed != voice ? static_cast<float>(share * share) : 0.0f;
+  }
+  return at::tensor(gap, at::kFloat).to(m.M.device(), m.M.scalar_type());
 }
 
 at::Tensor conditional_penalty(const at::Tensor& raw, const at::Tensor& base, const PenaltyOptions& o) {

@@ -130,12 +130,11 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   return decide(r.hits, scores, threshold, params);
 }
 
-Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
-                                double target_precision, bool balanced) {
-  SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
-  SIEVE_THROW_IF_NOT(target_precision > 0 && target_precision <= 1, "the target precision must lie in (0, 1]");
-  // The sort below needs a strict weak ordering (NaN breaks it: undefined behaviour), and the
-  // threshold it picks ends up in the verifier file.
+namespace {
+
+// Positions of `scores`, highest first; non-finite scores are refused first (NaN breaks the sort's
+// strict weak ordering, and the threshold picked ends up in the verifier file).
+std::vector<size_t> order_by_score(const std::vector<float>& scores) {
   for (size_t i = 0; i < scores.size(); ++i)
     SIEVE_THROW_IF_NOT(std::isfinite(scores[i]), "calibration needs finite scores: the score at position "
                                                      << i << " (0-based) is " << scores[i]
@@ -143,6 +142,16 @@ Calibration calibrate_threshold(const std::vector<float>& scores, const std::vec
   std::vector<size_t> order(scores.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  return order;
+}
+
+}  // namespace
+
+Calibration calibrate_threshold(const std::vector<float>& scores, const std::vector<bool>& positive,
+                                double target_precision, bool balanced) {
+  SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
+  SIEVE_THROW_IF_NOT(target_precision > 0 && target_precision <= 1, "the target precision must lie in (0, 1]");
+  const std::vector<size_t> order = order_by_score(scores);
   Calibration c;
   for (bool p : positive) (p ? c.positives : c.negatives) += 1;
   SIEVE_THROW_IF_NOT(c.positives > 0, "calibration needs at least one positive pair");
@@ -172,6 +181,33 @@ Calibration calibrate_threshold(const std::vector<float>& scores, const std::vec
     }
   }
   return c.reached ? c : most_precise;
+}
+
+Calibration calibrate_balanced_accuracy(const std::vector<float>& scores, const std::vector<bool>& positive) {
+  SIEVE_THROW_IF_NOT(scores.size() == positive.size() && !scores.empty(), "calibration needs labelled scores");
+  const std::vector<size_t> order = order_by_score(scores);
+  Calibration c;
+  for (bool p : positive) (p ? c.positives : c.negatives) += 1;
+  SIEVE_THROW_IF_NOT(c.positives > 0 && c.negatives > 0,
+                     "balanced-accuracy calibration needs positive and near-miss pairs (has " << c.positives << " and "
+                                                                                               << c.negatives << ")");
+  size_t tp = 0, fp = 0;
+  // J * positives * negatives = tp * negatives - fp * positives, in integers: exact ties.
+  long double best_j = -1.0L * static_cast<long double>(c.positives) * static_cast<long double>(c.negatives) - 1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    (positive[order[i]] ? tp : fp) += 1;
+    if (i + 1 < order.size() && scores[order[i + 1]] == scores[order[i]]) continue;
+    const long double j = static_cast<long double>(tp) * c.negatives - static_cast<long double>(fp) * c.positives;
+    const double tpr = double(tp) / double(c.positives), fpr = double(fp) / double(c.negatives);
+    if (j > best_j) {  // strictly better: a tie keeps the higher threshold
+      best_j = j;
+      c.threshold = scores[order[i]];
+      c.recall = tpr;
+      c.precision = tpr / (tpr + fpr);
+    }
+  }
+  c.reached = true;
+  return c;
 }
 
 std::string gate_question_note(const std::string& query) {

@@ -24,16 +24,17 @@ namespace {
 using namespace sieve::verify;
 
 constexpr const char* kMetadataKey = "sieve_verifier";
-// Version 2 adds the exact-match channel, version 3 the cue channel (f4.cue_ids); a file without
-// them is still written as the lowest version that holds it, so that older readers keep reading
-// what they can (and refuse what they cannot compute).
-constexpr int kVerifierFormatVersion = 3;
+// Version 2 adds the exact-match channel, version 3 the cue channel (f4.cue_ids), version 4 the
+// cue and order penalties (cue_penalty, order_penalty); a file without them is still written as the lowest version that
+// holds it, so that older readers keep reading what they can (and refuse what they cannot compute).
+constexpr int kVerifierFormatVersion = 4;
 
 nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v2 = reads_token_ids(c);
   const bool v3 = c.kind == VerifierKind::F4 && !c.f4.cue_ids.empty();
+  const bool v4 = c.cue_penalty.weight != 0 || c.order_penalty.weight != 0;
   nlohmann::json j = {
-      {"format_version", v3 ? 3 : v2 ? 2 : 1},
+      {"format_version", v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -51,6 +52,9 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
     j["f4"]["exact_match"] = c.f4.exact_match;
   }
   if (v3) j["f4"]["cue_ids"] = c.f4.cue_ids;
+  if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"ids", c.cue_penalty.ids}};
+  if (c.order_penalty.weight != 0)
+    j["order_penalty"] = {{"weight", c.order_penalty.weight}, {"voice_ids", c.order_penalty.voice_ids}};
   return j;
 }
 
@@ -76,6 +80,17 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
     if (f4.contains("cue_ids")) c.f4.cue_ids = f4.at("cue_ids").get<std::vector<int32_t>>();
     const auto& p = j.at("penalty");
     c.penalty = {p.at("enabled"), p.at("beta"), p.at("tau_p")};
+    if (j.contains("cue_penalty")) {
+      const auto& cp = j.at("cue_penalty");
+      c.cue_penalty = {cp.at("weight").get<double>(), cp.at("ids").get<std::vector<int32_t>>()};
+      SIEVE_THROW_IF_NOT(std::isfinite(c.cue_penalty.weight) && !c.cue_penalty.ids.empty(),
+                         what << ": the cue penalty needs a finite weight and at least one cue id");
+    }
+    if (j.contains("order_penalty")) {
+      const auto& op = j.at("order_penalty");
+      c.order_penalty = {op.at("weight").get<double>(), op.at("voice_ids").get<std::vector<int32_t>>()};
+      SIEVE_THROW_IF_NOT(std::isfinite(c.order_penalty.weight), what << ": the order penalty needs a finite weight");
+    }
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
     return c;
   } catch (const nlohmann::json::exception& e) {
@@ -213,6 +228,8 @@ at::Tensor VerifierModule::scores(const Maps& m, bool inference) const {
     }
   }
   if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
+  if (c_.cue_penalty.weight != 0) s = s - c_.cue_penalty.weight * cue_gap(m, c_.cue_penalty.ids);
+  if (c_.order_penalty.weight != 0) s = s - c_.order_penalty.weight * order_gap(m, c_.order_penalty.voice_ids);
   return s;
 }
 
@@ -240,7 +257,8 @@ void VerifierModule::load_weights(const SafetensorsFile& f) {
 
 bool reads_token_ids(const VerifierConfig& c) {
   return (c.kind == VerifierKind::F3 && c.f3.exact_match) ||
-         (c.kind == VerifierKind::F4 && (c.f4.exact_match || !c.f4.cue_ids.empty()));
+         (c.kind == VerifierKind::F4 && (c.f4.exact_match || !c.f4.cue_ids.empty())) || c.cue_penalty.weight != 0 ||
+         c.order_penalty.weight != 0;
 }
 
 const char* verifier_kind_name(VerifierKind k) {

@@ -1,7 +1,10 @@
 // F4's cue channel (K_ij = cue(query token i) + cue(candidate token j) on valid pairs): the map
 // against a plain loop, phi's extra channel, F4 reading it (scores move when only the cue set
 // changes), the file format (version 3 only with the channel), and the negation cue ids of the
-// real model's tokenizer.
+// real model's tokenizer; and the cue penalty of any kind (score -= weight * |cue count gap|)
+// against the kind's own score and a hand count, its file (version 4); and the order penalty
+// (score -= weight * |crossed - voice| * share^2) on hand-made swaps and passives and against a plain
+// all-pairs loop on random ids.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +91,150 @@ TEST(CueChannel, F4ReadsItAndTheFileKeepsIt) {
   test::expect_error([&] { back->score(q, ptrs(bare)); }, "token ids");
 }
 
+TEST(CuePenalty, SubtractsWeightTimesTheCueCountGap) {
+  std::mt19937 rng(17);
+  TokenStates q = tokens_with_ids(7, rng);
+  std::vector<TokenStates> cands = {tokens_with_ids(9, rng), tokens_with_ids(4, rng), tokens_with_ids(12, rng),
+                                    tokens_with_ids(7, rng)};
+  const std::vector<int32_t> cues = {1, 3};
+  const size_t max_tokens = 10;  // the third candidate's last two tokens are not read
+  auto count = [&](const TokenStates& t) {
+    int n = 0;
+    for (size_t i = 0; i < std::min(t.length, max_tokens); ++i) n += (t.ids[i] == 1 || t.ids[i] == 3);
+    return n;
+  };
+  for (VerifierKind kind : {VerifierKind::F1, VerifierKind::F2}) {
+    VerifierConfig plain;
+    plain.kind = kind;
+    plain.encoder_dim = kD;
+    plain.max_tokens = max_tokens;
+    VerifierConfig c = plain;
+    c.cue_penalty = {0.25, cues};
+    EXPECT_FALSE(reads_token_ids(plain));
+    EXPECT_TRUE(reads_token_ids(c));
+    const auto base = Verifier::create(plain)->score(q, ptrs(cands));
+    const auto pen = Verifier::create(c)->score(q, ptrs(cands));
+    std::set<int> gaps;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const int gap = std::abs(count(q) - count(cands[i]));
+      gaps.insert(gap);
+      EXPECT_NEAR(pen[i], base[i] - 0.25 * gap, 1e-5) << verifier_kind_name(kind) << " " << i;
+    }
+    EXPECT_GE(gaps.size(), 2u);  // some candidates are penalised, some not (or by another amount)
+  }
+  // The file keeps it at version 4; a reader of version 3 would ignore it, so 4 is written.
+  const std::string dir = test::make_temp_dir("cue_penalty");
+  VerifierConfig c;
+  c.kind = VerifierKind::F2;
+  c.encoder_dim = kD;
+  c.f2.lambda = 0.05;
+  c.cue_penalty = {0.5, cues};
+  auto v = Verifier::create(c);
+  v->save_with_threshold(dir + "/v.safetensors", 0.4);
+  const std::string meta = SafetensorsFile::open(dir + "/v.safetensors")->metadata().at("sieve_verifier");
+  EXPECT_NE(meta.find("\"format_version\":4"), std::string::npos) << meta;
+  auto back = Verifier::load(dir + "/v.safetensors");
+  EXPECT_EQ(back->config().cue_penalty.ids, cues);
+  EXPECT_DOUBLE_EQ(back->config().cue_penalty.weight, 0.5);
+  EXPECT_DOUBLE_EQ(back->config().f2.lambda, 0.05);
+  EXPECT_DOUBLE_EQ(back->config().threshold, 0.4);
+  const auto s1 = v->score(q, ptrs(cands)), s2 = back->score(q, ptrs(cands));
+  for (size_t i = 0; i < s1.size(); ++i) EXPECT_FLOAT_EQ(s1[i], s2[i]);
+  // Without it the file stays at version 1.
+  c.cue_penalty = {};
+  Verifier::create(c)->save(dir + "/plain.safetensors");
+  EXPECT_NE(SafetensorsFile::open(dir + "/plain.safetensors")->metadata().at("sieve_verifier").find("\"format_version\":1"),
+            std::string::npos);
+  std::vector<TokenStates> bare = cands;
+  bare[0].ids.clear();
+  test::expect_error([&] { back->score(q, ptrs(bare)); }, "token ids");
+}
+
+// Token states of the given ids (random states: the order penalty reads only the ids).
+TokenStates with_ids(const std::vector<int32_t>& ids, std::mt19937& rng) {
+  TokenStates t = tokens_with_ids(ids.size(), rng);
+  t.ids = ids;
+  return t;
+}
+
+// The order gap by its definition: every pair of ids found once on each side, compared.
+float order_gap_by_pairs(const std::vector<int32_t>& q, const std::vector<int32_t>& c, int32_t voice) {
+  auto count = [](const std::vector<int32_t>& v, int32_t id) { return std::count(v.begin(), v.end(), id); };
+  auto pos = [](const std::vector<int32_t>& v, int32_t id) { return std::find(v.begin(), v.end(), id) - v.begin(); };
+  bool crossed = false;
+  for (size_t i = 0; i < q.size(); ++i)
+    for (size_t k = i + 1; k < q.size(); ++k) {
+      const bool once = count(q, q[i]) == 1 && count(c, q[i]) == 1 && count(q, q[k]) == 1 && count(c, q[k]) == 1;
+      if (once && pos(c, q[i]) > pos(c, q[k])) crossed = true;
+    }
+  const bool changed_voice = count(q, voice) != count(c, voice);
+  double held = 0;
+  for (int32_t id : q) held += count(c, id) > 0;
+  const double share = held / static_cast<double>(q.size());
+  return crossed != changed_voice ? static_cast<float>(share * share) : 0.0f;
+}
+
+TEST(OrderPenalty, SwapsPayPassivesDoNot) {
+  std::mt19937 rng(18);
+  // 1 = [CLS], 2 = [SEP], 9 = the voice cue ("by"), 3 = "the" (twice: not read), 4-8 words.
+  const std::vector<int32_t> q = {1, 3, 4, 5, 3, 6, 2};  // the dog bit the man
+  const std::vector<std::vector<int32_t>> cands = {
+      {1, 3, 6, 5, 3, 4, 2},        // the man bit the dog: crossed, same voice -> 1
+      {1, 3, 6, 7, 5, 9, 3, 4, 2},  // the man was bitten(5) by the dog: crossed, voice changed -> 0
+      {1, 3, 4, 7, 5, 9, 3, 6, 2},  // the dog was bit by the man: in order, voice changed -> 1
+      {1, 3, 4, 8, 3, 6, 2},        // the dog bites the man: in order, same voice -> 0
+      q};
+  // Every query token is held by each candidate but the fourth (bit -> bites: 6 of 7).
+  const std::vector<float> want = {1, 0, 1, 0, 0};
+  std::vector<TokenStates> cs;
+  for (const auto& c : cands) cs.push_back(with_ids(c, rng));
+  TokenStates qs = with_ids(q, rng);
+  VerifierConfig plain;
+  plain.kind = VerifierKind::F2;
+  plain.encoder_dim = kD;
+  VerifierConfig c = plain;
+  c.order_penalty = {0.5, {9}};
+  EXPECT_TRUE(reads_token_ids(c));
+  const auto base = Verifier::create(plain)->score(qs, ptrs(cs));
+  const auto pen = Verifier::create(c)->score(qs, ptrs(cs));
+  for (size_t i = 0; i < cands.size(); ++i) {
+    EXPECT_EQ(order_gap_by_pairs(q, cands[i], 9), want[i]) << i;
+    EXPECT_NEAR(pen[i], base[i] - 0.5 * want[i], 1e-5) << i;
+  }
+  // The file keeps it (version 4).
+  const std::string dir = test::make_temp_dir("order_penalty");
+  Verifier::create(c)->save(dir + "/v.safetensors");
+  auto back = Verifier::load(dir + "/v.safetensors");
+  EXPECT_DOUBLE_EQ(back->config().order_penalty.weight, 0.5);
+  EXPECT_EQ(back->config().order_penalty.voice_ids, std::vector<int32_t>{9});
+  const auto again = back->score(qs, ptrs(cs));
+  for (size_t i = 0; i < again.size(); ++i) EXPECT_FLOAT_EQ(again[i], pen[i]);
+}
+
+TEST(OrderPenalty, MatchesAllPairsLoopOnRandomIds) {
+  std::mt19937 rng(19);
+  std::uniform_int_distribution<int> len(2, 14);
+  VerifierConfig plain;
+  plain.kind = VerifierKind::F1;
+  plain.encoder_dim = kD;
+  VerifierConfig c = plain;
+  c.order_penalty = {1.0, {0}};
+  auto v = Verifier::create(c), p = Verifier::create(plain);
+  size_t seen[2] = {0, 0};
+  for (int round = 0; round < 40; ++round) {
+    TokenStates q = tokens_with_ids(static_cast<size_t>(len(rng)), rng, 10);
+    std::vector<TokenStates> cands;
+    for (int k = 0; k < 6; ++k) cands.push_back(tokens_with_ids(static_cast<size_t>(len(rng)), rng, 10));
+    const auto a = v->score(q, ptrs(cands)), b = p->score(q, ptrs(cands));
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const float want = order_gap_by_pairs(q.ids, cands[i].ids, 0);
+      ++seen[want > 0];
+      ASSERT_NEAR(b[i] - a[i], want, 1e-5) << round << " " << i;
+    }
+  }
+  EXPECT_GT(seen[0] * seen[1], 0u);
+}
+
 TEST(CueChannel, NegationCuesOfTheRealTokenizer) {
   const std::string model = find_installed_model("all-MiniLM-L6-v2");
   if (model.empty()) SIEVE_SKIP_ORACLE("all-MiniLM-L6-v2 is not installed (scripts/setup.sh installs it)");
@@ -98,6 +245,9 @@ TEST(CueChannel, NegationCuesOfTheRealTokenizer) {
   for (const char* w : {"not", "no", "never", "nothing", "without", "t"}) EXPECT_TRUE(words.count(w)) << w;
   for (const char* w : {"the", "was", "by", "[UNK]"}) EXPECT_FALSE(words.count(w)) << w;
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  const auto voice = voice_cue_ids(*tok);
+  ASSERT_EQ(voice.size(), 1u);
+  EXPECT_EQ(tok->id_to_token(voice[0]), "by");
 }
 
 }  // namespace

@@ -58,6 +58,50 @@ TEST(Calibration, HandComputedThresholds) {
   test::expect_error([] { calibrate_threshold({0.1f}, {true}, 0.0); }, "target precision");
 }
 
+TEST(Calibration, BalancedAccuracyByHand) {
+  // Scores 0.9 P, 0.8 N, 0.7 P, 0.6 P, 0.5 N, 0.4 P (4 positives, 2 near-misses). TPR - FPR at
+  // each threshold: 0.9 1/4; 0.8 1/4 - 1/2; 0.7 2/4 - 1/2; 0.6 3/4 - 1/2 = 1/4; 0.5 3/4 - 1;
+  // 0.4 1 - 1 = 0. Best 1/4, at 0.9 and at 0.6: the tie keeps the higher threshold.
+  const std::vector<float> s = {0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
+  const std::vector<bool> p = {true, false, true, true, false, true};
+  Calibration c = calibrate_balanced_accuracy(s, p);
+  EXPECT_FLOAT_EQ(c.threshold, 0.9f);
+  EXPECT_DOUBLE_EQ(c.recall, 0.25);
+  EXPECT_DOUBLE_EQ(c.precision, 1.0);
+  EXPECT_TRUE(c.reached);
+  // One more positive at 0.55 makes 0.55 the best: TPR 4/5, FPR 1/2 -> 0.3 (0.9: 1/5).
+  std::vector<float> s2 = s;
+  std::vector<bool> p2 = p;
+  s2.push_back(0.55f);
+  p2.push_back(true);
+  c = calibrate_balanced_accuracy(s2, p2);
+  EXPECT_FLOAT_EQ(c.threshold, 0.55f);
+  EXPECT_DOUBLE_EQ(c.recall, 0.8);
+  EXPECT_NEAR(c.precision, 0.8 / 1.3, 1e-12);
+  // Against a brute force over every distinct score on random data.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> r;
+    std::vector<bool> l;
+    for (int i = 0; i < 60; ++i) {
+      l.push_back(i % 3 != 0);
+      r.push_back(std::round((u(rng) + (l.back() ? 0.3f : 0.0f)) * 20) / 20);  // ties
+    }
+    long best = -1000000;  // J * 40 * 20 = 20 tp - 40 fp (40 positives, 20 near-misses): exact
+    float best_t = 0;
+    for (float t : r) {
+      long tp = 0, fp = 0;
+      for (size_t i = 0; i < r.size(); ++i) (l[i] ? tp : fp) += r[i] >= t;
+      const long j = 20 * tp - 40 * fp;
+      if (j > best || (j == best && t > best_t)) best = j, best_t = t;
+    }
+    EXPECT_FLOAT_EQ(calibrate_balanced_accuracy(r, l).threshold, best_t) << round;
+  }
+  test::expect_error([] { calibrate_balanced_accuracy({0.1f, 0.2f}, {true, true}); }, "positive and near-miss");
+  test::expect_error([&] { calibrate_balanced_accuracy({0.1f, std::nanf("")}, {true, false}); }, "finite scores");
+}
+
 // A NaN breaks the sort's strict weak ordering (undefined behaviour) and would end up as the
 // stored threshold: non-finite scores are refused, naming the first one's position.
 TEST(Calibration, RefusesNonFiniteScores) {
