@@ -114,10 +114,10 @@ printf 'score\tthreshold\taccepted\tkind\tpair\n'
 # A near-miss that stage 1 ranks first, and the gate removes it: a few statements and their twins.
 CLAIMS="$DEMO/claims.txt"
 cat > "$CLAIMS" <<'CLAIMS_END'
-the man bit the dog
-the dog did not bite the man
-the man was bitten by the dog
-the dog was bitten by the man
+the snap fumbled the quarterback
+the snap was fumbled by the quarterback
+the quarterback did not fumble the snap
+the quarterback fumbled the ball in the snow
 the committee approved the budget on friday
 the committee did not approve the budget
 the budget was approved by the committee
@@ -126,7 +126,7 @@ CLAIMS_END
 if [[ ! -f "$DEMO/claims/manifest.json" || "$CLAIMS" -nt "$DEMO/claims/manifest.json" ]]; then
   "$S" index build -m "$MODEL_DIR" --corpus "$CLAIMS" --out "$DEMO/claims" --force >/dev/null 2>>"$LOG"
 fi
-for q in "the dog bit the man" "the committee approved the budget"; do
+for q in "the quarterback fumbled the snap" "the committee approved the budget"; do
   echo
   echo "== claim matching \"$q\" over $(wc -l < "$CLAIMS") statements: stage 1 alone, then with the gate"
   printf 'rank\tstage1\tstage2\taccepted\ttext\n'

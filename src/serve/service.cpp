@@ -155,8 +155,12 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   }
   model_name_ = encoder_->info().dir;
   // A verifier file is checked against the encoder that feeds it, with or without an index.
-  verifier_ = resolve_verifier(opt_.verifier, {encoder_->info().dir, index_ ? index_->stats().model_identity
-                                                                             : model_identity(encoder_->info().dir)});
+  const VerifierContext context{encoder_->info().dir,
+                                index_ ? index_->stats().model_identity : model_identity(encoder_->info().dir)};
+  verifier_ = resolve_verifier(opt_.verifier, context);
+  // Two jobs kept apart: the shipped gate (identity) gates; relevance reranking defaults to F1.
+  if ((opt_.verifier.empty() || opt_.verifier == "default") && verifier_.file && !std::isnan(verifier_.threshold()))
+    relevance_ = resolve_verifier("F1", context);
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
                                                          : static_cast<size_t>(std::max(1, compute_threads()));
@@ -390,13 +394,14 @@ Response Service::rerank_tei(const std::string& body) {
   std::vector<std::string> all = {j.at("query").get<std::string>()};
   all.insert(all.end(), texts.begin(), texts.end());
   std::vector<float> s;
-  if (verifier_.cross) {
+  const ResolvedVerifier& rv = reranker();
+  if (rv.cross) {
     // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
     std::vector<std::pair<std::string, std::string>> pairs;
     for (const auto& t : texts) pairs.emplace_back(all[0], t);
-    s = raw ? verifier_.cross->logits(pairs) : sigmoid_scores(verifier_.cross->logits(pairs));
+    s = raw ? rv.cross->logits(pairs) : sigmoid_scores(rv.cross->logits(pairs));
   } else {
-    s = score_candidates(verifier_.verifier.get(), encode(all, !verifier_.cosine()));
+    s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine()));
   }
   require_finite(s, "text");
   std::vector<size_t> order(s.size());
@@ -405,7 +410,7 @@ Response Service::rerank_tei(const std::string& body) {
   json out = json::array();
   for (size_t i : order) {
     // Verifier scores lie in [-1, 1]; without raw_scores they are mapped onto [0, 1].
-    const double score = raw || verifier_.cross ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
+    const double score = raw || rv.cross ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
     json item = {{"index", i}, {"score", score}};
     if (return_text) item["text"] = texts[i];
     out.push_back(std::move(item));
@@ -479,6 +484,7 @@ Response Service::search(const std::string& body) {
   pp.k = sp.k;
   pp.stage1 = sp;
   const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
+  const ResolvedVerifier& stage2_verifier = pp.rerank && !pp.gate ? reranker() : verifier_;
   HitJsonOptions ho;  // the keys `sieve search` prints, at full precision
   ho.text = bool_of(j, "with_text", false);
   json results = json::array();
@@ -489,7 +495,7 @@ Response Service::search(const std::string& body) {
     json timings;
     if (stage2) {
       Stage2Timing st;
-      auto vh = search_verified(*ix, verifier_, q, pp, &st);
+      auto vh = search_verified(*ix, stage2_verifier, q, pp, &st);
       for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
       const double total = std::chrono::duration<double>(Clock::now() - t0).count();
       timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
@@ -506,7 +512,7 @@ Response Service::search(const std::string& body) {
   }
   return json_response({{"results", results},
                         {"mode", search_mode_name(sp.mode)},
-                        {"verifier", stage2 ? json(verifier_.name) : json(nullptr)}});
+                        {"verifier", stage2 ? json(stage2_verifier.name) : json(nullptr)}});
 }
 
 Response Service::add_documents(const std::string& body) {

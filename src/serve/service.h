@@ -101,6 +101,11 @@ class Service {
   std::mutex write_mu_;                     ///< one document batch at a time
   std::shared_ptr<const Encoder> encoder_;  ///< shared by every snapshot
   ResolvedVerifier verifier_;
+  /// F1, the relevance reranker, when verifier_ is the model's calibrated gate taken by default
+  /// (a gate judges identity, not relevance); else unset and verifier_ serves rerank too.
+  ResolvedVerifier relevance_;
+  /// What orders by relevance (rerank without gate, TEI /rerank): relevance_ when set, else verifier_.
+  const ResolvedVerifier& reranker() const { return relevance_.name.empty() ? verifier_ : relevance_; }
   std::string model_name_;
   SearchRecommendation rec_;
   std::unique_ptr<EmbedBatcher> batcher_;

@@ -517,6 +517,49 @@ TEST_F(ServeTest, WithoutAnIndexAForeignVerifierIsRefusedNamingBothIdentities) {
   }
 }
 
+// Two jobs kept apart: when the model's calibrated verifier (an identity gate) is taken by default,
+// "gate" uses it and relevance reranking ("rerank" alone, TEI /rerank) uses F1; a verifier named
+// at start-up serves both.
+TEST_F(ServeTest, TheDefaultGateGatesAndF1Reranks) {
+  const std::string other = test::make_temp_dir("serve_two_jobs");
+  write_fixture_model(other + "/model", test::tiny_model_options(21));  // the same weights: the same identity
+  ASSERT_EQ(model_identity(other + "/model"), model_identity(*dir_ + "/model"));
+  build_index(other + "/model", *dir_ + "/c.tsv", other + "/ix");
+  std::filesystem::copy_file(*dir_ + "/v.safetensors", other + "/model/verifier.safetensors");
+  auto service = [&](const std::string& verifier) {
+    ServeOptions o;
+    o.index_dir = other + "/ix";
+    o.verifier = verifier;
+    o.encoder_workers = 1;
+    return std::make_unique<Service>(o);
+  };
+  auto call = [](Service& s, const std::string& path, const json& body) {
+    Response r = s.handle("POST", path, body.dump());
+    EXPECT_EQ(r.status, 200) << path << " " << r.body;
+    return json::parse(r.body);
+  };
+  auto by_default = service("");
+  const std::string gate = other + "/model/verifier.safetensors";
+  const json q = {{"query", kTexts[0]}, {"k", 3}};
+  auto verifier_of = [&](json body) { return call(*by_default, "/v1/search", body)["verifier"]; };
+  json b = q;
+  b["rerank"] = true;
+  EXPECT_EQ(verifier_of(b), "F1");
+  b["gate"] = true;
+  EXPECT_EQ(verifier_of(b), gate);
+  b.erase("rerank");
+  EXPECT_EQ(verifier_of(b), gate);
+  // TEI /rerank: the default service answers as an F1 service does, a service named the gate otherwise.
+  const json r = {{"query", kTexts[0]}, {"texts", {kTexts[1], kTexts[2], kTexts[3], kTexts[0]}}, {"raw_scores", true}};
+  auto f1 = service("F1"), named = service(gate);
+  EXPECT_EQ(call(*by_default, "/rerank", r), call(*f1, "/rerank", r));
+  EXPECT_NE(call(*named, "/rerank", r), call(*f1, "/rerank", r));
+  // Named at start-up, the gate serves rerank too.
+  b = q;
+  b["rerank"] = true;
+  EXPECT_EQ(call(*named, "/v1/search", b)["verifier"], gate);
+}
+
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running
 // meanwhile see the old or the new snapshot, never an error.
 TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {

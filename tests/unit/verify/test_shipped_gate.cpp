@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/checksum.h"
@@ -101,6 +103,47 @@ TEST(ShippedGate, SanityPairsOnTheRealModel) {
   for (size_t i = 0; i < pairs.size(); ++i)
     EXPECT_EQ(scores[i] >= t, pairs[i].same)
         << "\"" << pairs[i].a << "\" / \"" << pairs[i].b << "\": score " << scores[i] << ", threshold " << t;
+}
+
+// The two jobs on the CLI: over a few claims stage 1 ranks the role swap first; --gate (the
+// shipped gate by default) removes it and keeps the passive; --rerank alone orders by F1 and says
+// the model's verifier is an identity gate.
+TEST(ShippedGate, GateDropsTheNearMissStageOneRanksFirstAndRerankIsF1) {
+  const Shipped s = shipped();
+  SKIP_WITHOUT_MODEL(s);
+  const std::string dir = test::make_temp_dir("shipped_gate_cli");
+  {
+    std::ofstream f(dir + "/claims.txt");
+    f << "the snap fumbled the quarterback\nthe snap was fumbled by the quarterback\n"
+         "the quarterback did not fumble the snap\nthe committee approved the budget\n";
+  }
+  const std::string cli = test::cli_path();
+  auto r = test::run_command(cli + " index build -m " + s.model_dir + " --corpus " + dir + "/claims.txt --out " + dir +
+                             "/ix 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string query = " --index " + dir + "/ix --mode dense -k 4 --output tsv 'the quarterback fumbled the snap'";
+  r = test::run_command(cli + " search" + query + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream stage1(r.out);
+  std::string line;
+  std::getline(stage1, line);  // header
+  std::getline(stage1, line);
+  EXPECT_EQ(line.rfind("1\t1\t1\t", 0), 0u) << "stage 1 ranks the role swap (doc 1) first: " << r.out;
+  r = test::run_command(cli + " search --gate --candidates 4" + query + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::set<std::string> kept;
+  std::istringstream gated(r.out);
+  std::getline(gated, line);
+  while (std::getline(gated, line)) {
+    std::istringstream cols(line);
+    std::string qid, rank, doc;
+    cols >> qid >> rank >> doc;
+    kept.insert(doc);
+  }
+  EXPECT_EQ(kept, std::set<std::string>({"2"})) << r.out;  // the passive only
+  r = test::run_command(cli + " search --rerank --candidates 4" + query + " 2>&1 >/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("orders by F1"), std::string::npos) << r.out;
 }
 
 }  // namespace
