@@ -26,7 +26,7 @@ void register_tradeoff(CLI::App* group) {
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(
       "tradeoff", "Model A vs Model B (+ structural negatives): train per seed, evaluate zero-shot, aggregate");
-  cmd->add_option("-m,--model,--backbone", o->t.backbone, "Model directory to fine-tune (the backbone)")->required();
+  cmd->add_option("-m,--model,--backbone", o->t.backbone, "Model to fine-tune (the backbone): an installed name or a folder")->required();
   cmd->add_option("--train", o->t.train, "Model A data: triplet/pair files or BEIR folders (train qrels); repeatable")
       ->required();
   cmd->add_option("--structural", o->t.structural,
@@ -55,6 +55,7 @@ void register_tradeoff(CLI::App* group) {
   cmd->add_option("--device", o->t.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
   on_run(cmd, [o, cmd] {
     auto& t = o->t;
+    t.backbone = resolve_model_dir(t.backbone);  // an installed name or a folder, as everywhere
     const bool quick = o->profile == "quick";
     preset(cmd, "--steps", t.steps, size_t(quick ? 40 : 500));
     preset(cmd, "--batch-size", t.batch_size, size_t(quick ? 16 : 64));
@@ -77,7 +78,7 @@ void register_verifiers(CLI::App* group) {
   auto o = std::make_shared<Opts>();
   auto* cmd = group->add_subcommand(
       "verifiers", "F0-F4, frozen and end to end: train per seed, evaluate reranking and near-miss rejection");
-  cmd->add_option("-m,--model,--encoder", o->v.encoder, "Encoder model directory")->required();
+  cmd->add_option("-m,--model,--encoder", o->v.encoder, "Encoder: an installed name or a folder")->required();
   cmd->add_option("--train", o->v.train,
                   "Verifier training triplets, or pairs read as identity triplets (default: near-misses generated "
                   "from WordNet's example sentences)");
@@ -109,6 +110,7 @@ void register_verifiers(CLI::App* group) {
   cmd->add_option("--device", o->v.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
   on_run(cmd, [o, cmd] {
     auto& v = o->v;
+    v.encoder = resolve_model_dir(v.encoder);  // an installed name or a folder, as everywhere
     const bool quick = o->profile == "quick";
     preset(cmd, "--steps-light", v.steps_light, size_t(quick ? 10 : 400));
     preset(cmd, "--steps-f3", v.steps_f3, size_t(quick ? 4 : 300));
