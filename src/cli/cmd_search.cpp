@@ -156,7 +156,8 @@ void register_search(CLI::App& app) {
     auto index = Index::open(o->index, oo);
     // The verifier made for the encoder that searches: beside the index's model (or --model).
     const std::string model = o->model.empty() ? index->stats().model_path : o->model;
-    if (o->verifier.empty() && (o->pipe.gate || o->rerank)) {
+    const bool chosen_here = o->verifier.empty() && (o->pipe.gate || o->rerank);
+    if (chosen_here) {
       SIEVE_THROW_IF_NOT(!o->pipe.gate || !default_verifier(model, "").empty(),
                          "--gate needs a calibrated verifier, and the model folder '"
                              << model << "' has no verifier.safetensors: give --verifier FILE");
@@ -170,7 +171,7 @@ void register_search(CLI::App& app) {
     }
     if (!o->verifier.empty()) {
       const ResolvedVerifier verifier = resolve_verifier(o->verifier, {model, index->stats().model_identity});
-      if (o->verifier == "default") log_info("stage 2 with the verifier " + verifier.name);
+      if (chosen_here) log_info("stage 2 with the verifier " + verifier.name);
       if (o->pipe.gate)
         for (const auto& q : queries)
           if (const std::string note = gate_question_note(q.text); !note.empty()) {
