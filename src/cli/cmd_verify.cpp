@@ -135,8 +135,11 @@ void register_verify(CLI::App& app) {
     on_run(cmd, [o] {
       o->c.kind = verifier_kind_from_name(o->kind);
       o->model = resolve_model_dir(o->model);
-      if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model));
-      if (o->c.order_penalty.weight > 0) o->c.order_penalty.voice_ids = voice_cue_ids(*Tokenizer::from_model_dir(o->model));
+      if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
+        const auto tokenizer = Tokenizer::from_model_dir(o->model);
+        if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cue_ids(*tokenizer);
+        if (o->c.order_penalty.weight > 0) o->c.order_penalty.voice_ids = voice_cue_ids(*tokenizer);
+      }
       ModelInfo info = read_model_info(o->model);
       o->c.encoder_dim = static_cast<size_t>(info.config.hidden_size);
       o->c.encoder_identity = model_identity(o->model);

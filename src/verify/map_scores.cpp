@@ -56,31 +56,29 @@ at::Tensor f2_score(const Maps& m, const F2Options& o) {
 }
 
 at::Tensor cue_gap(const Maps& m, const std::vector<int32_t>& cue_ids) {
-  SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
-                     "this verifier reads token ids (its cue penalty), and the token states carry none");
-  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(m.q_ids.device());
-  at::Tensor q = (at::isin(m.q_ids, cues).to(m.q_mask.scalar_type()) * m.q_mask).sum(1);
-  at::Tensor c = (at::isin(m.c_ids, cues).to(m.c_mask.scalar_type()) * m.c_mask).sum(1);
+  require_ids(m, "its cue penalty");
+  at::Tensor q = (is_cue(m.q_ids, cue_ids, m.q_mask) * m.q_mask).sum(1);
+  at::Tensor c = (is_cue(m.c_ids, cue_ids, m.c_mask) * m.c_mask).sum(1);
   return (q - c).abs();
 }
 
 at::Tensor order_gap(const Maps& m, const std::vector<int32_t>& voice_ids) {
-  SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
-                     "this verifier reads token ids (its order penalty), and the token states carry none");
+  require_ids(m, "its order penalty");
   const at::Tensor qi = m.q_ids.to(at::kCPU, at::kLong).contiguous(), ci = m.c_ids.to(at::kCPU, at::kLong).contiguous();
   const at::Tensor qm = m.q_mask.to(at::kCPU, at::kFloat).contiguous(), cm = m.c_mask.to(at::kCPU, at::kFloat).contiguous();
   const int64_t B = qi.size(0), R = qi.size(1), C = ci.size(1);
   std::vector<float> gap(static_cast<size_t>(B));
   std::vector<int64_t> q, c, order;
-  std::unordered_map<int64_t, std::pair<int, int64_t>> seen;  // id -> (count, last position)
+  std::unordered_map<int64_t, std::pair<int, int64_t>> seen;  // candidate id -> (count, last position)
+  std::unordered_map<int64_t, int> in_query;                  // query id -> count
+  auto valid = [](const at::Tensor& ids, const at::Tensor& mask, int64_t b, int64_t n, std::vector<int64_t>& out) {
+    out.clear();
+    const int64_t* id = ids.data_ptr<int64_t>() + b * n;
+    const float* mk = mask.data_ptr<float>() + b * n;
+    for (int64_t i = 0; i < n; ++i)
+      if (mk[i] > 0) out.push_back(id[i]);
+  };
   for (int64_t b = 0; b < B; ++b) {
-    auto valid = [](const at::Tensor& ids, const at::Tensor& mask, int64_t b, int64_t n, std::vector<int64_t>& out) {
-      out.clear();
-      const int64_t* id = ids.data_ptr<int64_t>() + b * n;
-      const float* mk = mask.data_ptr<float>() + b * n;
-      for (int64_t i = 0; i < n; ++i)
-        if (mk[i] > 0) out.push_back(id[i]);
-    };
     valid(qi, qm, b, R, q);
     valid(ci, cm, b, C, c);
     auto voices = [&](const std::vector<int64_t>& t) {
@@ -96,7 +94,7 @@ at::Tensor order_gap(const Maps& m, const std::vector<int32_t>& voice_ids) {
       ++e.first;
       e.second = static_cast<int64_t>(j);
     }
-    std::unordered_map<int64_t, int> in_query;
+    in_query.clear();
     for (int64_t id : q) ++in_query[id];
     order.clear();
     for (int64_t id : q) {

@@ -28,13 +28,19 @@ Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Te
   return m;
 }
 
-at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids) {
+void require_ids(const Maps& m, const char* what) {
   SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
-                     "this verifier reads token ids (its cue channel), and the token states carry none");
-  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(m.q_ids.device());
-  at::Tensor q = at::isin(m.q_ids, cues).to(m.pair.scalar_type());
-  at::Tensor c = at::isin(m.c_ids, cues).to(m.pair.scalar_type());
-  return (q.unsqueeze(2) + c.unsqueeze(1)) * m.pair;
+                     "this verifier reads token ids (" << what << "), and the token states carry none");
+}
+
+at::Tensor is_cue(const at::Tensor& ids, const std::vector<int32_t>& cue_ids, const at::Tensor& like) {
+  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(ids.device());
+  return at::isin(ids, cues).to(like.scalar_type());
+}
+
+at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids) {
+  require_ids(m, "its cue channel");
+  return (is_cue(m.q_ids, cue_ids, m.pair).unsqueeze(2) + is_cue(m.c_ids, cue_ids, m.pair).unsqueeze(1)) * m.pair;
 }
 
 at::Tensor match_map(const at::Tensor& q_ids, const at::Tensor& c_ids, const at::Tensor& pair) {

@@ -23,6 +23,10 @@ struct Maps {
 /// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t is
 /// one of `cue_ids` (0, 1 or 2 at a valid pair). Needs the maps' ids.
 at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids);
+/// 1 where an id of `ids` is one of `cue_ids`, else 0, in `like`'s dtype (same shape as `ids`).
+at::Tensor is_cue(const at::Tensor& ids, const std::vector<int32_t>& cue_ids, const at::Tensor& like);
+/// Throws sieve::Error unless the maps carry token ids; `what` names the reader ("its cue channel").
+void require_ids(const Maps& m, const char* what);
 
 /// M = normalize(Q) normalize(C)^T over the last dimension, batched; Q [B, m, d], C [B, n, d],
 /// masks [B, m] and [B, n] (1 = real token). Differentiable. With token ids ([B, m] and [B, n]
