@@ -128,6 +128,11 @@ struct VerifierTrainOptions {
   /// Weight of a pointwise term (BCE of score / tau: own positive 1, own hard negative 0) added to
   /// the InfoNCE; 0 = the paper's loss alone.
   double pointwise_weight = 0.0;
+  /// InfoNCE: maps scored per forward and backward pass. A step scores b x B in-batch maps and b
+  /// own negatives; they go through in shares of whole anchor rows (at least one) so that memory
+  /// stays bounded, with the same summed gradients. F3's batch norm normalises each share by
+  /// itself, as it does each rank's share under data parallelism.
+  size_t maps_per_pass = 64;
   double lr_verifier = 1e-4, weight_decay_verifier = 0.01;
   double lr_encoder = 1e-5, weight_decay_encoder = 0.01;
   size_t max_length = 128;      ///< encoder token cap

@@ -195,6 +195,11 @@ void register_train(CLI::App& app) {
                     "near-miss 0), for one absolute threshold; 0 = the paper's loss")
         ->capture_default_str()
         ->check(kNonNegative);
+    cmd->add_option("--maps-per-pass", o->maps_per_pass,
+                    "InfoNCE: similarity maps scored per forward/backward pass (whole anchor rows of B + 1 maps, "
+                    "at least one row); bounds memory, the gradients are the same")
+        ->capture_default_str()
+        ->check(kPositive);
     cmd->add_option("--lr", o->lr_verifier, "Verifier learning rate")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay_verifier, "Verifier weight decay")->capture_default_str();
     cmd->add_option("--lr-encoder", o->lr_encoder, "Encoder learning rate (end to end)")->capture_default_str();

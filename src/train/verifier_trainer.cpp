@@ -1,5 +1,6 @@
 // `sieve train verifier`: the paper's verifier training, frozen (cached token states) or end to
 // end (encoder and verifier together).
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
@@ -115,6 +116,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
   SIEVE_THROW_IF_NOT(o.tau > 0, "--tau must be positive");
   SIEVE_THROW_IF_NOT(o.pointwise_weight >= 0, "--pointwise-weight must not be negative");
   SIEVE_THROW_IF_NOT(o.lr_verifier > 0 && o.lr_encoder > 0, "learning rates must be positive");
+  SIEVE_THROW_IF_NOT(o.maps_per_pass > 0, "--maps-per-pass must be positive");
   set_compute_threads(c.threads);
   const bool pair_objective = o.objective == VerifierObjective::Pairs;
   // InfoNCE: pairs become identity triplets, as the paper's loader does; every row needs a negative.
@@ -259,9 +261,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
         const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
         P = dp.all_gather(at::constant_pad_nd(p.states.detach(), {0, 0, 0, Lmax - L}, 0.0));
         Pm = dp.all_gather(at::constant_pad_nd(p.mask, {0, Lmax - L}, 0.0));
-        if (live) P.requires_grad_(true);
       }
-      // S[i][k] = V(anchor i, positive k) for this rank's anchors: b x B maps in one batch.
       // Token ids for the exact-match channel travel like the masks (gathered with the positives).
       at::Tensor Pid = p.ids;
       if (with_ids && dp.active()) {
@@ -269,31 +269,72 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
         const int64_t Lmax = dp.all_gather(at::full({1}, L, at::kLong)).max().item<int64_t>();
         Pid = dp.all_gather(at::constant_pad_nd(p.ids, {0, Lmax - L}, -1));
       }
-      verify::Maps all = verify::similarity_maps(
-          a.states.repeat_interleave(B, 0), a.mask.repeat_interleave(B, 0), P.repeat({b, 1, 1}), Pm.repeat({b, 1}),
-          with_ids ? a.ids.repeat_interleave(B, 0) : at::Tensor(), with_ids ? Pid.repeat({b, 1}) : at::Tensor());
-      at::Tensor S = vm.scores(all, /*inference=*/false).view({b, B});
-      at::Tensor neg = vm.scores(verify::similarity_maps(a.states, a.mask, n.states, n.mask, a.ids, n.ids), false);
-      loss = verifier_infonce(S, neg, o.tau, begin, B);
-      if (o.pointwise_weight > 0) {
-        at::Tensor own = S.gather(1, at::arange(begin, end, S.options().dtype(at::kLong)).view({b, 1})).squeeze(1);
-        loss = loss + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
-      }
-      {
+      // The b x B in-batch maps (S[i][k] = V(anchor i, positive k)) and the b own negatives are
+      // scored a few anchors at a time, each share's loss backpropagated at once: the loss is a
+      // sum over rows, so the gradients are the whole batch's while only one share's maps are held
+      // (F3 at 128 tokens keeps about 40 MB of activations per map). With a live encoder and
+      // several shares the token states are cut into leaves here; their summed gradients reach
+      // the encoder once, below. One share backpropagates straight through.
+      const int64_t per_pass = std::max<int64_t>(1, static_cast<int64_t>(o.maps_per_pass) / (B + 1));
+      const bool cut = live && per_pass < b;
+      at::Tensor A = cut ? a.states.detach().requires_grad_(true) : a.states;
+      at::Tensor N = cut ? n.states.detach().requires_grad_(true) : n.states;
+      if (cut && !dp.active()) P = p.states.detach();
+      if (live && (cut || dp.active())) P.requires_grad_(true);
+      double loss_sum = 0, hits = 0;
+      opt.zero_grad();
+      for (int64_t r0 = 0; r0 < b; r0 += per_pass) {
+        const int64_t r = std::min(per_pass, b - r0);
+        at::Tensor As = A.narrow(0, r0, r), Am = a.mask.narrow(0, r0, r);
+        at::Tensor Aid = with_ids ? a.ids.narrow(0, r0, r) : at::Tensor();
+        verify::Maps all = verify::similarity_maps(As.repeat_interleave(B, 0), Am.repeat_interleave(B, 0),
+                                                   P.repeat({r, 1, 1}), Pm.repeat({r, 1}),
+                                                   with_ids ? Aid.repeat_interleave(B, 0) : at::Tensor(),
+                                                   with_ids ? Pid.repeat({r, 1}) : at::Tensor());
+        at::Tensor S = vm.scores(all, /*inference=*/false).view({r, B});
+        at::Tensor neg = vm.scores(verify::similarity_maps(As, Am, N.narrow(0, r0, r), n.mask.narrow(0, r0, r), Aid,
+                                                           with_ids ? n.ids.narrow(0, r0, r) : at::Tensor()),
+                                   false);
+        const int64_t first = begin + r0;
+        at::Tensor share = verifier_infonce(S, neg, o.tau, first, B);
+        if (o.pointwise_weight > 0) {
+          at::Tensor own = S.gather(1, at::arange(first, first + r, S.options().dtype(at::kLong)).view({r, 1})).squeeze(1);
+          share = share + o.pointwise_weight * verifier_pointwise(own, neg, o.tau, B);
+        }
+        share.backward();
         at::NoGradGuard g;
-        at::Tensor logits = at::cat({S, neg.view({b, 1})}, 1);
-        accuracy = dp.sum((logits.argmax(1) == at::arange(begin, end, at::kLong)).sum().item<double>()) / static_cast<double>(B);
+        loss_sum += share.item<double>();
+        at::Tensor logits = at::cat({S, neg.view({r, 1})}, 1);
+        hits += (logits.argmax(1) == at::arange(first, first + r, at::kLong)).sum().item<double>();
+      }
+      loss = at::scalar_tensor(loss_sum, at::kDouble);
+      accuracy = dp.sum(hits) / static_cast<double>(B);
+      if (live) {  // the leaves' gradients into the encoder, once
+        std::vector<at::Tensor> outs, grads;
+        auto hand_back = [&](const at::Tensor& states, const at::Tensor& grad) {
+          if (grad.defined()) {
+            outs.push_back(states);
+            grads.push_back(grad);
+          }
+        };
+        if (cut) {
+          hand_back(a.states, A.grad());
+          hand_back(n.states, N.grad());
+        }
+        if (dp.active()) {
+          dp.sum_gradients({P});
+          if (P.grad().defined()) hand_back(p.states, P.grad().narrow(0, begin, b).narrow(1, 0, p.states.size(1)));
+        } else if (cut) {
+          hand_back(p.states, P.grad());
+        }
+        if (!outs.empty()) torch::autograd::backward(outs, grads);
       }
     }
-    opt.zero_grad();
-    loss.backward();
-    if (dp.active()) {
-      if (live && !pair_objective) {
-        dp.sum_gradients({P});
-        p.states.backward(P.grad().narrow(0, begin, b).narrow(1, 0, p.states.size(1)));
-      }
-      dp.sum_gradients(all_params);
+    if (pair_objective) {
+      opt.zero_grad();
+      loss.backward();
     }
+    if (dp.active()) dp.sum_gradients(all_params);
     {
       std::vector<std::pair<std::string, torch::OrderedDict<std::string, at::Tensor>>> named;
       if (vm.module()) named.emplace_back("verifier.", vm.module()->named_parameters());

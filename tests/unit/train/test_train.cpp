@@ -421,31 +421,55 @@ TEST(VerifierTraining, EndToEndChangesTheEncoderAndNamesIt) {
   EXPECT_EQ(Verifier::load(dir + "/out/verifier.safetensors")->config().kind, VerifierKind::F1);
 }
 
+// Two steps of `sieve train verifier` on the tiny model (batch 8, no dropout), once with the flags
+// `first` and once with `second`: the dumped gradients (verifier and encoder) must agree.
+void expect_same_gradients(const std::string& dir, const std::string& data, const std::string& first,
+                           const std::string& second) {
+  const std::string base = test::cli_path() + " train verifier -m " + dir + "/model --train " + data +
+                           " --max-tokens 16 --f4-width 16 --f4-heads 2 --steps 2 --batch-size 8 --dropout 0"
+                           " --verifier-dropout 0 --threads 1 ";
+  for (int run : {1, 2}) {
+    const std::string n = std::to_string(run);
+    auto r = test::run_command(base + (run == 1 ? first : second) + " --out " + dir + "/run" + n +
+                               " --dump-gradients " + dir + "/g" + n + ".safetensors");
+    ASSERT_EQ(r.exit_code, 0) << (run == 1 ? first : second);
+  }
+  auto [diff, scale] = max_tensor_diff(dir + "/g1.safetensors", dir + "/g2.safetensors");
+  std::printf("[%s] vs [%s]: max difference %.3g, max |gradient| %.3g\n", first.c_str(), second.c_str(), diff, scale);
+  EXPECT_GT(scale, 1e-4) << second;
+  EXPECT_LT(diff, 1e-5 * std::max(1.0, scale)) << second;
+  std::filesystem::remove_all(dir + "/run1");
+  std::filesystem::remove_all(dir + "/run2");
+}
+
 TEST(VerifierTraining, TwoProcessDataParallelGradientsEqualOneProcess) {
   // F4 frozen (with and without the pointwise term, whose rows are the rank's share), F1 end to
   // end, and F4 with the exact-match channel (token ids gathered with the positives) both ways,
-  // batch 8 split 4 + 4 over two processes, no dropout: the summed gradients (verifier and
-  // encoder) equal one process's.
+  // batch 8 split 4 + 4 over two processes: the summed gradients equal one process's.
   std::string dir = test::make_temp_dir("train_ver_dp");
   write_fixture_model(dir + "/model", test::tiny_model_options(12));
   std::string data = write_swaps(dir, 24, 6);
   for (std::string mode :
        {"--kind F4 --regime frozen", "--kind F4 --regime frozen --pointwise-weight 1", "--kind F1 --regime end-to-end",
-        "--kind F4 --regime frozen --exact-match", "--kind F4 --regime end-to-end --exact-match"}) {
-    const std::string base = test::cli_path() + " train verifier -m " + dir + "/model --train " + data + " " + mode +
-                             " --max-tokens 16 --f4-width 16 --f4-heads 2 --steps 2 --batch-size 8 --dropout 0"
-                             " --verifier-dropout 0 --threads 1";
-    auto one = test::run_command(base + " --out " + dir + "/one --dump-gradients " + dir + "/g1.safetensors");
-    ASSERT_EQ(one.exit_code, 0) << mode;
-    auto two = test::run_command(base + " --world-size 2 --out " + dir + "/two --dump-gradients " + dir + "/g2.safetensors");
-    ASSERT_EQ(two.exit_code, 0) << mode;
-    auto [diff, scale] = max_tensor_diff(dir + "/g1.safetensors", dir + "/g2.safetensors");
-    std::printf("%s: max |1 process - 2 processes| %.3g, max |gradient| %.3g\n", mode.c_str(), diff, scale);
-    EXPECT_GT(scale, 1e-4) << mode;
-    EXPECT_LT(diff, 1e-5 * std::max(1.0, scale)) << mode;
-    std::filesystem::remove_all(dir + "/one");
-    std::filesystem::remove_all(dir + "/two");
-  }
+        "--kind F4 --regime frozen --exact-match", "--kind F4 --regime end-to-end --exact-match"})
+    expect_same_gradients(dir, data, mode, mode + " --world-size 2");
+}
+
+TEST(VerifierTraining, ScoringInSharesGivesTheGradientsOfOnePass) {
+  // Batch 8 has 8 x 9 maps a step; --maps-per-pass 9 scores one anchor row at a time (and 20, two
+  // rows then a remainder). F4 frozen with the pointwise term, F1 end to end (the encoder's
+  // gradient gathered through the leaves, against one pass straight through), F4 end to end with
+  // the exact-match channel, and two processes in shares: every gradient equals one pass's.
+  // F3 is left out: its batch norm normalises per share by design.
+  std::string dir = test::make_temp_dir("train_ver_shares");
+  write_fixture_model(dir + "/model", test::tiny_model_options(13));
+  std::string data = write_swaps(dir, 24, 7);
+  for (auto [kind, shares] : std::vector<std::pair<std::string, std::string>>{
+           {"--kind F4 --regime frozen --pointwise-weight 1", "--maps-per-pass 9"},
+           {"--kind F1 --regime end-to-end", "--maps-per-pass 20"},
+           {"--kind F4 --regime end-to-end --exact-match", "--maps-per-pass 9"},
+           {"--kind F4 --regime end-to-end", "--maps-per-pass 1 --world-size 2"}})
+    expect_same_gradients(dir, data, kind + " --maps-per-pass 1000", kind + " " + shares);
 }
 
 TEST(VerifierTraining, FrozenParameterFreeIsSkipped) {
