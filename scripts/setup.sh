@@ -20,7 +20,7 @@ done
 
 PACKAGES=(
   build-essential cmake pkg-config jq
-  libtorch-dev libopenblas-dev libgloo-dev
+  libtorch-dev libopenblas-dev libgloo-dev libdnnl-dev
   libfaiss-dev libxapian-dev zlib1g-dev
   libutf8proc-dev libsentencepiece-dev libpcre2-dev libssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
@@ -52,6 +52,9 @@ finish() {
     [[ "${CI:-}" == "true" ]] && strict=1
     SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
+    if ((BENCH)); then
+      "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
+    fi
     if ((!ok)); then
       if ((strict)); then echo "setup: a test oracle failed to install (CI=true: fatal)" >&2; exit 1; fi
       echo "setup: a test oracle failed to install; the tests that need it will skip" >&2

@@ -23,6 +23,10 @@ struct EncoderOptions {
   int threads = 0;
   std::optional<Pooling> pooling;    ///< override the model's pooling (1_Pooling/config.json)
   size_t max_length = 0;             ///< token cap incl. specials; 0 = the model's max_seq_length
+  /// Int8: the dense layers of a BERT-family model on the CPU run with int8 weights and
+  /// activations quantized per row at run time (keys within about 0.01 in cosine of fp32; see
+  /// docs/benchmarks.md). Other families and CUDA keep fp32.
+  Precision precision = Precision::Fp32;
   /// false: load no tokenizer (the folder needs none): only encode_ids() works, encode() and
   /// tokenizer() throw sieve::Error; padding uses config.json's pad_token_id.
   bool load_tokenizer = true;

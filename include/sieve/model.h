@@ -12,6 +12,14 @@ namespace sieve {
 /// How token states become one vector per text.
 enum class Pooling { Cls, Mean, LastToken };
 
+/// Arithmetic of an encoder's dense layers on the CPU: float32, or int8 weights (per output
+/// channel) with each row of activations quantized at run time (see docs/benchmarks.md).
+enum class Precision { Fp32, Int8 };
+
+/// Parses "fp32", "int8"; throws sieve::Error on others.
+Precision precision_from_name(const std::string& name);
+const char* precision_name(Precision p);
+
 /// Parses "cls", "mean", "last" (also sentence-transformers' "lasttoken"); throws on others.
 Pooling pooling_from_name(const std::string& name);
 /// The canonical name of a pooling mode ("cls", "mean", "last").

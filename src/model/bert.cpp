@@ -83,11 +83,26 @@ BertLayerImpl::BertLayerImpl(const BertOptions& opt) : cfg_(opt.config), dropout
   output = register_module("output", BertDenseLayerNorm(opt, opt.config.intermediate_size));
 }
 
-void BertLayerImpl::prepare_inference() {
+void BertLayerImpl::prepare_inference(Precision precision) {
   at::NoGradGuard no_grad;
   auto& s = *attention->self;
   qkv_weight_ = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).contiguous();
   qkv_bias_ = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).contiguous();
+  qkv_packed_ = attn_out_packed_ = inter_packed_ = out_packed_ = nullptr;
+  if (!qkv_weight_.device().is_cpu() || qkv_weight_.scalar_type() != at::kFloat) return;
+  auto pack = [precision](const at::Tensor& w, const at::Tensor& b) {
+    return std::make_shared<const PackedLinear>(w, b, precision);
+  };
+  qkv_packed_ = pack(qkv_weight_, qkv_bias_);
+  attn_out_packed_ = pack(attention->output->dense->weight, attention->output->dense->bias);
+  inter_packed_ = pack(intermediate->dense->weight, intermediate->dense->bias);
+  out_packed_ = pack(output->dense->weight, output->dense->bias);
+}
+
+at::Tensor BertLayerImpl::dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer,
+                                const at::Tensor& x) {
+  if (packed && !is_training()) return packed->forward(x);
+  return layer->forward(x);
 }
 
 at::Tensor BertLayerImpl::activation(const at::Tensor& x) const {
@@ -111,11 +126,11 @@ at::Tensor BertLayerImpl::attend(const at::Tensor& qkv, int64_t B, int64_t L, co
 // leading shape ([B, L, H] or packed [T, H]).
 at::Tensor BertLayerImpl::feed_forward(const at::Tensor& ctx, const at::Tensor& x) {
   const bool train = is_training() && dropout_ > 0;
-  at::Tensor attn = attention->output->dense->forward(ctx);
+  at::Tensor attn = dense(attn_out_packed_, attention->output->dense, ctx);
   if (train) attn = at::dropout(attn, dropout_, true);
   at::Tensor h = attention->output->LayerNorm->forward(attn + x);
-  at::Tensor inter = activation(intermediate->dense->forward(h));
-  at::Tensor out = output->dense->forward(inter);
+  at::Tensor inter = activation(dense(inter_packed_, intermediate->dense, h));
+  at::Tensor out = dense(out_packed_, output->dense, inter);
   if (train) out = at::dropout(out, dropout_, true);
   return output->LayerNorm->forward(out + h);
 }
@@ -123,8 +138,10 @@ at::Tensor BertLayerImpl::feed_forward(const at::Tensor& ctx, const at::Tensor& 
 at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& mask_bias) {
   const int64_t B = x.size(0), L = x.size(1);
   at::Tensor qkv;
-  if (!is_training() && qkv_weight_.defined()) {
-    qkv = at::linear(x, qkv_weight_, qkv_bias_);  // one [B*L, H] x [H, 3H] product instead of three
+  if (!is_training() && qkv_packed_) {
+    qkv = qkv_packed_->forward(x);  // one [B*L, H] x [H, 3H] product instead of three
+  } else if (!is_training() && qkv_weight_.defined()) {
+    qkv = at::linear(x, qkv_weight_, qkv_bias_);
   } else {
     auto& s = *attention->self;
     qkv = at::cat({s.query->forward(x), s.key->forward(x), s.value->forward(x)}, -1);
@@ -136,7 +153,7 @@ at::Tensor BertLayerImpl::forward_packed(const at::Tensor& xp, const at::Tensor&
                                          const at::Tensor& mask_bias) {
   SIEVE_ASSERT(!is_training() && qkv_weight_.defined());
   const int64_t H = cfg_.hidden_size;
-  at::Tensor qkv_p = at::linear(xp, qkv_weight_, qkv_bias_);
+  at::Tensor qkv_p = qkv_packed_ ? qkv_packed_->forward(xp) : at::linear(xp, qkv_weight_, qkv_bias_);
   at::Tensor qkv = at::zeros({B * L, 3 * H}, qkv_p.options()).index_copy_(0, index, qkv_p);
   at::Tensor ctx = attend(qkv.view({B, L, 3 * H}), B, L, mask_bias).view({B * L, H}).index_select(0, index);
   return feed_forward(ctx, xp);
@@ -179,8 +196,8 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
   return at::zeros({B * L, H}, xp.options()).index_copy_(0, index, xp).view({B, L, H});
 }
 
-void BertModelImpl::prepare_inference() {
-  for (const auto& m : *encoder->layer) m->as<BertLayerImpl>()->prepare_inference();
+void BertModelImpl::prepare_inference(Precision precision) {
+  for (const auto& m : *encoder->layer) m->as<BertLayerImpl>()->prepare_inference(precision);
 }
 
 namespace {

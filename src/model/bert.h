@@ -14,6 +14,7 @@
 #include <string>
 
 #include "model/encoder_backbone.h"
+#include "model/packed_linear.h"
 #include "sieve/model.h"
 
 namespace sieve {
@@ -74,8 +75,9 @@ struct BertLayerImpl : torch::nn::Module {
   /// through the padded layout. Returns the packed output [T, H].
   at::Tensor forward_packed(const at::Tensor& xp, const at::Tensor& index, int64_t B, int64_t L,
                             const at::Tensor& mask_bias);
-  /// Builds the fused query/key/value weight used by inference; call after weights change.
-  void prepare_inference();
+  /// Builds the fused query/key/value weight used by inference and, on the CPU, the layers packed
+  /// for oneDNN at `precision`; call after weights change.
+  void prepare_inference(Precision precision = Precision::Fp32);
   /// True when prepare_inference() has run (forward_packed may be used).
   bool packed_ready() const { return qkv_weight_.defined(); }
 
@@ -90,6 +92,10 @@ struct BertLayerImpl : torch::nn::Module {
   BertConfig cfg_;
   double dropout_;
   at::Tensor qkv_weight_, qkv_bias_;  // inference-only fused copies (not parameters)
+  // Inference on the CPU: query/key/value, attention output, intermediate, output (null elsewhere).
+  std::shared_ptr<const PackedLinear> qkv_packed_, attn_out_packed_, inter_packed_, out_packed_;
+  // A dense layer in inference: its packed copy when there is one, else the module.
+  at::Tensor dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer, const at::Tensor& x);
 };
 TORCH_MODULE(BertLayer);
 
@@ -111,7 +117,7 @@ struct BertModelImpl : EncoderBackbone {
   /// be present with the right shape, else sieve::Error names the tensor.
   void load_weights(const SafetensorsFile& file) override;
   /// Prepares inference-only caches (fused QKV); call after load_weights / training.
-  void prepare_inference() override;
+  void prepare_inference(Precision precision = Precision::Fp32) override;
   at::Tensor word_embeddings() const override { return embeddings->word_embeddings->weight; }
 
   const BertConfig& config() const override { return opt_.config; }

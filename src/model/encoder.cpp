@@ -47,7 +47,7 @@ class BertEncoder final : public Encoder {
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
-    model_->prepare_inference();
+    model_->prepare_inference(opt.precision);
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }

@@ -25,8 +25,9 @@ struct EncoderBackbone : torch::nn::Module {
   /// Copies every parameter from a safetensors file (with or without the family's prefix:
   /// "bert.", "roberta.", "model."); sieve::Error names a missing or misshapen tensor.
   virtual void load_weights(const SafetensorsFile& file) = 0;
-  /// Builds inference-only caches (fused weights); call after load_weights / training.
-  virtual void prepare_inference() {}
+  /// Builds inference-only caches (fused weights, packed CPU layers at `precision`); call after
+  /// load_weights / training / moving the model.
+  virtual void prepare_inference(Precision precision = Precision::Fp32) {}
   /// The token embedding matrix [V, H] (tied to an MLM decoder).
   virtual at::Tensor word_embeddings() const = 0;
   virtual const BertConfig& config() const = 0;

@@ -15,6 +15,14 @@ Pooling pooling_from_name(const std::string& name) {
   SIEVE_THROW("unknown pooling '" << name << "' (expected cls, mean or last)");
 }
 
+Precision precision_from_name(const std::string& name) {
+  if (name == "fp32" || name == "float32") return Precision::Fp32;
+  if (name == "int8") return Precision::Int8;
+  SIEVE_THROW("unknown precision '" << name << "' (expected fp32 or int8)");
+}
+
+const char* precision_name(Precision p) { return p == Precision::Int8 ? "int8" : "fp32"; }
+
 const char* pooling_name(Pooling p) {
   switch (p) {
     case Pooling::Cls: return "cls";

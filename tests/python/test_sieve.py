@@ -48,6 +48,16 @@ def test_encode_matches_sieve_embed(model):
     assert enc.encode(TEXTS[0]).shape == (enc.dim,)
 
 
+def test_max_length_truncates_as_sieve_embed_does(model):
+    enc = sieve.Encoder.load(model, threads=1, max_length=4)
+    assert enc.max_length == 4
+    pooled, tokens = enc.encode(TEXTS, output="both")
+    assert all(t.shape[0] == 4 for t in tokens)  # [CLS] + 2 words + [SEP]: every text is cut
+    want = np.array([json.loads(l)["embedding"] for l in run("embed", "-m", model, "--max-length", "4", *TEXTS).splitlines()])
+    np.testing.assert_allclose(pooled, want, atol=1e-6)
+    assert not np.allclose(pooled, sieve.Encoder.load(model, threads=1).encode(TEXTS), atol=1e-3)
+
+
 def test_tokens_and_unnormalized_pooling_by_hand(model):
     enc = sieve.Encoder.load(model, threads=1)
     pooled, tokens = enc.encode(TEXTS[:3], normalize=False, output="both")

@@ -298,6 +298,28 @@ TEST(Cli, TokenizeAndEmbedWriteOneJsonLinePerTextInOrder) {
   }
 }
 
+TEST(Cli, EmbedPrecisionInt8IsTheLibrarysInt8Encoder) {
+  std::string dir = make_temp_dir("cli_int8");
+  write_fixture_model(dir, small_fixture(Pooling::Mean));
+  auto e = test::run_command(test::cli_path() + " embed --precision int8 --model " + dir + " 'the dog bit the man'");
+  ASSERT_EQ(e.exit_code, 0);
+  EncoderOptions eo;
+  eo.precision = Precision::Int8;
+  const Embeddings int8 = Encoder::load(dir, eo)->encode({"the dog bit the man"}, {});
+  const Embeddings fp32 = Encoder::load(dir)->encode({"the dog bit the man"}, {});
+  auto j = nlohmann::json::parse(e.out);
+  ASSERT_EQ(j["embedding"].size(), int8.dim);
+  double diff_fp32 = 0;
+  for (size_t h = 0; h < int8.dim; ++h) {
+    EXPECT_NEAR(j["embedding"][h].get<double>(), int8.pooled[h], 1e-6);
+    diff_fp32 = std::max(diff_fp32, static_cast<double>(std::fabs(int8.pooled[h] - fp32.pooled[h])));
+  }
+  EXPECT_GT(diff_fp32, 1e-6);  // it is not the fp32 key
+  auto bad = test::run_command(test::cli_path() + " embed --precision int4 --model " + dir + " x 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("int4"), std::string::npos);
+}
+
 TEST(Cli, EmptyInputWritesNothingAndLongInputWarnsOnce) {
   std::string dir = make_temp_dir("cli_empty");
   write_fixture_model(dir, small_fixture(Pooling::Mean));

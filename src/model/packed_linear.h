@@ -1,0 +1,51 @@
+// A linear layer (y = x W^T + b) for CPU inference through oneDNN's matmul, its weights reordered
+// once into the layout oneDNN's kernels read: at::linear hands OpenBLAS the weights on every call
+// and OpenBLAS packs them each time, which costs more than the product itself for a few rows
+// (batch-1 queries). Internal to sieve's model code.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "sieve/encoder.h"
+
+namespace sieve {
+
+/// Immutable once built and shared by threads; every forward() makes its own buffers.
+///
+/// Int8: weights are quantized symmetrically per output channel (scale_n = max |W[n, :]| / L,
+/// L = weight_levels()); each call quantizes the input's rows asymmetrically to uint8 (its own
+/// scale and zero point per row, the row's range widened to include 0), oneDNN multiplies u8 x s8
+/// into int32, and y[m, n] = (acc[m, n] - zero_m * sum_k Wq[n, k]) * scale_m * scale_n + b[n].
+class PackedLinear {
+ public:
+  /// weight [N, K] and bias [N] (may be undefined), float32 on the CPU.
+  PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision);
+  ~PackedLinear();
+  PackedLinear(const PackedLinear&) = delete;
+  PackedLinear& operator=(const PackedLinear&) = delete;
+
+  /// x [..., K] float32 on the CPU -> [..., N].
+  at::Tensor forward(const at::Tensor& x) const;
+
+  int64_t in_features() const { return k_; }
+  int64_t out_features() const { return n_; }
+  Precision precision() const { return precision_; }
+  /// Int8: the largest weight magnitude after quantization: 127, or 63 where the CPU lacks VNNI
+  /// (its u8 x s8 pair sums pass through int16 and would saturate at full range).
+  int weight_levels() const { return levels_; }
+
+  /// Whether this machine's oneDNN has a VNNI int8 instruction set (AVX-512 VNNI or AVX-VNNI).
+  static bool cpu_has_vnni();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t k_ = 0, n_ = 0;
+  Precision precision_;
+  int levels_ = 127;
+};
+
+}  // namespace sieve
