@@ -3,6 +3,7 @@
 // FFN 1536, vocab 30522 (the same arithmetic); batch 1/32; 16, 128 and 256 tokens; 1 and 2 threads.
 // lengths=0: every text has exactly `tokens` tokens; lengths=1: lengths spread evenly over
 // [tokens/2, tokens], as real sentences vary (the batch pads to `tokens`).
+// SIEVE_BENCH_PRECISION=int8 runs the int8 path (default fp32).
 // Compare with bench/pytorch_encoder.py (the same shapes in PyTorch eager). Run:
 //   build/bench/bench_encoder --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -50,7 +51,12 @@ void BM_Encode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
   const bool varied = state.range(3) != 0;
   static std::unique_ptr<sieve::Encoder> enc;
-  if (!enc) enc = sieve::Encoder::load(model_dir());
+  if (!enc) {
+    sieve::EncoderOptions eo;
+    if (const char* p = std::getenv("SIEVE_BENCH_PRECISION"); p != nullptr && *p != '\0')
+      eo.precision = sieve::precision_from_name(p);
+    enc = sieve::Encoder::load(model_dir(), eo);
+  }
   sieve::set_compute_threads(threads);
   std::vector<std::string> texts;
   for (int i = 0; i < batch; ++i) {
