@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -257,12 +256,19 @@ def latency_block(engine, texts, start, count):
 
 def rss_child(args):
     """Child process: one engine, one batch 32 x 256, prints its peak RSS (MB)."""
+    if args.rss_child.startswith("sieve"):
+        import sieve
+        sieve.set_log_level("quiet")
     engine = make_engine(args.rss_child, args, threads=1, max_length=256)
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
     texts = texts_of_length(tok, real_texts(args.data), 256, 32)
     engine.encode(texts)
-    print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a large parent
+    # would report the parent's peak.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            print(json.dumps({"peak_rss_mb": int(line.split()[1]) / 1024}))
 
 
 def make_engine(name, args, threads, max_length):
@@ -303,12 +309,13 @@ def main():
     ap.add_argument("--engines", default="", help="comma-separated subset (default: every one available)")
     ap.add_argument("--quick", action="store_true", help="1 thread, 2 rounds, short blocks: a smoke run")
     ap.add_argument("--rss-child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--model-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rss_child:  # the parent names the model folder: nothing else is loaded here
+        return rss_child(args)
     import sieve
     sieve.set_log_level("quiet")  # truncation is the point here
     args.model_dir = sieve.Encoder.load(MODEL_NAME, threads=1).path
-    if args.rss_child:
-        return rss_child(args)
     if args.quick:
         args.threads, args.rounds, args.block_s, args.latency_calls = [1], 2, 0.2, 10
     os.makedirs(args.work, exist_ok=True)
@@ -378,7 +385,7 @@ def main():
 
     for e in engines:  # peak RSS: a fresh process per engine
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", e, "--work", args.work,
-                            "--data", args.data], capture_output=True, text=True)
+                            "--data", args.data, "--model-dir", args.model_dir], capture_output=True, text=True)
         if r.returncode == 0:
             emit(out, case="rss", engine=e, batch=32, tokens=256, **json.loads(r.stdout.strip().splitlines()[-1]))
         else:

@@ -17,8 +17,9 @@ namespace sieve::cli {
 struct DeviceFlags {
   std::string device = "cpu";
   int threads = 0;
+  std::string precision = "fp32";
   void add(CLI::App* cmd);
-  /// EncoderOptions with the device and thread count set.
+  /// EncoderOptions with the device, thread count and precision set.
   EncoderOptions options() const;
 };
 

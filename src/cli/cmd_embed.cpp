@@ -16,7 +16,6 @@ struct EncoderFlags {
   DeviceFlags dev;
   size_t batch_size = 32;
   size_t max_length = 0;
-  std::string precision = "fp32";
 
   void add(CLI::App* cmd) {
     cmd->add_option("-m,--model", model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
@@ -28,18 +27,12 @@ struct EncoderFlags {
         ->check(kPositive);
     cmd->add_option("--max-length", max_length,
                     "Token cap incl. specials (default: the model's max_seq_length)");
-    cmd->add_option("--precision", precision,
-                    "Dense layers on the CPU: fp32, or int8 (BERT family: int8 weights, activations quantized "
-                    "per row; faster, keys within about 0.01 in cosine)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"fp32", "int8"}));
   }
   /// The encoder; with `ids_only` without a tokenizer (the ids are used as given).
   std::unique_ptr<Encoder> load(bool ids_only = false) const {
     EncoderOptions eo = dev.options();
     eo.load_tokenizer = !ids_only;
     eo.max_length = max_length;
-    eo.precision = precision_from_name(precision);
     if (!pooling.empty()) eo.pooling = pooling_from_name(pooling);
     return Encoder::load(resolve_model_dir(model), eo);
   }

@@ -75,8 +75,10 @@ std::string cached_index(const std::string& model_dir, const std::string& corpus
   const auto mtime = std::filesystem::last_write_time(corpus, ec).time_since_epoch().count();
   const std::string id = model_identity(model_dir) + "|" + std::filesystem::absolute(corpus).string() + "|" +
                          std::to_string(size) + "|" + std::to_string(mtime);
+  // An int8 encoder's keys are not fp32's: its index is a folder of its own.
   const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + crc32_hex(crc32(id.data(), id.size())) +
-                                                   (build.store_tokens ? "" : "-keys"));
+                                                   (build.store_tokens ? "" : "-keys") +
+                                                   (enc.precision == Precision::Int8 ? "-int8" : ""));
   if (is_dir(out)) {  // builds are renamed into place only when complete
     log_info("using the index built earlier for " + corpus + " with this model: " + out);
     return out;
