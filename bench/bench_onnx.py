@@ -86,6 +86,7 @@ def real_texts(data):
 def texts_of_length(tokenizer, texts, tokens, n):
     """n texts with at least `tokens` tokens (special tokens included), for cutting at `tokens`."""
     tokenizer.no_truncation()
+    tokenizer.no_padding()  # the model's tokenizer.json pads to 128: every text would pass
     picked = []
     for t in texts:
         if len(tokenizer.encode(t).ids) >= tokens:
