@@ -139,23 +139,26 @@ class Index:
 
     @classmethod
     def build(cls, corpus, out, model=None, *, vector_factory="auto", token_codec="sq8", store_tokens=True,
-              batch_size=32, chunk_docs=512, force=False, restart=False, threads=0, open=True):
+              batch_size=32, chunk_docs=512, force=False, restart=False, threads=0, precision="fp32", open=True):
         """Builds an index at `out` and opens it (or returns the build report when open=False).
 
         `corpus`: a corpus file (BEIR corpus.jsonl, TSV `id<TAB>text[<TAB>title]`, or text with
         one document per line) or any iterable of dicts {"_id", "title", "text"}. `model`: a
-        model name or folder (None: the default model). The options are `sieve index build`'s (see its --help).
+        model name or folder (None: the default model). The options are `sieve index build`'s (see its --help);
+        `precision="int8"` encodes with the int8 encoder, and the opened index then encodes queries
+        with it too.
         Ctrl-C stops after the chunk being encoded; building again resumes from there."""
         report = _Index.build(corpus, str(out), str(model or ""), vector_factory, token_codec, store_tokens,
-                              batch_size, chunk_docs, force, restart, threads)
+                              batch_size, chunk_docs, force, restart, threads, precision)
         if not open:
             return report
-        return cls.open(out, model)
+        return cls.open(out, model, precision=precision)
 
     @classmethod
-    def open(cls, path, model=None, encoder=True):
-        """Opens an index folder; `encoder=False` skips loading the model (BM25 search only)."""
-        return cls(_Index.open(str(path), str(model or ""), encoder))
+    def open(cls, path, model=None, encoder=True, precision="fp32"):
+        """Opens an index folder; `encoder=False` skips loading the model (BM25 search only);
+        `precision="int8"` encodes queries and added documents with the int8 encoder."""
+        return cls(_Index.open(str(path), str(model or ""), encoder, precision))
 
     @property
     def path(self):

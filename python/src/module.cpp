@@ -225,9 +225,11 @@ py::dict report_dict(const BuildReport& r) {
 }
 
 std::unique_ptr<PyIndex> open_index(const std::string& path, const std::string& model, bool encoder,
-                                    std::shared_ptr<const Encoder> share = nullptr) {
+                                    std::shared_ptr<const Encoder> share = nullptr,
+                                    Precision precision = Precision::Fp32) {
   IndexOpenOptions oo;
   oo.model_dir = model;
+  oo.encoder.precision = precision;
   oo.load_encoder = encoder;
   oo.encoder_instance = std::move(share);
   auto p = std::make_unique<PyIndex>();
@@ -321,13 +323,16 @@ PYBIND11_MODULE(_sieve, m) {
 
   py::class_<PyIndex>(m, "Index")
       .def_static(
-          "open", [](const std::string& path, const std::string& model, bool encoder) { return open_index(path, model, encoder); },
-          py::arg("path"), py::arg("model") = "", py::arg("encoder") = true)
+          "open",
+          [](const std::string& path, const std::string& model, bool encoder, const std::string& precision) {
+            return open_index(path, model, encoder, nullptr, precision_from_name(precision));
+          },
+          py::arg("path"), py::arg("model") = "", py::arg("encoder") = true, py::arg("precision") = "fp32")
       .def_static(
           "build",
           [](py::object corpus, const std::string& out, const std::string& model, const std::string& vector_factory,
              const std::string& token_codec, bool store_tokens, size_t batch_size, size_t chunk_docs, bool force,
-             bool restart, int threads) {
+             bool restart, int threads, const std::string& precision) {
             IndexBuildOptions opt;
             opt.vector_factory = vector_factory;
             opt.token_codec = token_codec;
@@ -339,6 +344,7 @@ PYBIND11_MODULE(_sieve, m) {
             if (batch_size == 0 || chunk_docs == 0) throw py::value_error("batch_size and chunk_docs must be positive");
             EncoderOptions eo;
             eo.threads = threads;
+            eo.precision = precision_from_name(precision);
             const std::string dir = resolve_model_dir(model);
             BuildReport rep;
             if (py::isinstance<py::str>(corpus) || py::hasattr(corpus, "__fspath__")) {
@@ -353,7 +359,8 @@ PYBIND11_MODULE(_sieve, m) {
           },
           py::arg("corpus"), py::arg("out"), py::arg("model") = "", py::arg("vector_factory") = "auto",
           py::arg("token_codec") = "sq8", py::arg("store_tokens") = true, py::arg("batch_size") = 32,
-          py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0)
+          py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0,
+          py::arg("precision") = "fp32")
       .def_property_readonly("path", [](const PyIndex& i) { return i.path; })
       .def("__len__", [](const PyIndex& i) { return i.snapshot()->size(); })
       .def("stats",

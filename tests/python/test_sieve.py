@@ -58,6 +58,16 @@ def test_max_length_truncates_as_sieve_embed_does(model):
     assert not np.allclose(pooled, sieve.Encoder.load(model, threads=1).encode(TEXTS), atol=1e-3)
 
 
+def test_int8_index_holds_the_int8_encoders_keys(model, tmp_path):
+    ix = sieve.Index.build([{"_id": f"d{i}", "text": t} for i, t in enumerate(TEXTS)], tmp_path / "ix8", model,
+                           precision="int8")
+    want = sieve.Encoder.load(model, threads=1, precision="int8").encode(TEXTS)
+    np.testing.assert_allclose(ix.keys(), want, atol=1e-5)
+    assert not np.allclose(ix.keys(), sieve.Encoder.load(model, threads=1).encode(TEXTS), atol=1e-4)
+    with pytest.raises(Exception, match="int4"):
+        sieve.Index.open(tmp_path / "ix8", model, precision="int4")
+
+
 def test_tokens_and_unnormalized_pooling_by_hand(model):
     enc = sieve.Encoder.load(model, threads=1)
     pooled, tokens = enc.encode(TEXTS[:3], normalize=False, output="both")
