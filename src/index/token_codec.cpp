@@ -6,10 +6,10 @@
 #include <faiss/IndexFlatCodes.h>
 #include <faiss/IndexPQ.h>
 #include <faiss/IndexScalarQuantizer.h>
-#include <omp.h>
 #include <faiss/IndexPreTransform.h>
 
 #include "core/file_util.h"
+#include "core/omp_threads.h"
 #include "index/faiss_io.h"
 
 namespace sieve::index {
@@ -71,11 +71,7 @@ void TokenCodec::train(size_t n, const float* x) {
   if (index_->is_trained) return;
   // FAISS's k-means on PQ's 4-dimensional sub-vectors ran 2-3x slower with two OpenMP threads
   // than with one (the parallel regions are too small), so training runs single-threaded.
-  struct OneThread {
-    int prev = omp_get_max_threads();
-    OneThread() { omp_set_num_threads(1); }
-    ~OneThread() { omp_set_num_threads(prev); }
-  } one_thread;
+  ScopedOmpThreads one_thread(1);
   faiss_call("cannot train token codec '" + factory_ + "' on " + std::to_string(n) +
                  " token vectors (a PQ codec needs at least 256; use sq8 for small corpora)",
              [&] { index_->train(static_cast<int64_t>(n), x); });

@@ -1,13 +1,13 @@
 #include "model/packed_linear.h"
 
 #include <ATen/Parallel.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "core/omp_threads.h"
 #include "sieve/error.h"
 
 namespace sieve {
@@ -45,22 +45,7 @@ enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };
 
 // oneDNN runs its products on OpenMP, whose pool sieve keeps at one thread so that OpenBLAS gets
 // the cores for libtorch's products (src/model/threads.cpp). A product here takes
-// compute_threads() for itself: the setting is the calling thread's own and is restored after.
-class OmpThreads {
- public:
-  OmpThreads() : before_(omp_get_max_threads()) {
-    const int want = compute_threads();
-    if (want != before_) omp_set_num_threads(want);
-  }
-  ~OmpThreads() {
-    if (omp_get_max_threads() != before_) omp_set_num_threads(before_);
-  }
-  OmpThreads(const OmpThreads&) = delete;
-  OmpThreads& operator=(const OmpThreads&) = delete;
-
- private:
-  int before_;
-};
+// compute_threads() for itself, on the calling thread only (ScopedOmpThreads).
 
 // The per-row loops of the int8 path, compiled for AVX-512, AVX2 and the baseline, chosen at load
 // time by the CPU (ifunc): they are memory-bound sweeps that the baseline's SSE2 runs at a
@@ -191,7 +176,7 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
   const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_), Md = static_cast<memory::dim>(M);
   memory::desc sp_desc = impl_->pd.scratchpad_desc();
   memory scratchpad(sp_desc, eng, thread_buffer(kScratch, std::max<size_t>(64, sp_desc.get_size())));
-  OmpThreads threads;
+  ScopedOmpThreads threads(compute_threads());
   if (precision_ == Precision::Fp32) {
     memory src({{Md, K}, Dt::f32, Tag::ab}, eng, x.data_ptr<float>());
     memory dst({{Md, N}, Dt::f32, Tag::ab}, eng, y.data_ptr<float>());
