@@ -100,12 +100,26 @@ int main(int argc, char** argv) {
     auto queries = eval::read_queries(queries_path);
     if (queries.size() > max_queries) queries.resize(max_queries);
     nlohmann::json real = {{"index", index_dir}, {"queries", queries.size()}, {"K", K}};
+    // F1 and F4 (random weights: the cost) as configured by default, and the model's shipped gate.
+    std::vector<std::pair<std::string, std::shared_ptr<const Verifier>>> verifiers;
     for (VerifierKind kind : {VerifierKind::F1, VerifierKind::F4}) {
       VerifierConfig c;
       c.kind = kind;
       c.encoder_dim = index->stats().dim;
       c.encoder_identity = index->stats().model_identity;
-      auto v = Verifier::create(c);
+      verifiers.emplace_back(verifier_kind_name(kind), Verifier::create(c));
+    }
+    ResolvedVerifier gate = resolve_verifier("default", {index->stats().model_path, index->stats().model_identity});
+    if (gate.verifier) verifiers.emplace_back("gate", std::move(gate.verifier));
+    // One untimed pass first: the candidates' pages of the token store are then mapped and in
+    // memory, as in a running service (the first touch of a page costs a fault per 4 KB).
+    {
+      PipelineParams pp;
+      pp.candidates = K;
+      for (const auto& qq : queries) search_verified(*index, *verifiers[0].second, qq.text, pp);
+    }
+    real["warm_up"] = "one untimed pass over the queries";
+    for (const auto& [name, v] : verifiers) {
       PipelineParams pp;
       pp.candidates = K;
       std::vector<double> decode, map, verify, stage2, total;
@@ -119,13 +133,14 @@ int main(int argc, char** argv) {
         verify.push_back(t.verify);
         stage2.push_back(t.decode + t.map + t.verify);
       }
-      real[verifier_kind_name(kind)] = {
+      real[name] = {
+          {"max_tokens", v->config().max_tokens},
           {"decode_ms_p50", percentile(decode, 50) * 1e3}, {"decode_ms_p99", percentile(decode, 99) * 1e3},
           {"map_ms_p50", percentile(map, 50) * 1e3}, {"map_ms_p99", percentile(map, 99) * 1e3},
           {"verifier_ms_p50", percentile(verify, 50) * 1e3}, {"verifier_ms_p99", percentile(verify, 99) * 1e3},
           {"stage2_ms_p50", percentile(stage2, 50) * 1e3}, {"stage2_ms_p99", percentile(stage2, 99) * 1e3},
           {"two_stage_query_ms_p50", percentile(total, 50) * 1e3}, {"two_stage_query_ms_p99", percentile(total, 99) * 1e3}};
-      std::fprintf(stderr, "index %s done\n", verifier_kind_name(kind));
+      std::fprintf(stderr, "index %s done\n", name.c_str());
     }
     out["index"] = real;
   }

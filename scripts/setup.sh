@@ -20,7 +20,7 @@ done
 
 PACKAGES=(
   build-essential cmake pkg-config jq
-  libtorch-dev libopenblas-dev libgloo-dev libdnnl-dev
+  libtorch-dev libopenblas-dev libgloo-dev libdnnl-dev libisal-dev
   libfaiss-dev libxapian-dev zlib1g-dev
   libutf8proc-dev libsentencepiece-dev libpcre2-dev libssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev

@@ -51,6 +51,10 @@ struct IndexBuildOptions {
   bool overlap = true;
   bool restart = false;               ///< build: ignore an interrupted build's checkpoint
   bool force = false;                 ///< build: replace an existing index at `out`
+  /// add: the keys of added documents are kept in the keys log, searched exactly, until this
+  /// many have been added since the vector file was last written; then the add rewrites it with
+  /// every key (0 = max(4096, documents / 8); 1 = at every add).
+  size_t max_vector_tail = 0;
   /// Asked on the calling thread after each chunk is encoded; true stops the build or add with
   /// sieve::Error ("interrupted ...") once the chunks encoded so far are committed. A stopped
   /// build resumes from there when run again; a stopped add leaves the index as it was. (The
@@ -170,7 +174,10 @@ class Index {
   virtual int64_t find(const std::string& id) const = 0;
   /// The decoded, L2-normalised token states the encoder produced for `doc` (sieve::Error when
   /// out of range, damaged, or the index has no token store).
-  virtual TokenStates tokens(uint32_t doc) const = 0;
+  TokenStates tokens(uint32_t doc) const { return tokens(doc, SIZE_MAX); }
+  /// Only the first `max_rows` of them (what a verifier reading max_tokens rows needs: the rest
+  /// is not decoded). The record's checksum still covers all of it.
+  virtual TokenStates tokens(uint32_t doc, size_t max_rows) const = 0;
   /// The token ids of tokens(doc)'s rows, from the document's text through the encoder's
   /// tokenizer (the store keeps states only). sieve::Error when opened without the encoder, or when
   /// the text no longer gives as many tokens as were stored.
@@ -227,8 +234,39 @@ BuildReport build_index_from_documents(const std::string& model_dir, const std::
 
 /// add_to_index from documents held in memory: all of the batch or none of it (ids must be
 /// non-empty, unique in the batch and new to the index; sieve::Error otherwise, nothing added).
+/// Loads the encoder for this one call: to add again and again, keep an IndexWriter.
 BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt = {},
                           const EncoderOptions& enc = {}, const std::string& model_dir = "");
+
+/// The writer of one index within a process (the server's POST /v1/documents and Python's
+/// Index.add use it). It opens the index once, with its encoder; each add() encodes the batch with
+/// that encoder, appends it to the open index (the vector file is rewritten only now and then:
+/// IndexBuildOptions::max_vector_tail), commits, and swaps in a snapshot that shares the previous
+/// one's vector index, id map and encoder, so that an add costs what it adds. add() calls are
+/// serialised by one mutex: two threads adding at once take turns, and each batch is all or
+/// nothing. Another process writing the same index at that moment still fails the add (sieve::Error,
+/// nothing added); when another process has added since, the next add reopens first. snapshot()
+/// may be called from any thread and gives the latest committed state.
+class IndexWriter {
+ public:
+  /// Opens the index at `dir` (sieve::Error as Index::open; the encoder is required).
+  explicit IndexWriter(const std::string& dir, const IndexOpenOptions& opt = {});
+  ~IndexWriter();
+  IndexWriter(const IndexWriter&) = delete;
+  IndexWriter& operator=(const IndexWriter&) = delete;
+
+  const std::string& dir() const;
+  /// The latest committed snapshot.
+  std::shared_ptr<const Index> snapshot() const;
+  /// Adds `docs`: all of them or none (ids non-empty, unique in the batch and new to the index;
+  /// text valid UTF-8; sieve::Error naming the document otherwise, nothing added). Returns when
+  /// the batch is durable and visible in snapshot().
+  BuildReport add(const std::vector<Document>& docs, const IndexBuildOptions& opt = {});
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 /// What the encoder reads of a document: `title + " " + text`, or the text when there is no title.
 std::string encoder_text(const Document& doc);

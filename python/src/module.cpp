@@ -94,15 +94,31 @@ py::object encode(const Encoder& enc, const std::vector<std::string>& texts, siz
   return py::make_tuple(P, T);
 }
 
-// An index with the search defaults its model folder recommends; add() swaps in a new snapshot.
+// An index with the search defaults its model folder recommends. Opened with its encoder, it is
+// an IndexWriter's (add() appends and swaps in a new snapshot, one add at a time); opened without,
+// the first add() makes the writer (loading the encoder).
 struct PyIndex {
   std::string path, model;
-  std::shared_ptr<const Index> index;
+  Precision precision = Precision::Fp32;
+  std::shared_ptr<const Index> index;   // without a writer
+  std::unique_ptr<IndexWriter> writer;  // once there is one
   SearchRecommendation rec;
   mutable std::mutex mu;
   std::shared_ptr<const Index> snapshot() const {
     std::lock_guard<std::mutex> lock(mu);
-    return index;
+    return writer ? writer->snapshot() : index;
+  }
+  // Called with the GIL released.
+  IndexWriter& writer_for_add() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!writer) {
+      IndexOpenOptions oo;
+      oo.model_dir = model;
+      oo.encoder.precision = precision;
+      writer = std::make_unique<IndexWriter>(path, oo);
+      index.reset();
+    }
+    return *writer;
   }
 };
 
@@ -235,8 +251,10 @@ std::unique_ptr<PyIndex> open_index(const std::string& path, const std::string& 
   auto p = std::make_unique<PyIndex>();
   p->path = path;
   p->model = model;
+  p->precision = precision;
   py::gil_scoped_release release;
-  p->index = Index::open(path, oo);
+  if (encoder) p->writer = std::make_unique<IndexWriter>(path, oo);
+  else p->index = Index::open(path, oo);
   p->rec = recommended_search_for_index(path, model);
   return p;
 }
@@ -409,15 +427,7 @@ PYBIND11_MODULE(_sieve, m) {
              if (docs.empty()) throw py::value_error("no documents to add");
              IndexBuildOptions opt;
              opt.batch_size = batch_size;
-             const auto before = i.snapshot();
-             BuildReport rep = interruptible(opt, [&] {
-               EncoderOptions eo;
-               eo.threads = compute_threads();
-               return add_documents(i.path, docs, opt, eo, i.model);
-             });
-             auto next = open_index(i.path, i.model, before->encoder() != nullptr, before->shared_encoder());
-             std::lock_guard<std::mutex> lock(i.mu);
-             i.index = next->index;
+             BuildReport rep = interruptible(opt, [&] { return i.writer_for_add().add(docs, opt); });
              return report_dict(rep);
            },
            py::arg("documents"), py::arg("batch_size") = 32)

@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 #include <zlib.h>
+#ifdef SIEVE_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
 
 #include <cstdio>
 #include <vector>
@@ -12,6 +15,12 @@
 namespace sieve {
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+#ifdef SIEVE_HAVE_ISAL
+  // Intel ISA-L (Debian's libisal): the same CRC-32 (gzip's reflected polynomial, the same
+  // chaining) folded with carry-less multiplies, several times zlib's speed; every record read and
+  // file check goes through here (stage 2 checks ~10 MB of token codes a query).
+  return crc32_gzip_refl(crc, static_cast<const unsigned char*>(data), n);
+#endif
   const auto* p = static_cast<const Bytef*>(data);
   uLong c = crc;
   // zlib takes a uInt length: feed large buffers in 1 GiB slices.

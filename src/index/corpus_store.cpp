@@ -47,13 +47,46 @@ std::string CorpusStore::id(size_t doc) const {
   return std::string(reinterpret_cast<const char*>(r.data) + 12, id_len);
 }
 
-int64_t CorpusStore::find(const std::string& id) const {
+CorpusStore::CorpusStore(const std::string& dir, const LogState& committed, const CorpusStore& prev)
+    : log_(dir, "corpus", "CORP", 0, committed, prev.log_) {
+  SIEVE_THROW_IF_NOT(size() >= prev.size(), "the corpus log shrank since it was opened (damaged index)");
   std::call_once(ids_once_, [&] {
-    ids_.reserve(size());
-    for (size_t i = 0; i < size(); ++i) ids_.emplace(this->id(i), static_cast<uint32_t>(i));
+    id_parts_ = prev.id_parts();
+    if (size() > prev.size()) id_parts_.push_back(map_records(prev.size(), size()));
+    // Few parts keep find() quick; merging the added ones costs what they hold, and folding them
+    // into the first part (the whole map) comes once they are a quarter of it.
+    if (id_parts_.size() > 8) {
+      auto merged = std::make_shared<IdMap>();
+      for (size_t p = 1; p < id_parts_.size(); ++p) merged->insert(id_parts_[p]->begin(), id_parts_[p]->end());
+      id_parts_.resize(1);
+      if (merged->size() > id_parts_[0]->size() / 4) {
+        merged->insert(id_parts_[0]->begin(), id_parts_[0]->end());
+        id_parts_[0] = std::move(merged);
+      } else {
+        id_parts_.push_back(std::move(merged));
+      }
+    }
   });
-  auto it = ids_.find(id);
-  return it == ids_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+std::shared_ptr<const CorpusStore::IdMap> CorpusStore::map_records(size_t from, size_t to) const {
+  auto m = std::make_shared<IdMap>();
+  m->reserve(to - from);
+  for (size_t i = from; i < to; ++i) m->emplace(id(i), static_cast<uint32_t>(i));
+  return m;
+}
+
+const std::vector<std::shared_ptr<const CorpusStore::IdMap>>& CorpusStore::id_parts() const {
+  std::call_once(ids_once_, [&] { id_parts_.push_back(map_records(0, size())); });
+  return id_parts_;
+}
+
+int64_t CorpusStore::find(const std::string& id) const {
+  for (const auto& part : id_parts()) {
+    auto it = part->find(id);
+    if (it != part->end()) return static_cast<int64_t>(it->second);
+  }
+  return -1;
 }
 
 }  // namespace sieve::index

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "index/record_log.h"
 #include "sieve/index.h"
@@ -20,6 +21,9 @@ Document decode_document(const uint8_t* data, size_t n);
 class CorpusStore {
  public:
   CorpusStore(const std::string& dir, const LogState& committed);
+  /// The same log grown since `prev` was opened: shares prev's id map and indexes only the
+  /// records added since (an add then costs what it adds, not a map of the whole corpus).
+  CorpusStore(const std::string& dir, const LogState& committed, const CorpusStore& prev);
   size_t size() const { return log_.size(); }
   Document get(size_t doc) const;
   /// Only the external id of `doc` (reads the record's id part; still checks its CRC).
@@ -29,9 +33,15 @@ class CorpusStore {
   void verify() const { log_.verify_data(); }
 
  private:
+  using IdMap = std::unordered_map<std::string, uint32_t>;
+  // The id map in parts, each immutable and shareable with a later store: the records of the
+  // first open, then of the adds since (merged when they grow many or large).
+  const std::vector<std::shared_ptr<const IdMap>>& id_parts() const;
+  std::shared_ptr<const IdMap> map_records(size_t from, size_t to) const;
+
   RecordLogReader log_;
   mutable std::once_flag ids_once_;
-  mutable std::unordered_map<std::string, uint32_t> ids_;
+  mutable std::vector<std::shared_ptr<const IdMap>> id_parts_;
 };
 
 }  // namespace sieve::index

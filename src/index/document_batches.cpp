@@ -1,6 +1,6 @@
-// Index builds and appends from documents held in memory (the server's POST /v1/documents, the
-// Python package's Index.build and Index.add): the batch is written as a BEIR JSON-lines corpus
-// beside the index, handed to build_index / add_to_index, and removed.
+// Index builds and appends from documents held in memory. A build writes the batch as a BEIR
+// JSON-lines corpus beside the index, hands it to build_index, and removes it; an add goes through
+// a one-off IndexWriter (the server and Python keep theirs).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -74,9 +74,10 @@ BuildReport build_index_from_documents(const std::string& model_dir, const std::
 BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt,
                           const EncoderOptions& enc, const std::string& model_dir) {
   SIEVE_THROW_IF_NOT(!docs.empty(), "no documents to add");
-  TempCorpus corpus(index_dir, docs);
-  opt.format = CorpusFormat::Jsonl;
-  return add_to_index(index_dir, corpus.path(), opt, enc, model_dir);
+  IndexOpenOptions oo;
+  oo.model_dir = model_dir;
+  oo.encoder = enc;
+  return IndexWriter(index_dir, oo).add(docs, opt);
 }
 
 }  // namespace sieve

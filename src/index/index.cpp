@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "index/corpus_store.h"
 #include "index/fusion.h"
+#include "index/ingest.h"
 #include "index/lexical_index.h"
 #include "index/write_lock.h"
 #include "index/manifest.h"
@@ -40,24 +41,65 @@ class IndexImpl final : public Index {
     SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
     m_ = read_manifest(dir, kManifestFile);
     check_file(dir, m_.vectors);
-    vectors_ = std::make_unique<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
-    SIEVE_THROW_IF_NOT(vectors_->size() == m_.documents, "'" << m_.vectors.file << "' holds " << vectors_->size()
-                                                             << " vectors, the manifest says " << m_.documents
-                                                             << " (damaged index)");
+    vectors_ = std::make_shared<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
+    check_vectors();
     corpus_ = std::make_unique<CorpusStore>(dir, m_.corpus);
-    if (!m_.keys_in_vectors) keys_ = RecordLogReader(dir, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
-    if (m_.has_tokens) tokens_ = std::make_unique<TokenStore>(dir, m_);
-    lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
-    SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
-                       "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
-                                                  << m_.documents << " (damaged index)");
+    open_logs();
+    if (m_.vector_documents < m_.documents) {  // keys added since the vector file was written
+      auto seg = std::make_shared<KeySegment>();
+      seg->first = static_cast<uint32_t>(m_.vector_documents);
+      seg->rows = m_.documents - m_.vector_documents;
+      seg->keys.resize(seg->rows * m_.dim);
+      for (size_t i = 0; i < seg->rows; ++i) read_key_record(seg->first + i, seg->keys.data() + i * m_.dim);
+      tail_.push_back(std::move(seg));
+    }
     if (lexical_->doc_count() > m_.documents) drop_uncommitted_lexical(dir);
     if (opt.verify) verify();
     if (opt.load_encoder) load_encoder(opt);
     fill_stats();
   }
 
+  // The snapshot after an add committed `m` (under the write lock): shares `prev`'s vector index
+  // (or takes `rewritten`, when the add wrote the vector file anew), key tail, id map and encoder,
+  // and reopens only the logs and BM25, so that it costs what the add added.
+  IndexImpl(const IndexImpl& prev, const Manifest& m, std::shared_ptr<const FaissVectorIndex> rewritten,
+            const std::vector<float>& added_keys)
+      : dir_(prev.dir_), m_(m), encoder_(prev.encoder_) {
+    SIEVE_THROW_IF_NOT(m_.dim == prev.m_.dim && m_.documents >= prev.m_.documents &&
+                           added_keys.size() == (m_.documents - prev.m_.documents) * m_.dim,
+                       "internal: a snapshot extended with keys that do not fit");
+    if (rewritten) {
+      vectors_ = std::move(rewritten);
+      check_vectors();
+    } else {
+      SIEVE_THROW_IF_NOT(m_.vectors.file == prev.m_.vectors.file && m_.vector_documents == prev.m_.vector_documents,
+                         "internal: the vector file changed without its index");
+      vectors_ = prev.vectors_;
+      tail_ = prev.tail_;
+      if (!added_keys.empty()) {
+        auto seg = std::make_shared<KeySegment>();
+        seg->first = static_cast<uint32_t>(prev.m_.documents);
+        seg->rows = m_.documents - prev.m_.documents;
+        seg->keys = added_keys;
+        tail_.push_back(std::move(seg));
+      }
+      if (tail_.size() > 16) {  // one segment again: a copy of the tail, once every 16 adds
+        auto all = std::make_shared<KeySegment>();
+        all->first = tail_.front()->first;
+        for (const auto& t : tail_) {
+          all->rows += t->rows;
+          all->keys.insert(all->keys.end(), t->keys.begin(), t->keys.end());
+        }
+        tail_.assign(1, std::move(all));
+      }
+    }
+    corpus_ = std::make_unique<CorpusStore>(dir_, m_.corpus, *prev.corpus_);
+    open_logs(&prev);
+    fill_stats();
+  }
+
   const IndexStats& stats() const override { return stats_; }
+  const Manifest& manifest() const { return m_; }
   size_t size() const override { return m_.documents; }
   Document document(uint32_t doc) const override { return corpus_->get(doc); }
   int64_t find(const std::string& id) const override { return corpus_->find(id); }
@@ -65,21 +107,17 @@ class IndexImpl final : public Index {
   std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
 
   std::vector<float> key(uint32_t doc) const override {
-    if (m_.keys_in_vectors) {
-      std::vector<float> k(m_.dim);
-      vectors_->reconstruct(doc, k.data());
-      return k;
-    }
-    auto r = keys_.record(doc);
-    SIEVE_THROW_IF_NOT(r.size == m_.dim * sizeof(float), "key record " << doc << " has the wrong size (damaged)");
+    SIEVE_THROW_IF_NOT(doc < m_.documents, "document " << doc << " is out of range (the index holds " << m_.documents << ")");
     std::vector<float> k(m_.dim);
-    std::memcpy(k.data(), r.data, r.size);
+    if (doc < m_.keys_from) vectors_->reconstruct(doc, k.data());  // keys_in_vectors: only there
+    else read_key_record(doc, k.data());
     return k;
   }
 
-  TokenStates tokens(uint32_t doc) const override {
+  using Index::tokens;
+  TokenStates tokens(uint32_t doc, size_t max_rows) const override {
     SIEVE_THROW_IF_NOT(tokens_ != nullptr, "index '" << dir_ << "' was built without a token store (--no-tokens)");
-    return tokens_->get(doc);
+    return tokens_->get(doc, max_rows);
   }
 
   std::vector<int32_t> token_ids(uint32_t doc) const override {
@@ -127,6 +165,7 @@ class IndexImpl final : public Index {
       vp.ef_search = p.ef_search;
       vp.nprobe = p.nprobe;
       vectors_->search(n, e.pooled.data(), vp, labels.data(), scores.data());
+      if (!tail_.empty()) merge_tail(n, e.pooled.data(), depth, labels.data(), scores.data());
     }
     for (size_t q = 0; q < n; ++q) {
       Ranked dl, bl;
@@ -152,7 +191,7 @@ class IndexImpl final : public Index {
  private:
   void verify() const {
     corpus_->verify();
-    if (!m_.keys_in_vectors) keys_.verify_data();
+    if (m_.keys_from < m_.documents) keys_.verify_data();
     if (tokens_) tokens_->verify();
     std::ostringstream report;
     size_t errors = 0;
@@ -197,7 +236,7 @@ class IndexImpl final : public Index {
     stats_.model_identity = m_.model_identity;
     stats_.model_path = m_.model_path;
     std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", m_.vectors.file, kLexicalDir};
-    if (!m_.keys_in_vectors) parts.insert(parts.end(), {"keys.dat", "keys.idx"});
+    if (m_.keys_from < m_.documents) parts.insert(parts.end(), {"keys.dat", "keys.idx"});
     if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", codec_file});
     for (const auto& f : parts) {
       uint64_t b = bytes_under(fs::path(dir_) / f);
@@ -206,13 +245,76 @@ class IndexImpl final : public Index {
     }
   }
 
+  void check_vectors() const {
+    SIEVE_THROW_IF_NOT(vectors_->size() == m_.vector_documents, "'" << m_.vectors.file << "' holds " << vectors_->size()
+                                                                    << " vectors, the manifest says "
+                                                                    << m_.vector_documents << " (damaged index)");
+  }
+
+  // The keys log (when there is one), the token store and BM25, at the manifest's state; after an
+  // add, the logs are checked from where `prev`'s readers left off.
+  void open_logs(const IndexImpl* prev = nullptr) {
+    if (m_.keys_from < m_.documents) {
+      if (prev != nullptr && prev->m_.keys_from < prev->m_.documents && prev->m_.keys_from == m_.keys_from)
+        keys_ = RecordLogReader(dir_, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys, prev->keys_);
+      else
+        keys_ = RecordLogReader(dir_, "keys", "KEYS", static_cast<uint32_t>(m_.dim), m_.keys);
+    }
+    if (m_.has_tokens)
+      tokens_ = prev != nullptr && prev->tokens_ ? std::make_unique<TokenStore>(dir_, m_, *prev->tokens_)
+                                                 : std::make_unique<TokenStore>(dir_, m_);
+    lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir_, kLexicalDir));
+    SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
+                       "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
+                                                  << m_.documents << " (damaged index)");
+  }
+
+  void read_key_record(uint64_t doc, float* out) const {
+    auto r = keys_.record(doc - m_.keys_from);
+    SIEVE_THROW_IF_NOT(r.size == m_.dim * sizeof(float), "key record " << doc << " has the wrong size (damaged)");
+    std::memcpy(out, r.data, r.size);
+  }
+
+  // Adds the tail's keys (searched exactly) to the vector index's lists of `n` queries: each list
+  // becomes the best `depth` of both, by score, ties to the lower document.
+  void merge_tail(size_t n, const float* queries, size_t depth, int64_t* labels, float* scores) const {
+    const size_t dim = m_.dim;
+    std::vector<std::pair<float, int64_t>> cand;
+    for (size_t q = 0; q < n; ++q) {
+      const float* x = queries + q * dim;
+      cand.clear();
+      for (size_t j = 0; j < depth; ++j)
+        if (labels[q * depth + j] >= 0) cand.emplace_back(scores[q * depth + j], labels[q * depth + j]);
+      for (const auto& seg : tail_)
+        for (size_t r = 0; r < seg->rows; ++r)
+          cand.emplace_back(inner_product(x, seg->keys.data() + r * dim, dim), static_cast<int64_t>(seg->first + r));
+      const size_t keep = std::min(depth, cand.size());
+      auto better = [](const std::pair<float, int64_t>& a, const std::pair<float, int64_t>& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      };
+      std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end(), better);
+      for (size_t j = 0; j < depth; ++j) {
+        labels[q * depth + j] = j < keep ? cand[j].second : -1;
+        scores[q * depth + j] = j < keep ? cand[j].first : 0.0f;
+      }
+    }
+  }
+
+  // Keys added since the vector file was written (immutable; shared with later snapshots).
+  struct KeySegment {
+    uint32_t first = 0;  // document of the first row
+    size_t rows = 0;
+    std::vector<float> keys;  // rows x dim
+  };
+
   std::string dir_;
   Manifest m_;
   IndexStats stats_;
   std::unique_ptr<CorpusStore> corpus_;
-  RecordLogReader keys_;  // the pooled keys as stored (checked at open, read by verify)
+  RecordLogReader keys_;  // documents [keys_from, documents): checked at open, read by key() and verify
   std::unique_ptr<TokenStore> tokens_;
-  std::unique_ptr<FaissVectorIndex> vectors_;
+  std::shared_ptr<const FaissVectorIndex> vectors_;  // documents [0, vector_documents)
+  std::vector<std::shared_ptr<const KeySegment>> tail_;  // documents [vector_documents, documents)
   std::unique_ptr<XapianLexicalIndex> lexical_;
 
   // Documents of an add killed before its manifest was committed stay in the BM25 database: the
@@ -240,6 +342,24 @@ class IndexImpl final : public Index {
 };
 
 }  // namespace
+
+namespace index {
+
+std::shared_ptr<const Index> extend_snapshot(const Index& prev, const Manifest& m,
+                                             std::shared_ptr<const FaissVectorIndex> rewritten,
+                                             const std::vector<float>& added_keys) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&prev);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return std::make_shared<IndexImpl>(*impl, m, std::move(rewritten), added_keys);
+}
+
+const Manifest& snapshot_manifest(const Index& snapshot) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&snapshot);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->manifest();
+}
+
+}  // namespace index
 
 std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOptions& opt) {
   // An add may commit while we open (it replaces the manifest, then deletes the old vector

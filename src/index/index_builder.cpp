@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "index/corpus_reader.h"
 #include "index/corpus_store.h"
+#include "index/ingest.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
 #include "index/write_lock.h"
@@ -328,6 +329,63 @@ std::unique_ptr<Encoder> load_encoder(const std::string& model_dir, EncoderOptio
   return Encoder::load(model_dir, enc);
 }
 
+// The writers of an add, at the committed state of `m`. The keys of added documents always go to
+// the keys log (started at the first added document when the build kept its keys in the vector
+// index only); what an interrupted add left in BM25 is removed.
+// `checked`: a reader of this process has just checked the logs at `m`'s state.
+Writers open_add_writers(const std::string& dir, Manifest& m, bool checked = false) {
+  Writers w;
+  const uint32_t dim = static_cast<uint32_t>(m.dim);
+  w.corpus = RecordLogWriter::reopen(dir, "corpus", "CORP", 0, m.corpus, checked);
+  w.store_keys = true;
+  if (m.keys_from < m.documents || !m.keys_in_vectors) {
+    w.keys = RecordLogWriter::reopen(dir, "keys", "KEYS", dim, m.keys, checked);
+  } else {
+    w.keys = RecordLogWriter::create(dir, "keys", "KEYS", dim);
+    m.keys = w.keys.state();
+    m.keys_from = m.documents;
+  }
+  if (m.has_tokens) {
+    check_file(dir, m.codec);
+    w.codec = TokenCodec::load(path_join(dir, m.codec.file), m.dim);
+    w.tokens = RecordLogWriter::reopen(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log,
+                                       checked);
+  }
+  w.lexical = std::make_unique<XapianLexicalWriter>(path_join(dir, kLexicalDir));
+  w.lexical->truncate(static_cast<uint32_t>(m.documents));
+  return w;
+}
+
+// Commits an add whose documents are durable in the logs and BM25: past the tail limit the
+// vector file is rewritten with every key (returned), then the manifest is replaced.
+std::shared_ptr<FaissVectorIndex> commit_add(const std::string& dir, Manifest& m, const IndexBuildOptions& opt,
+                                             BuildReport& rep) {
+  auto t_vectors = Clock::now();
+  std::shared_ptr<FaissVectorIndex> vectors;
+  const std::string old_vectors = m.vectors.file;
+  if (m.documents - m.vector_documents > vector_tail_limit(opt, m.documents)) {
+    check_file(dir, m.vectors);
+    vectors = std::make_shared<FaissVectorIndex>(path_join(dir, m.vectors.file), m.dim);
+    SIEVE_THROW_IF_NOT(vectors->size() == m.vector_documents, "'" << m.vectors.file << "' holds " << vectors->size()
+                                                                   << " vectors, the manifest says " << m.vector_documents
+                                                                   << " (damaged index)");
+    const std::vector<float> tail = read_keys(dir, m, m.vector_documents - m.keys_from);
+    log_info("writing the vector index with the " + std::to_string(m.documents - m.vector_documents) +
+             " keys added since it was last written");
+    vectors->add(m.documents - m.vector_documents, tail.data());
+    m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
+    vectors->save(path_join(dir, m.vectors.file));
+    m.vectors = sum_file(dir, m.vectors.file);
+    m.vector_documents = m.documents;
+  }
+  rep.vectors_seconds += seconds_since(t_vectors);
+  write_manifest(dir, kManifestFile, m);
+  sync_dir(dir);
+  if (old_vectors != m.vectors.file) fs::remove(path_join(dir, old_vectors));
+  rep.documents = m.documents;
+  return vectors;
+}
+
 }  // namespace
 
 std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
@@ -456,6 +514,8 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   // so that an interrupted build can rebuild the vector index) is dropped after the commit.
   m.keys_in_vectors = vindex.holds_exact_keys();
   if (m.keys_in_vectors) m.keys = LogState{};
+  m.vector_documents = m.documents;
+  m.keys_from = m.keys_in_vectors ? m.documents : 0;
 
   // Commit: the manifest makes the directory an index; the rename publishes it. The checkpoint
   // stays until then, so a crash before the rename resumes with nothing left to encode.
@@ -496,7 +556,6 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
                                                                      << "' was built with (identity " << identity
                                                                      << " vs " << m.model_identity << ")");
   auto encoder = load_encoder(model, enc_opt, &m);
-  const size_t dim = m.dim;
   size_t total, text_id_offset = 0;
   BuildReport rep;
   auto t_validate = Clock::now();
@@ -515,39 +574,65 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   }
   rep.validate_seconds = seconds_since(t_validate);
   rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
-  Writers w;
-  w.corpus = RecordLogWriter::reopen(index_dir, "corpus", "CORP", 0, m.corpus);
-  w.store_keys = !m.keys_in_vectors;
-  if (w.store_keys) w.keys = RecordLogWriter::reopen(index_dir, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
-  if (m.has_tokens) {
-    check_file(index_dir, m.codec);
-    w.codec = TokenCodec::load(path_join(index_dir, m.codec.file), dim);
-    w.tokens = RecordLogWriter::reopen(index_dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
-  }
-  w.lexical = std::make_unique<XapianLexicalWriter>(path_join(index_dir, kLexicalDir));
-  w.lexical->truncate(static_cast<uint32_t>(m.documents));  // drop what an interrupted add left
+  Writers w = open_add_writers(index_dir, m);
   const size_t before = m.documents;
   const std::string fingerprint = corpus_fingerprint(corpus_path);
-  check_file(index_dir, m.vectors);
-  FaissVectorIndex vindex(path_join(index_dir, m.vectors.file), dim);
   CorpusReader reader(corpus_path, opt.format, text_id_offset);
-  ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, &vindex, rep);
+  ingest(reader, 0, total, *encoder, opt, index_dir, w, m, [](const Manifest&) {}, nullptr, rep);
   // Nothing is committed yet: a corpus that changed since validation aborts here.
   SIEVE_THROW_IF_NOT(m.documents - before == total && corpus_fingerprint(corpus_path) == fingerprint,
                      "the corpus '" << corpus_path << "' changed while it was being added; nothing was added");
-
-  auto t_vectors = Clock::now();
-  std::string old_vectors = m.vectors.file;
-  m.vectors.file = "vectors." + std::to_string(m.documents) + ".faiss";
-  vindex.save(path_join(index_dir, m.vectors.file));
-  m.vectors = sum_file(index_dir, m.vectors.file);
-  rep.vectors_seconds += seconds_since(t_vectors);
-  write_manifest(index_dir, kManifestFile, m);
-  sync_dir(index_dir);
-  if (old_vectors != m.vectors.file) fs::remove(path_join(index_dir, old_vectors));
+  commit_add(index_dir, m, opt, rep);
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
   return rep;
 }
+
+
+namespace index {
+
+size_t vector_tail_limit(const IndexBuildOptions& opt, uint64_t documents) {
+  if (opt.max_vector_tail > 0) return opt.max_vector_tail - 1;
+  return std::max<size_t>(4096, static_cast<size_t>(documents / 8));
+}
+
+Appended append_documents(const std::string& dir, Manifest& m, const std::vector<Document>& docs, const Encoder& enc,
+                          const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked) {
+  check_ingest_options(opt);
+  SIEVE_THROW_IF_NOT(enc.dim() == m.dim, "the encoder's dimension differs from the index's");
+  Writers w = open_add_writers(dir, m, logs_checked);
+  const std::function<void(const Manifest&)> no_commit = [](const Manifest&) {};
+  ChunkWriter writer(m.dim, opt, dir, w, m, no_commit, nullptr);
+  Appended out;
+  out.keys.reserve(docs.size() * m.dim);
+  for (size_t begin = 0; begin < docs.size(); begin += opt.chunk_docs) {
+    Chunk c;
+    c.docs.assign(docs.begin() + begin, docs.begin() + std::min(docs.size(), begin + opt.chunk_docs));
+    std::vector<std::string> texts;
+    for (const Document& d : c.docs) texts.push_back(encoder_text(d));
+    auto t0 = Clock::now();
+    EncodeCall call;
+    call.batch_size = opt.batch_size;
+    call.token_states = w.codec != nullptr;
+    call.warn_truncation = false;
+    c.e = enc.encode(texts, call);
+    rep.encode_seconds += seconds_since(t0);
+    rep.truncated += c.e.truncated;
+    out.keys.insert(out.keys.end(), c.e.pooled.begin(), c.e.pooled.end());
+    writer.write(c);
+    if (begin + opt.chunk_docs < docs.size() && opt.interrupted && opt.interrupted())
+      SIEVE_THROW("interrupted after " << writer.added << " of " << docs.size() << " documents; nothing was added");
+  }
+  rep.store_seconds += writer.store_seconds;
+  rep.lexical_seconds += writer.lexical_seconds;
+  rep.added += writer.added;
+  if (rep.truncated > 0)
+    log_warn(std::to_string(rep.truncated) + " text(s) longer than " + std::to_string(enc.max_length()) +
+             " tokens were truncated for the keys and token states (BM25 and the corpus store keep the whole text)");
+  out.vectors = commit_add(dir, m, opt, rep);
+  return out;
+}
+
+}  // namespace index
 
 }  // namespace sieve

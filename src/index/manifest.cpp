@@ -52,7 +52,7 @@ FileSum sum_from_json(const nlohmann::json& j, const std::string& what) {
 void write_manifest(const std::string& dir, const std::string& name, const Manifest& m) {
   nlohmann::json j = {
       {"format", kFormatName},
-      {"version", kIndexFormatVersion},
+      {"version", 2u},
       {"documents", m.documents},
       {"dim", m.dim},
       {"model", {{"identity", m.model_identity}, {"path", m.model_path}, {"pooling", m.pooling},
@@ -62,8 +62,14 @@ void write_manifest(const std::string& dir, const std::string& name, const Manif
                   {"count", m.tokens}, {"codec_sum", sum_to_json(m.codec)}}},
       {"logs", {{"corpus", log_state_to_json(m.corpus)}, {"tokens", log_state_to_json(m.token_log)}}},
   };
+  // Version 3 only when the vector file lags behind (a checkpoint has no vector file yet).
+  if (!m.vectors.file.empty() && m.vector_documents != m.documents) {
+    j["version"] = 3u;
+    j["vectors"]["documents"] = m.vector_documents;
+  }
   if (m.keys_in_vectors) j["keys_in_vectors"] = true;
-  else j["logs"]["keys"] = log_state_to_json(m.keys);
+  if (!m.keys_in_vectors || m.keys_from < m.documents) j["logs"]["keys"] = log_state_to_json(m.keys);
+  if (m.keys_in_vectors && m.keys_from < m.documents) j["keys_from"] = m.keys_from;
   if (!m.corpus_fingerprint.empty()) j["build"] = {{"corpus", m.corpus_fingerprint}, {"options", m.build_options}};
   // The checksum covers the compact dump of everything else, so any edit of the file is caught.
   j["crc32"] = crc32_hex(crc32(j.dump().data(), j.dump().size()));
@@ -106,6 +112,8 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     const auto& vec = j.at("vectors");
     m.vector_factory = get<std::string>(vec, "factory", what);
     m.vectors = sum_from_json(vec.at("sum"), what);
+    // Before version 3 (and in checkpoints, which have no vector file yet) the file holds every key.
+    m.vector_documents = vec.contains("documents") ? get<uint64_t>(vec, "documents", what) : m.documents;
     const auto& tok = j.at("tokens");
     m.has_tokens = get<bool>(tok, "stored", what);
     m.token_codec = get<std::string>(tok, "codec", what);
@@ -115,7 +123,9 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     const auto& logs = j.at("logs");
     m.corpus = log_state_from_json(logs.at("corpus"), what + " corpus log");
     if (j.contains("keys_in_vectors")) m.keys_in_vectors = get<bool>(j, "keys_in_vectors", what);
-    if (!m.keys_in_vectors) m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
+    m.keys_from = m.keys_in_vectors ? m.documents : 0;
+    if (m.keys_in_vectors && j.contains("keys_from")) m.keys_from = get<uint64_t>(j, "keys_from", what);
+    if (m.keys_from < m.documents) m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
     m.token_log = log_state_from_json(logs.at("tokens"), what + " tokens log");
     if (j.contains("build")) {
       m.corpus_fingerprint = get<std::string>(j["build"], "corpus", what);
@@ -124,8 +134,9 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
   } catch (const nlohmann::json::exception& e) {
     SIEVE_THROW(what << ": unexpected structure (damaged manifest): " << e.what());
   }
-  SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && (m.keys_in_vectors || m.keys.records == m.documents) &&
-                         (!m.has_tokens || m.token_log.records == m.documents),
+  SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && m.keys_from <= m.documents &&
+                         m.keys.records == m.documents - m.keys_from && m.vector_documents <= m.documents &&
+                         m.keys_from <= m.vector_documents && (!m.has_tokens || m.token_log.records == m.documents),
                      what << ": record counts disagree (damaged manifest)");
   return m;
 }

@@ -10,9 +10,12 @@
 
 namespace sieve::index {
 
-/// Version 2 may keep the pooled keys only inside the vector index (`keys_in_vectors`); version 1
-/// indexes (always a keys log) are still read.
-constexpr uint32_t kIndexFormatVersion = 2;
+/// Version 2 may keep the pooled keys only inside the vector index (`keys_in_vectors`); version 3
+/// lets the vector file lag behind the documents (`vector_documents`: the keys of later, added
+/// documents are read from the keys log), so that an add does not rewrite the whole vector file.
+/// A manifest is written with the lowest version that describes it; versions 1 (always a keys
+/// log) and 2 are still read.
+constexpr uint32_t kIndexFormatVersion = 3;
 constexpr uint32_t kOldestIndexFormatVersion = 1;
 constexpr const char* kManifestFile = "manifest.json";
 constexpr const char* kCheckpointFile = "checkpoint.json";
@@ -41,6 +44,12 @@ struct Manifest {
   /// The keys live only in the vector index, whose storage holds them exactly (Flat, HNSW over
   /// Flat): there is no keys log and `keys` is empty. False in checkpoints and version 1.
   bool keys_in_vectors = false;
+  /// Keys held by the vector file: documents [0, vector_documents). The keys of the rest (added
+  /// since the vector file was last written) are read from the keys log and searched exactly.
+  uint64_t vector_documents = 0;
+  /// The keys log holds documents [keys_from, documents): 0 without keys_in_vectors; with it,
+  /// the first document added after the build (the log then holds added documents only).
+  uint64_t keys_from = 0;
   // token store
   bool has_tokens = false;
   std::string token_codec;   ///< FAISS factory string of the codec

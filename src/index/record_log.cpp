@@ -125,8 +125,8 @@ RecordLogWriter RecordLogWriter::create(const std::string& dir, const std::strin
 }
 
 RecordLogWriter RecordLogWriter::reopen(const std::string& dir, const std::string& name, const char* kind,
-                                        uint32_t param, const LogState& committed) {
-  {  // the committed prefix must be intact before anything is appended to it
+                                        uint32_t param, const LogState& committed, bool prefix_checked) {
+  if (!prefix_checked) {  // the committed prefix must be intact before anything is appended to it
     RecordLogReader check(dir, name, kind, param, committed);
   }
   RecordLogWriter w;
@@ -202,6 +202,16 @@ LogState RecordLogWriter::sync() {
 
 RecordLogReader::RecordLogReader(const std::string& dir, const std::string& name, const char* kind,
                                  uint32_t param, const LogState& committed) {
+  open(dir, name, kind, param, committed, nullptr);
+}
+
+RecordLogReader::RecordLogReader(const std::string& dir, const std::string& name, const char* kind,
+                                 uint32_t param, const LogState& committed, const RecordLogReader& prev) {
+  open(dir, name, kind, param, committed, &prev);
+}
+
+void RecordLogReader::open(const std::string& dir, const std::string& name, const char* kind, uint32_t param,
+                           const LogState& committed, const RecordLogReader* prev) {
   data_ = MappedFile(path_join(dir, name + ".dat"));
   index_ = MappedFile(path_join(dir, name + ".idx"));
   check_header(data_, kind, param, kData);
@@ -212,11 +222,17 @@ RecordLogReader::RecordLogReader(const std::string& dir, const std::string& name
                          << data_.size() << " bytes, the manifest says " << committed.data_bytes << ")");
   SIEVE_THROW_IF_NOT(index_.size() >= committed.index_bytes, "'" << index_.path() << "' is truncated ("
                          << index_.size() << " bytes, the manifest says " << committed.index_bytes << ")");
-  SIEVE_THROW_IF_NOT(crc32(index_.data(), committed.index_bytes) == committed.index_crc,
+  const bool extends = prev != nullptr && prev->index_bytes_ >= kLogHeaderBytes &&
+                       prev->index_bytes_ <= committed.index_bytes && prev->data_bytes_ <= committed.data_bytes;
+  const uint64_t from = extends ? prev->index_bytes_ : 0;
+  SIEVE_THROW_IF_NOT(crc32(index_.data() + from, committed.index_bytes - from, extends ? prev->index_crc_ : 0) ==
+                         committed.index_crc,
                      "'" << index_.path() << "' is damaged (checksum mismatch)");
   records_ = committed.records;
   data_bytes_ = committed.data_bytes;
   data_crc_ = committed.data_crc;
+  index_bytes_ = committed.index_bytes;
+  index_crc_ = committed.index_crc;
 }
 
 RecordLogReader::Record RecordLogReader::record(size_t i) const {

@@ -40,9 +40,11 @@ class RecordLogWriter {
   /// Creates `<dir>/<name>.dat|.idx` afresh (replacing any files there). `kind` is 4 characters.
   static RecordLogWriter create(const std::string& dir, const std::string& name, const char* kind,
                                 uint32_t param);
-  /// Reopens a log at a committed state, cutting off anything written after it.
+  /// Reopens a log at a committed state, cutting off anything written after it. The committed
+  /// prefix is checked first (headers, sizes, the CRC of the index file) unless `prefix_checked`:
+  /// a reader of this process has just checked that very state.
   static RecordLogWriter reopen(const std::string& dir, const std::string& name, const char* kind,
-                                uint32_t param, const LogState& committed);
+                                uint32_t param, const LogState& committed, bool prefix_checked = false);
   RecordLogWriter(RecordLogWriter&& o) noexcept;
   RecordLogWriter& operator=(RecordLogWriter&& o) noexcept;
   ~RecordLogWriter();
@@ -71,6 +73,11 @@ class RecordLogReader {
   /// sieve::Error naming the file on any mismatch.
   RecordLogReader(const std::string& dir, const std::string& name, const char* kind, uint32_t param,
                   const LogState& committed);
+  /// The same log grown since `prev` was opened (in this process): only the index entries added
+  /// since are checksummed, the CRC continuing from prev's, so that reopening after an add costs
+  /// what the add wrote. A `committed` that does not extend prev's state is checked in full.
+  RecordLogReader(const std::string& dir, const std::string& name, const char* kind, uint32_t param,
+                  const LogState& committed, const RecordLogReader& prev);
 
   size_t size() const { return records_; }
   struct Record {
@@ -83,10 +90,13 @@ class RecordLogReader {
   void verify_data() const;
 
  private:
+  void open(const std::string& dir, const std::string& name, const char* kind, uint32_t param,
+            const LogState& committed, const RecordLogReader* prev);
+
   MappedFile data_, index_;
   size_t records_ = 0;
-  uint64_t data_bytes_ = 0;
-  uint32_t data_crc_ = 0;
+  uint64_t data_bytes_ = 0, index_bytes_ = 0;
+  uint32_t data_crc_ = 0, index_crc_ = 0;
 };
 
 }  // namespace sieve::index

@@ -1,5 +1,6 @@
 #include "index/token_store.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/file_util.h"
@@ -8,7 +9,7 @@
 
 namespace sieve::index {
 
-void normalize_rows(float* x, size_t rows, size_t dim) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_rows(float* x, size_t rows, size_t dim) {
   for (size_t r = 0; r < rows; ++r) {
     float* v = x + r * dim;
     const double ss = dot8(v, v, dim);
@@ -27,18 +28,25 @@ TokenStore::TokenStore(const std::string& dir, const Manifest& m) : dim_(m.dim) 
   log_ = RecordLogReader(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
 }
 
+TokenStore::TokenStore(const std::string& dir, const Manifest& m, const TokenStore& prev)
+    : codec_(prev.codec_), dim_(m.dim) {
+  SIEVE_THROW_IF_NOT(codec_->code_size() == m.token_code_bytes && dim_ == prev.dim_,
+                     "the token store changed its codec (damaged index)");
+  log_ = RecordLogReader(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log, prev.log_);
+}
+
 size_t TokenStore::length(size_t doc) const {
   auto r = log_.record(doc);
   SIEVE_THROW_IF_NOT(r.size % codec_->code_size() == 0, "token record " << doc << " is not a whole number of codes (damaged)");
   return r.size / codec_->code_size();
 }
 
-TokenStates TokenStore::get(size_t doc) const {
+TokenStates TokenStore::get(size_t doc, size_t max_rows) const {
   auto r = log_.record(doc);
   size_t cs = codec_->code_size();
   SIEVE_THROW_IF_NOT(r.size % cs == 0, "token record " << doc << " is not a whole number of codes (damaged)");
   TokenStates t;
-  t.length = r.size / cs;
+  t.length = std::min(r.size / cs, max_rows);
   t.values.resize(t.length * dim_);
   codec_->decode(t.length, r.data, t.values.data());
   normalize_rows(t.values.data(), t.length, dim_);

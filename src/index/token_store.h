@@ -2,6 +2,7 @@
 // FAISS codec, one record of the "tokens" log per document.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -16,17 +17,20 @@ namespace sieve::index {
 class TokenStore {
  public:
   TokenStore(const std::string& dir, const Manifest& m);
+  /// The same store grown since `prev` was opened: shares its codec, checks only what was added.
+  TokenStore(const std::string& dir, const Manifest& m, const TokenStore& prev);
   size_t size() const { return log_.size(); }
   size_t code_size() const { return codec_->code_size(); }
-  /// Decodes document `doc`'s token states; rows are re-normalised to unit length.
-  TokenStates get(size_t doc) const;
+  /// Decodes document `doc`'s token states (the first `max_rows` of them); rows are
+  /// re-normalised to unit length.
+  TokenStates get(size_t doc, size_t max_rows = SIZE_MAX) const;
   /// Number of token rows stored for document `doc` (without decoding them).
   size_t length(size_t doc) const;
   void verify() const { log_.verify_data(); }
   const TokenCodec& codec() const { return *codec_; }
 
  private:
-  std::unique_ptr<TokenCodec> codec_;
+  std::shared_ptr<const TokenCodec> codec_;
   RecordLogReader log_;
   size_t dim_;
 };

@@ -90,6 +90,8 @@ void use_fast_storage(faiss::Index* index) {
 
 }  // namespace
 
+float inner_product(const float* x, const float* y, size_t dim) { return faiss::fvec_inner_product(x, y, dim); }
+
 std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold) {
   if (factory != "auto") return factory;
   return n < hnsw_threshold ? "Flat" : "HNSW32";

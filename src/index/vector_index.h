@@ -66,6 +66,10 @@ class FaissVectorIndex : public VectorIndex {
   mutable std::shared_mutex ef_mu_;  // guards the HNSW efSearch setting (see search())
 };
 
+/// x . y as FAISS's flat index computes it (for fewer than 20 queries at once), so that keys
+/// searched outside the index score the same bits as inside it.
+float inner_product(const float* x, const float* y, size_t dim);
+
 /// Resolves "auto" to Flat or HNSW32 for `n` documents.
 std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold);
 

@@ -147,8 +147,8 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     IndexOpenOptions oo;
     oo.model_dir = opt_.model_dir;
     oo.encoder = opt_.encoder;
-    index_ = Index::open(opt_.index_dir, oo);
-    encoder_ = index_->shared_encoder();
+    index_ = std::make_unique<IndexWriter>(opt_.index_dir, oo);
+    encoder_ = index_->snapshot()->shared_encoder();
     rec_ = recommended_search_for_index(opt_.index_dir, opt_.model_dir);
   } else {
     encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
@@ -156,7 +156,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   model_name_ = encoder_->info().dir;
   // A verifier file is checked against the encoder that feeds it, with or without an index.
   const VerifierContext context{encoder_->info().dir,
-                                index_ ? index_->stats().model_identity : model_identity(encoder_->info().dir)};
+                                index_ ? index_->snapshot()->stats().model_identity : model_identity(encoder_->info().dir)};
   verifier_ = resolve_verifier(opt_.verifier, context);
   // Two jobs kept apart: the shipped gate (identity) gates; relevance reranking defaults to F1.
   if ((opt_.verifier.empty() || opt_.verifier == "default") && verifier_.file && !std::isnan(verifier_.threshold()))
@@ -169,10 +169,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
 
 Service::~Service() = default;
 
-std::shared_ptr<const Index> Service::snapshot() const {
-  std::lock_guard<std::mutex> lock(index_mu_);
-  return index_;
-}
+std::shared_ptr<const Index> Service::snapshot() const { return index_ ? index_->snapshot() : nullptr; }
 
 Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states) {
   return batcher_->encode(texts, token_states);
@@ -522,7 +519,6 @@ Response Service::add_documents(const std::string& body) {
   const json& docs = j.at("documents");
   if (docs.empty()) throw bad("'documents' is empty");
   if (docs.size() > opt_.max_texts) throw too_much(std::to_string(docs.size()) + " documents, more than the limit " + std::to_string(opt_.max_texts));
-  std::lock_guard<std::mutex> writer(write_mu_);
   const std::shared_ptr<const Index> before = snapshot();
   std::set<std::string> ids;
   std::vector<Document> batch;
@@ -537,17 +533,16 @@ Response Service::add_documents(const std::string& body) {
     batch.push_back({id, string_of(d, "title", ""), d.at("text").get<std::string>()});
   }
   // The batch becomes visible (whole) when its manifest is committed, and durable before this
-  // answers.
-  BuildReport rep = sieve::add_documents(opt_.index_dir, batch, IndexBuildOptions{}, opt_.encoder, opt_.model_dir);
-  IndexOpenOptions oo;
-  oo.model_dir = opt_.model_dir;
-  oo.encoder_instance = encoder_;
-  std::shared_ptr<const Index> next = Index::open(opt_.index_dir, oo);
-  {
-    std::lock_guard<std::mutex> lock(index_mu_);
-    index_ = next;
+  // answers. The writer checks the ids again under its lock (a concurrent add may have taken one).
+  BuildReport rep;
+  try {
+    rep = index_->add(batch);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("is already in the index") != std::string::npos)
+      throw HttpError(409, "conflict", e.what());
+    throw;
   }
-  return json_response({{"added", rep.added}, {"documents", next->size()}});
+  return json_response({{"added", rep.added}, {"documents", rep.documents}});
 }
 
 Response Service::get_document(const std::string& id) const {

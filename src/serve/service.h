@@ -96,9 +96,8 @@ class Service {
   void require_finite(const std::vector<float>& scores, const char* item) const;
 
   ServeOptions opt_;
-  std::shared_ptr<const Index> index_;      ///< guarded by index_mu_
-  mutable std::mutex index_mu_;
-  std::mutex write_mu_;                     ///< one document batch at a time
+  /// The index (when served): its snapshots for searches, its adds for POST /v1/documents.
+  std::unique_ptr<IndexWriter> index_;
   std::shared_ptr<const Encoder> encoder_;  ///< shared by every snapshot
   ResolvedVerifier verifier_;
   /// F1, the relevance reranker, when verifier_ is the model's calibrated gate taken by default

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/omp_threads.h"
 #include "core/parallel.h"
 #include "sieve/error.h"
 #include "sieve/pipeline.h"
@@ -107,13 +108,17 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   SearchResult r = index.search(query, sp);
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  // Decoding is independent per candidate (Index accessors are thread-safe).
+  // Decoding is independent per candidate (Index accessors are thread-safe); on OpenMP's team,
+  // warm from encoding the query.
   std::vector<TokenStates> cands(r.hits.size());
   const bool ids = reads_token_ids(verifier.config());
-  parallel_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
+  omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      cands[i] = index.tokens(r.hits[i].doc);
-      if (ids) cands[i].ids = index.token_ids(r.hits[i].doc);
+      cands[i] = index.tokens(r.hits[i].doc, verifier.config().max_tokens);  // the rows it reads
+      if (ids) {
+        cands[i].ids = index.token_ids(r.hits[i].doc);
+        cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
+      }
     }
   });
   auto t1 = Clock::now();

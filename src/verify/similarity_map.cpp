@@ -1,9 +1,12 @@
 #include "verify/similarity_map.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "core/omp_threads.h"
 #include "core/vec_math.h"
 #include "sieve/error.h"
 
@@ -92,28 +95,34 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
     n = std::max<int64_t>(n, std::min(t->length, max_tokens));
   }
   // The inference path: no padded copy of the candidates. Each candidate's rows are read where
-  // they lie, M^T[b] = C_b q^T lands in the first rows of a [n, m] block, and the columns are
-  // then divided by the candidates' row norms.
+  // they lie, M^T[b] = C_b q^T lands in the first rows of a [n, m] block scaled by the candidate
+  // rows' inverse norms; candidates are shared out over the compute threads.
   at::Tensor q = at::zeros({m, d}, at::kFloat);
   const int64_t qrows = std::min<int64_t>(m, static_cast<int64_t>(query.length));
   std::memcpy(q.data_ptr<float>(), query.values.data(), qrows * dim * sizeof(float));
-  at::Tensor qnt = (q / q.norm(2, -1, true).clamp_min(1e-12)).t().contiguous();  // [d, m]
+  at::Tensor qn = (q / q.norm(2, -1, true).clamp_min(1e-12)).contiguous();  // [m, d]
+  const float* qp = qn.data_ptr<float>();
   at::Tensor Mt = at::zeros({B, n, m}, at::kFloat);
-  at::Tensor inv = at::zeros({B, n, 1}, at::kFloat);
-  float* iv = inv.data_ptr<float>();
-  for (int64_t b = 0; b < B; ++b) {
-    const TokenStates& t = *candidates[b];
-    const int64_t rows = std::min<int64_t>(n, static_cast<int64_t>(t.length));
-    if (rows == 0) continue;
-    at::Tensor c = at::from_blob(const_cast<float*>(t.values.data()), {rows, d}, at::kFloat);
-    at::Tensor out = Mt.select(0, b).narrow(0, 0, rows);
-    at::mm_out(out, c, qnt);
-    for (int64_t j = 0; j < rows; ++j) {
-      const float* v = t.values.data() + j * dim;
-      const double ss = dot8(v, v, dim);
-      iv[b * n + j] = ss > 0 ? static_cast<float>(1.0 / std::sqrt(std::max(ss, 1e-24))) : 0.f;
+  float* mt = Mt.data_ptr<float>();
+  omp_ranges(static_cast<size_t>(B), compute_threads(), [&](size_t begin, size_t end) {
+    for (size_t b = begin; b < end; ++b) {
+      const TokenStates& t = *candidates[b];
+      const size_t rows = std::min<size_t>(static_cast<size_t>(n), t.length);
+      float* block = mt + b * static_cast<size_t>(n * m);
+      if (rows > 0) {
+        // oneDNN's sgemm: inside this OpenMP share it runs on the calling thread (no nesting).
+        const dnnl_status_t st = dnnl_sgemm('N', 'T', static_cast<dnnl_dim_t>(rows), m, d, 1.0f, t.values.data(), d, qp, d,
+                                            0.0f, block, m);
+        SIEVE_THROW_IF_NOT(st == dnnl_success, "oneDNN's sgemm failed (status " << static_cast<int>(st) << ")");
+      }
+      for (size_t j = 0; j < rows; ++j) {
+        const float* v = t.values.data() + j * dim;
+        const double ss = dot8(v, v, dim);
+        const float inv = ss > 0 ? static_cast<float>(1.0 / std::sqrt(std::max(ss, 1e-24))) : 0.f;
+        for (int64_t i = 0; i < m; ++i) block[j * m + i] *= inv;
+      }
     }
-  }
+  });
   Maps maps;
   maps.q_mask = at::zeros({B, m}, at::kFloat);
   maps.q_mask.narrow(1, 0, qrows).fill_(1.f);
@@ -122,7 +131,7 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
   for (int64_t b = 0; b < B; ++b)
     std::fill(cm + b * n, cm + b * n + std::min<int64_t>(n, static_cast<int64_t>(candidates[b]->length)), 1.f);
   maps.pair = maps.q_mask.unsqueeze(2) * maps.c_mask.unsqueeze(1);
-  maps.M = (Mt * inv).transpose(1, 2).contiguous() * maps.pair;
+  maps.M = Mt.transpose(1, 2).contiguous() * maps.pair;
   at::Tensor q_ids = pack_ids({&query}, max_tokens, m), c_ids = pack_ids(candidates, max_tokens, n);
   if (q_ids.defined() && c_ids.defined()) {
     maps.q_ids = q_ids.expand({B, m});

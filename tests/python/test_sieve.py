@@ -194,6 +194,31 @@ def test_add_is_all_or_nothing_and_searchable(model, tmp_path):
     assert [[ix.document_id(d) for d in row] for row in I1] == [[whole.document_id(d) for d in row] for row in I2]
 
 
+def test_two_threads_adding_at_once_both_land(model, tmp_path):
+    # One writer per index: the second thread waits for the first (it failed before with
+    # "another sieve process is writing"), and each batch lands whole.
+    ix = sieve.Index.build(DOCS[:2], tmp_path / "ix", model=model)
+    errors = []
+
+    def add(prefix):
+        try:
+            for b in range(3):
+                ix.add([{"_id": f"{prefix}{b}-{j}", "text": TEXTS[(b + j) % len(TEXTS)]} for j in range(4)])
+        except Exception as e:  # noqa: BLE001 - the test reports any failure
+            errors.append(e)
+
+    threads = [threading.Thread(target=add, args=(p,)) for p in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(ix) == 2 + 2 * 3 * 4 and len(sieve.Index.open(tmp_path / "ix")) == len(ix)
+    for p in ("a", "b"):
+        for b in range(3):
+            assert ix.document(f"{p}{b}-3")["text"] == TEXTS[(b + 3) % len(TEXTS)]
+
+
 def cli_search(index, query, *args):
     return json.loads(run("search", "--index", index, *args, query))["hits"]
 

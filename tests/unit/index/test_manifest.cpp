@@ -63,6 +63,7 @@ Manifest full_manifest() {
   m.max_length = 256;
   m.vector_factory = "HNSW32";
   m.vectors = {"vectors.faiss", 12345, 0xCAFEBABE};
+  m.vector_documents = 3;
   m.has_tokens = true;
   m.token_codec = "SQ8";
   m.token_code_bytes = 385;
@@ -177,9 +178,9 @@ TEST(Manifest, CountsOutOfRangeAreRefused) {
 TEST(Manifest, OtherVersionIsRefused) {
   const std::string dir = sieve::test::make_temp_dir("manifest");
   write_manifest(dir, kManifestFile, full_manifest());
-  edit(dir + "/" + kManifestFile, "\"version\": 2", "\"version\": 3");
-  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 3");
-  edit(dir + "/" + kManifestFile, "\"version\": 3", "\"version\": 0");
+  edit(dir + "/" + kManifestFile, "\"version\": 2", "\"version\": 4");
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 4");
+  edit(dir + "/" + kManifestFile, "\"version\": 4", "\"version\": 0");
   expect_error([&] { read_manifest(dir, kManifestFile); }, "version 0");
 }
 
@@ -200,6 +201,7 @@ TEST(Manifest, Version1IsReadAndKeysInVectorsHaveNoLog) {
   Manifest m = full_manifest();
   m.keys_in_vectors = true;
   m.keys = LogState{};
+  m.keys_from = m.documents;
   write_manifest(dir, kManifestFile, m);
   const std::string text = slurp(dir + "/" + kManifestFile);
   EXPECT_EQ(nlohmann::json::parse(text)["logs"].count("keys"), 0u) << text;
@@ -213,6 +215,38 @@ TEST(Manifest, Version1IsReadAndKeysInVectorsHaveNoLog) {
   k["crc32"] = sieve::crc32_hex(sieve::crc32(k.dump().data(), k.dump().size()));
   spit(dir + "/" + kManifestFile, k.dump(2));
   expect_error([&] { read_manifest(dir, kManifestFile); }, "damaged manifest");
+}
+
+// Version 3: the vector file holds the first documents only (the rest have their keys in the keys
+// log); with keys_in_vectors the log starts at keys_from. Written only when the file lags behind;
+// counts that leave a document without a key anywhere are damage.
+TEST(Manifest, Version3VectorFileBehindTheDocuments) {
+  const std::string dir = sieve::test::make_temp_dir("manifest");
+  Manifest m = full_manifest();
+  m.keys_in_vectors = true;
+  m.vector_documents = 2;
+  m.keys_from = 1;
+  m.keys = log_state(2, 3104, 5, 6);
+  write_manifest(dir, kManifestFile, m);
+  const auto j = nlohmann::json::parse(slurp(dir + "/" + kManifestFile));
+  EXPECT_EQ(j["version"], 3);
+  EXPECT_EQ(j["vectors"]["documents"], 2);
+  EXPECT_EQ(j["keys_from"], 1);
+  Manifest back = read_manifest(dir, kManifestFile);
+  EXPECT_EQ(back.vector_documents, 2u);
+  EXPECT_EQ(back.keys_from, 1u);
+  expect_log_state(back.keys, 2, 3104, 5, 6);
+  // Caught up (an add rewrote the vector file): version 2, and a version-2 reader's fields.
+  m.vector_documents = 3;
+  write_manifest(dir, kManifestFile, m);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/" + kManifestFile))["version"], 2);
+  EXPECT_EQ(read_manifest(dir, kManifestFile).vector_documents, 3u);
+  // Document 1 would have no key: in neither the vector file (1 key) nor the log (from 2).
+  m.vector_documents = 1;
+  m.keys_from = 2;
+  m.keys = log_state(1, 1552, 5, 6);
+  write_manifest(dir, kManifestFile, m);
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "record counts disagree");
 }
 
 TEST(Manifest, MissingOrForeignFiles) {
