@@ -178,9 +178,10 @@ class Index {
   /// Only the first `max_rows` of them (what a verifier reading max_tokens rows needs: the rest
   /// is not decoded). The record's checksum still covers all of it.
   virtual TokenStates tokens(uint32_t doc, size_t max_rows) const = 0;
-  /// The token ids of tokens(doc)'s rows, from the document's text through the encoder's
-  /// tokenizer (the store keeps states only). sieve::Error when opened without the encoder, or when
-  /// the text no longer gives as many tokens as were stored.
+  /// The token ids of tokens(doc)'s rows: stored beside them in indexes built since the index kept
+  /// them (manifest `logs.token_ids`); in older ones, from the document's text through the
+  /// encoder's tokenizer (sieve::Error when opened without the encoder, or when the text no longer
+  /// gives as many tokens as were stored).
   virtual std::vector<int32_t> token_ids(uint32_t doc) const = 0;
   /// The stored pooled unit key of `doc` (dim floats).
   virtual std::vector<float> key(uint32_t doc) const = 0;

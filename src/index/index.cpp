@@ -121,6 +121,16 @@ class IndexImpl final : public Index {
   }
 
   std::vector<int32_t> token_ids(uint32_t doc) const override {
+    if (m_.has_token_ids) {  // stored beside the token states
+      auto r = token_ids_.record(doc);
+      const size_t stored = tokens_ ? tokens_->length(doc) : 0;
+      SIEVE_THROW_IF_NOT(r.size == stored * sizeof(int32_t), "document " << doc << " has " << r.size / sizeof(int32_t)
+                                                                   << " stored token ids for " << stored
+                                                                   << " token states (damaged index)");
+      std::vector<int32_t> ids(stored);
+      std::memcpy(ids.data(), r.data, r.size);
+      return ids;
+    }
     SIEVE_THROW_IF_NOT(encoder_ != nullptr, "token ids need the index's encoder (opened without one)");
     EncodeOptions eo;
     eo.max_length = encoder_->max_length();
@@ -192,6 +202,7 @@ class IndexImpl final : public Index {
   void verify() const {
     corpus_->verify();
     if (m_.keys_from < m_.documents) keys_.verify_data();
+    if (m_.has_token_ids) token_ids_.verify_data();
     if (tokens_) tokens_->verify();
     std::ostringstream report;
     size_t errors = 0;
@@ -238,6 +249,7 @@ class IndexImpl final : public Index {
     std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", m_.vectors.file, kLexicalDir};
     if (m_.keys_from < m_.documents) parts.insert(parts.end(), {"keys.dat", "keys.idx"});
     if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", codec_file});
+    if (m_.has_token_ids) parts.insert(parts.end(), {"token_ids.dat", "token_ids.idx"});
     for (const auto& f : parts) {
       uint64_t b = bytes_under(fs::path(dir_) / f);
       stats_.file_bytes.emplace_back(f, b);
@@ -263,6 +275,10 @@ class IndexImpl final : public Index {
     if (m_.has_tokens)
       tokens_ = prev != nullptr && prev->tokens_ ? std::make_unique<TokenStore>(dir_, m_, *prev->tokens_)
                                                  : std::make_unique<TokenStore>(dir_, m_);
+    if (m_.has_token_ids)
+      token_ids_ = prev != nullptr && prev->m_.has_token_ids
+                       ? RecordLogReader(dir_, "token_ids", "TKID", 4, m_.token_ids, prev->token_ids_)
+                       : RecordLogReader(dir_, "token_ids", "TKID", 4, m_.token_ids);
     lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir_, kLexicalDir));
     SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
                        "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
@@ -312,6 +328,7 @@ class IndexImpl final : public Index {
   IndexStats stats_;
   std::unique_ptr<CorpusStore> corpus_;
   RecordLogReader keys_;  // documents [keys_from, documents): checked at open, read by key() and verify
+  RecordLogReader token_ids_;  // when the index keeps them: the ids of each document's token rows
   std::unique_ptr<TokenStore> tokens_;
   std::shared_ptr<const FaissVectorIndex> vectors_;  // documents [0, vector_documents)
   std::vector<std::shared_ptr<const KeySegment>> tail_;  // documents [vector_documents, documents)

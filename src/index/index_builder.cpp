@@ -50,7 +50,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Writers {
-  RecordLogWriter corpus, keys, tokens;
+  RecordLogWriter corpus, keys, tokens, token_ids;
   bool store_keys = true;  // false: the index keeps its keys in the vector index only
   std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
   std::unique_ptr<XapianLexicalWriter> lexical;
@@ -154,11 +154,17 @@ class ChunkWriter {
         w_.codec->encode(t.length, t.values.data(), codes_.data());
         w_.tokens.append(codes_.data(), codes_.size());
         m_.tokens += t.length;
+        if (m_.has_token_ids) {  // the ids of those rows: the tokenizer's, as the encoder read them
+          SIEVE_THROW_IF_NOT(e.encodings.size() == docs.size() && e.encodings[i].ids.size() >= t.length,
+                             "internal: the encoder gave no token ids for document " << docs[i].id);
+          w_.token_ids.append(e.encodings[i].ids.data(), t.length * sizeof(int32_t));
+        }
       }
     }
     m_.corpus = w_.corpus.sync();
     if (w_.store_keys) m_.keys = w_.keys.sync();
     if (w_.codec) m_.token_log = w_.tokens.sync();
+    if (m_.has_token_ids) m_.token_ids = w_.token_ids.sync();
     auto t1 = Clock::now();
     for (size_t i = 0; i < docs.size(); ++i) w_.lexical->put(first + static_cast<uint32_t>(i), docs[i].title, docs[i].text);
     w_.lexical->commit();
@@ -350,6 +356,7 @@ Writers open_add_writers(const std::string& dir, Manifest& m, bool checked = fal
     w.codec = TokenCodec::load(path_join(dir, m.codec.file), m.dim);
     w.tokens = RecordLogWriter::reopen(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log,
                                        checked);
+    if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(dir, "token_ids", "TKID", 4, m.token_ids, checked);
   }
   w.lexical = std::make_unique<XapianLexicalWriter>(path_join(dir, kLexicalDir));
   w.lexical->truncate(static_cast<uint32_t>(m.documents));
@@ -468,6 +475,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
         w.codec = TokenCodec::load(path_join(staging, kCodecFile), dim);
       }
       w.tokens = RecordLogWriter::reopen(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
+      if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(staging, "token_ids", "TKID", 4, m.token_ids);
     }
     w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
     w.lexical->truncate(static_cast<uint32_t>(m.documents));
@@ -482,6 +490,9 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
       w.codec = TokenCodec::create(m.token_codec, dim);
       m.token_code_bytes = w.codec->code_size();
       w.tokens = RecordLogWriter::create(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes));
+      m.has_token_ids = true;
+      w.token_ids = RecordLogWriter::create(staging, "token_ids", "TKID", 4);
+      m.token_ids = w.token_ids.state();
     }
     w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
   }

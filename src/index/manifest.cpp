@@ -67,6 +67,7 @@ void write_manifest(const std::string& dir, const std::string& name, const Manif
     j["version"] = 3u;
     j["vectors"]["documents"] = m.vector_documents;
   }
+  if (m.has_token_ids) j["logs"]["token_ids"] = log_state_to_json(m.token_ids);
   if (m.keys_in_vectors) j["keys_in_vectors"] = true;
   if (!m.keys_in_vectors || m.keys_from < m.documents) j["logs"]["keys"] = log_state_to_json(m.keys);
   if (m.keys_in_vectors && m.keys_from < m.documents) j["keys_from"] = m.keys_from;
@@ -127,6 +128,8 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     if (m.keys_in_vectors && j.contains("keys_from")) m.keys_from = get<uint64_t>(j, "keys_from", what);
     if (m.keys_from < m.documents) m.keys = log_state_from_json(logs.at("keys"), what + " keys log");
     m.token_log = log_state_from_json(logs.at("tokens"), what + " tokens log");
+    m.has_token_ids = logs.contains("token_ids");
+    if (m.has_token_ids) m.token_ids = log_state_from_json(logs.at("token_ids"), what + " token ids log");
     if (j.contains("build")) {
       m.corpus_fingerprint = get<std::string>(j["build"], "corpus", what);
       m.build_options = get<std::string>(j["build"], "options", what);
@@ -136,7 +139,8 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
   }
   SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && m.keys_from <= m.documents &&
                          m.keys.records == m.documents - m.keys_from && m.vector_documents <= m.documents &&
-                         m.keys_from <= m.vector_documents && (!m.has_tokens || m.token_log.records == m.documents),
+                         m.keys_from <= m.vector_documents && (!m.has_tokens || m.token_log.records == m.documents) &&
+                         (!m.has_token_ids || (m.has_tokens && m.token_ids.records == m.documents)),
                      what << ": record counts disagree (damaged manifest)");
   return m;
 }

@@ -56,8 +56,11 @@ struct Manifest {
   uint64_t token_code_bytes = 0;
   uint64_t tokens = 0;
   FileSum codec;             ///< empty file name until the codec is trained
+  /// The tokenizer's ids of each document's stored token rows are kept too (`token_ids` log):
+  /// stage 2's id-reading verifiers then need no re-tokenizing. False for indexes built before.
+  bool has_token_ids = false;
   // logs
-  LogState corpus, keys, token_log;
+  LogState corpus, keys, token_log, token_ids;
   // checkpoint only: what the build is reading, to decide between resume and restart
   std::string corpus_fingerprint;
   std::string build_options;

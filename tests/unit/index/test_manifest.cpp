@@ -249,6 +249,23 @@ TEST(Manifest, Version3VectorFileBehindTheDocuments) {
   expect_error([&] { read_manifest(dir, kManifestFile); }, "record counts disagree");
 }
 
+// The token ids log (indexes built since it exists) is recorded and must agree with the documents;
+// without it (older indexes) none is expected.
+TEST(Manifest, TokenIdsLogIsRecordedAndChecked) {
+  const std::string dir = sieve::test::make_temp_dir("manifest");
+  Manifest m = full_manifest();
+  EXPECT_FALSE(read_manifest((write_manifest(dir, kManifestFile, m), dir), kManifestFile).has_token_ids);
+  m.has_token_ids = true;
+  m.token_ids = log_state(3, 332, 7, 8);
+  write_manifest(dir, kManifestFile, m);
+  Manifest back = read_manifest(dir, kManifestFile);
+  EXPECT_TRUE(back.has_token_ids);
+  expect_log_state(back.token_ids, 3, 332, 7, 8);
+  m.token_ids = log_state(2, 332, 7, 8);
+  write_manifest(dir, kManifestFile, m);
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "record counts disagree");
+}
+
 TEST(Manifest, MissingOrForeignFiles) {
   const std::string dir = sieve::test::make_temp_dir("manifest");
   expect_error([&] { read_manifest(dir, kManifestFile); }, "not a sieve index");
