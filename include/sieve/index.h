@@ -53,7 +53,8 @@ struct IndexBuildOptions {
   bool force = false;                 ///< build: replace an existing index at `out`
   /// add: the keys of added documents are kept in the keys log, searched exactly, until this
   /// many have been added since the vector file was last written; then the add rewrites it with
-  /// every key (0 = max(4096, documents / 8); 1 = at every add).
+  /// every key (0 = documents / 8 kept within 4,096 and 32,768, so that the tail's exact scan
+  /// stays a few ms a query; 1 = at every add).
   size_t max_vector_tail = 0;
   /// Asked on the calling thread after each chunk is encoded; true stops the build or add with
   /// sieve::Error ("interrupted ...") once the chunks encoded so far are committed. A stopped

@@ -15,6 +15,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -604,7 +605,7 @@ namespace index {
 
 size_t vector_tail_limit(const IndexBuildOptions& opt, uint64_t documents) {
   if (opt.max_vector_tail > 0) return opt.max_vector_tail - 1;
-  return std::max<size_t>(4096, static_cast<size_t>(documents / 8));
+  return std::clamp<size_t>(static_cast<size_t>(documents / 8), 4096, 32768);
 }
 
 Appended append_documents(const std::string& dir, Manifest& m, const std::vector<Document>& docs, const Encoder& enc,

@@ -15,8 +15,10 @@
 namespace sieve::index {
 
 /// The tail of added documents whose keys live only in the keys log, past which an add rewrites
-/// the vector file with every key (`opt.max_vector_tail`, or max(4096, documents / 8) when 0): so an
-/// add costs what it adds, and the rewrite, O(documents), comes once per eighth of the index.
+/// the vector file with every key (`opt.max_vector_tail`, or documents / 8 kept within 4,096 and
+/// 32,768 when 0): so an add costs what it adds, and the rewrite, O(documents), comes once per
+/// eighth of the index (per 32,768 documents in large ones, where the tail's exact scan would
+/// otherwise cost a query more than the HNSW search itself).
 size_t vector_tail_limit(const IndexBuildOptions& opt, uint64_t documents);
 
 /// What append_documents did.

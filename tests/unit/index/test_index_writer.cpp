@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/file_util.h"
+#include "index/ingest.h"
 #include "index/manifest.h"
 #include "index_test_util.h"
 
@@ -138,6 +139,17 @@ TEST(IndexWriter, RewritesTheVectorFilePastTheTailLimit) {
       EXPECT_NEAR(r.hits[0].score, 1.0, 1e-4) << all[d].id;
     }
   }
+}
+
+// The tail limit: an eighth of the index, kept within 4,096 and 32,768 (the tail is scanned exactly
+// by every dense query); an explicit max_vector_tail of N rewrites once N documents wait.
+TEST(IndexWriter, TailLimitIsAnEighthWithinBounds) {
+  IndexBuildOptions o;
+  EXPECT_EQ(index::vector_tail_limit(o, 1000), 4096u);
+  EXPECT_EQ(index::vector_tail_limit(o, 100000), 12500u);
+  EXPECT_EQ(index::vector_tail_limit(o, 10000000), 32768u);
+  o.max_vector_tail = 12;
+  EXPECT_EQ(index::vector_tail_limit(o, 10000000), 11u);  // rewritten when the tail exceeds 11
 }
 
 // Two threads adding through one writer at once both land (today's failure was "another sieve
