@@ -69,6 +69,9 @@ struct TrainReport {
   bool skipped = false;         ///< nothing to train (frozen F0-F2)
 };
 
+/// True when `out_dir` holds a resumable checkpoint of a run (TrainCommon::resume would find one).
+bool has_checkpoint(const std::string& out_dir);
+
 /// Trains an encoder; throws sieve::Error for bad options or data (before any work is done).
 TrainReport train_encoder(const EncoderTrainOptions& options);
 

@@ -29,6 +29,17 @@ void register_tradeoff(CLI::App* group) {
   cmd->add_option("-m,--model,--backbone", o->t.backbone, "Model to fine-tune (the backbone): an installed name or a folder")->required();
   cmd->add_option("--train", o->t.train, "Model A data: triplet/pair files or BEIR folders (train qrels); repeatable")
       ->required();
+  cmd->add_option("--hard-negatives", o->t.hard_negatives,
+                  "Hard negatives per retriever (BM25, then the backbone's dense search) mined for each query of a "
+                  "BEIR --train folder; 0 = plain (query, passage) pairs")
+      ->capture_default_str();
+  cmd->add_option("--train-categories", o->t.train_categories,
+                  "Keep only these categories of the --train files' rows (e.g. headword_definition,gloss_example); "
+                  "default: all")
+      ->delimiter(',');
+  cmd->add_option("--nearmiss-set", o->t.nearmiss_sets,
+                  "Human-written pair set for the pooled-space separation (e.g. SugarCrepe, CondaQA edits, CANNOT); "
+                  "repeatable. A set without positives is scored against the generated positives");
   cmd->add_option("--structural", o->t.structural,
                   "Near-miss pairs (sentence1, sentence2, category) added to Model B as identity triplets "
                   "(default: generated from WordNet's example sentences)");
@@ -47,12 +58,17 @@ void register_tradeoff(CLI::App* group) {
   cmd->add_option("--lr", o->t.lr, "Peak learning rate")->capture_default_str();
   cmd->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--scale", o->t.scale, "MNRL similarity scale (1 / temperature)")->capture_default_str();
-  cmd->add_option("--max-train-rows", o->t.max_train_rows, "Cap on Model A's rows (quick: 2000; full: all)");
+  cmd->add_option("--max-train-rows", o->t.max_train_rows,
+                  "Cap on each --train source's rows, kept round-robin over categories (quick: 2000; full: all)");
   cmd->add_option("--max-structural", o->t.max_structural, "Cap on the near-misses Model B adds (quick: 1000; full: all)");
   cmd->add_option("--max-queries", o->t.max_queries, "Queries evaluated per BEIR folder (quick: 100; full: all)");
   cmd->add_option("--max-test-pairs", o->t.max_test_pairs, "Cap on the pooled-space pairs (quick: 1000; full: all)");
   cmd->add_option("--threads", o->t.threads, "Compute threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--device", o->t.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
+  cmd->add_option("--save-every", o->t.save_every, "Steps between resumable checkpoints (0 = a tenth of --steps)")
+      ->capture_default_str();
+  cmd->add_flag("--train-only", o->t.train_only,
+                "Train every model and stop (evaluate later by running the same command without it)");
   on_run(cmd, [o, cmd] {
     auto& t = o->t;
     t.backbone = resolve_model_dir(t.backbone);  // an installed name or a folder, as everywhere

@@ -141,6 +141,22 @@ void draw_y_axis(std::ostream& o, const Axis& a, const std::string& label) {
 }
 
 // Filled swatches for bars, short lines for outlined histograms.
+// Ticks at round values inside [lo, hi], an x axis spanning exactly [lo, hi] over the plot's
+// width, and its label.
+void draw_x_axis_ticks(std::ostream& o, double lo, double hi, const std::string& label) {
+  auto x_of = [&](double v) { return kLeft + (v - lo) / (hi - lo) * (kPlotRight - kLeft); };
+  const Axis xa = nice_axis(lo, hi);
+  for (long k = std::lround(std::ceil(lo / xa.step - 1e-9)); k * xa.step <= hi + 1e-9 * xa.step; ++k) {
+    const std::string x = coord(x_of(k * xa.step));
+    o << "<line x1=\"" << x << "\" y1=\"" << coord(kPlotBottom) << "\" x2=\"" << x << "\" y2=\""
+      << coord(kPlotBottom + 5) << "\" stroke=\"black\"/>\n"
+      << "<text x=\"" << x << "\" y=\"" << coord(kPlotBottom + 18) << "\" text-anchor=\"middle\">"
+      << fixed(k * xa.step, xa.decimals) << "</text>\n";
+  }
+  o << "<text x=\"" << coord((kLeft + kPlotRight) / 2) << "\" y=\"" << coord(kHeight - 14)
+    << "\" text-anchor=\"middle\">" << xml_escape(label) << "</text>\n";
+}
+
 void draw_legend(std::ostream& o, const std::vector<std::string>& names, bool filled) {
   for (size_t i = 0; i < names.size(); ++i) {
     const double y = kTop + 10 + 20.0 * i;
@@ -299,17 +315,7 @@ std::string svg_histograms(const std::string& title,
 
   // The x axis is exactly [lo, hi] so that bins line up; ticks sit at round values inside it.
   auto x_of = [&](double v) { return kLeft + (v - ref.lo) / (ref.hi - ref.lo) * (kPlotRight - kLeft); };
-  const Axis xa = nice_axis(ref.lo, ref.hi);
-  for (long k = std::lround(std::ceil(ref.lo / xa.step - 1e-9)); k * xa.step <= ref.hi + 1e-9 * xa.step;
-       ++k) {
-    const std::string x = coord(x_of(k * xa.step));
-    o << "<line x1=\"" << x << "\" y1=\"" << coord(kPlotBottom) << "\" x2=\"" << x << "\" y2=\""
-      << coord(kPlotBottom + 5) << "\" stroke=\"black\"/>\n"
-      << "<text x=\"" << x << "\" y=\"" << coord(kPlotBottom + 18) << "\" text-anchor=\"middle\">"
-      << fixed(k * xa.step, xa.decimals) << "</text>\n";
-  }
-  o << "<text x=\"" << coord((kLeft + kPlotRight) / 2) << "\" y=\"" << coord(kHeight - 14)
-    << "\" text-anchor=\"middle\">" << xml_escape(x_label) << "</text>\n";
+  draw_x_axis_ticks(o, ref.lo, ref.hi, x_label);
 
   const double bins = static_cast<double>(ref.counts.size()), zero = axis.y(0);
   for (size_t i = 0; i < hists.size(); ++i) {
@@ -324,6 +330,45 @@ std::string svg_histograms(const std::string& title,
   std::vector<std::string> names;
   for (const auto& h : hists) names.push_back(h.first);
   draw_legend(o, names, false);
+  o << "</svg>\n";
+  return o.str();
+}
+
+std::string svg_scatter(const std::string& title, const std::vector<ScatterSeries>& series,
+                        const std::string& x_label, const std::string& y_label) {
+  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+  for (const auto& s : series) {
+    SIEVE_THROW_IF_NOT(s.x.size() == s.y.size(), "scatter series '" << s.name << "' has " << s.x.size()
+                                                                    << " x values and " << s.y.size() << " y values");
+    SIEVE_THROW_IF_NOT(s.labels.empty() || s.labels.size() == s.x.size(),
+                       "scatter series '" << s.name << "' needs one label per point");
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (std::isnan(s.x[i]) || std::isnan(s.y[i])) continue;
+      xlo = std::min(xlo, s.x[i]), xhi = std::max(xhi, s.x[i]);
+      ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
+    }
+  }
+  if (!std::isfinite(xlo)) xlo = 0, xhi = 1, ylo = 0, yhi = 1;
+  const Axis ya = nice_axis(ylo, yhi), xa = nice_axis(xlo, xhi);
+  auto x_of = [&](double v) { return kLeft + (v - xa.lo) / (xa.hi - xa.lo) * (kPlotRight - kLeft); };
+  std::ostringstream o;
+  open_svg(o, title);
+  draw_y_axis(o, ya, y_label);
+  o << "<line x1=\"" << coord(kLeft) << "\" y1=\"" << coord(kPlotBottom) << "\" x2=\"" << coord(kPlotRight)
+    << "\" y2=\"" << coord(kPlotBottom) << "\" stroke=\"black\"/>\n";
+  draw_x_axis_ticks(o, xa.lo, xa.hi, x_label);
+  std::vector<std::string> names;
+  for (size_t s = 0; s < series.size(); ++s) {
+    names.push_back(series[s].name);
+    for (size_t i = 0; i < series[s].x.size(); ++i) {
+      if (std::isnan(series[s].x[i]) || std::isnan(series[s].y[i])) continue;
+      o << "<circle class=\"point\" cx=\"" << coord(x_of(series[s].x[i])) << "\" cy=\"" << coord(ya.y(series[s].y[i]))
+        << "\" r=\"5\" fill=\"" << colour(s) << "\"><title>" << xml_escape(series[s].name)
+        << (series[s].labels.empty() ? "" : " " + xml_escape(series[s].labels[i])) << ": ("
+        << fixed(series[s].x[i], 3) << ", " << fixed(series[s].y[i], 3) << ")</title></circle>\n";
+    }
+  }
+  draw_legend(o, names, true);
   o << "</svg>\n";
   return o.str();
 }

@@ -50,6 +50,18 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
 std::string svg_histograms(const std::string& title, const std::vector<std::pair<std::string, Histogram>>& hists,
                            const std::string& x_label);
 
+/// One series of a scatter plot: points (x[i], y[i]), each with an optional label shown on hover.
+struct ScatterSeries {
+  std::string name;
+  std::vector<double> x, y;
+  std::vector<std::string> labels;  ///< empty, or one per point
+};
+
+/// A scatter plot (one colour per series, with a legend) as a standalone SVG; both axes span the
+/// data with round ticks. NaN points are left out. Throws sieve::Error when x and y differ in size.
+std::string svg_scatter(const std::string& title, const std::vector<ScatterSeries>& series,
+                        const std::string& x_label, const std::string& y_label);
+
 /// Escapes &, <, >, " for XML text and attributes.
 std::string xml_escape(const std::string& s);
 

@@ -16,6 +16,10 @@
 namespace sieve::experiment {
 
 const std::vector<std::string> kStructuralKinds = {"negation", "role_swap", "binding_swap", "spatial_flip"};
+const std::vector<std::string> kNearMissKinds = {"negation",     "role_swap", "binding_swap",
+                                                 "spatial_flip", "antonym",   "passive_role_swap"};
+const std::vector<std::string> kPositiveKinds = {"synonym",     "passive",    "contraction", "coordination",
+                                                 "possessive",  "adverb_move", "determiner", "negated_antonym"};
 
 namespace {
 
@@ -63,10 +67,9 @@ GeneratedNearMisses generate_nearmiss_data(const std::string& out_dir, uint64_t 
   const uint64_t cut = static_cast<uint64_t>((1.0 - test_share) * 18446744073709551615.0);
   for (auto& s : lex->example_sentences()) (fnv1a(s) >= cut ? test_s : train_s).push_back(std::move(s));
 
-  std::vector<nearmiss::NearMiss> train = nearmiss::generate(train_s, kinds_of(kStructuralKinds), seed, *lex);
-  std::vector<std::string> test_kinds = kStructuralKinds;
-  test_kinds.push_back("synonym");
-  test_kinds.push_back("passive");
+  std::vector<nearmiss::NearMiss> train = nearmiss::generate(train_s, kinds_of(kNearMissKinds), seed, *lex);
+  std::vector<std::string> test_kinds = kNearMissKinds;
+  test_kinds.insert(test_kinds.end(), kPositiveKinds.begin(), kPositiveKinds.end());
   std::vector<nearmiss::NearMiss> test = nearmiss::generate(test_s, kinds_of(test_kinds), seed, *lex);
   cap(train, max_train);
   cap(test, max_test);
@@ -91,6 +94,10 @@ void write_training_jsonl(const std::string& path, const std::vector<train::Trai
     out += '\n';
   }
   write_text(path, out);
+}
+
+void cap_by_category(std::vector<train::TrainExample>& rows, size_t max_rows) {
+  stratified_cap(rows, max_rows, [](const train::TrainExample& r) { return r.category; });
 }
 
 std::vector<train::TrainExample> identity_triplets(const std::string& pairs_path, size_t max_rows) {

@@ -16,6 +16,11 @@ namespace sieve::experiment {
 
 /// The structural kinds of the paper (negation, role swap, binding swap, spatial flip).
 extern const std::vector<std::string> kStructuralKinds;
+/// Every near-miss kind the generator makes (the paper's four first, then antonym and
+/// passive_role_swap): Model B's training negatives.
+extern const std::vector<std::string> kNearMissKinds;
+/// Every meaning-preserving kind the generator makes (synonym, passive, ...): the test positives.
+extern const std::vector<std::string> kPositiveKinds;
 
 struct GeneratedNearMisses {
   std::string train_pairs;  ///< sentence1,sentence2,category: near-misses of the training sentences
@@ -23,16 +28,20 @@ struct GeneratedNearMisses {
   size_t train_rows = 0, test_rows = 0;
 };
 
-/// Generates (or reuses, when both files exist) OUT_DIR/nearmiss_train.csv and
-/// OUT_DIR/nearmiss_test.csv from WordNet's example sentences: a sentence goes to the test part
-/// when a hash of it falls in the last `test_share`; at most `max_train` / `max_test` rows
-/// (0 = all). Throws sieve::Error when WordNet is not installed.
+/// Generates (or reuses, when both files exist) OUT_DIR/nearmiss_train.csv (every kind of
+/// kNearMissKinds) and OUT_DIR/nearmiss_test.csv (those and kPositiveKinds) from WordNet's example
+/// sentences: a sentence goes to the test part when a hash of it falls in the last `test_share`;
+/// at most `max_train` / `max_test` rows (0 = all), kept round-robin over the categories. Throws sieve::Error when WordNet is not installed.
 GeneratedNearMisses generate_nearmiss_data(const std::string& out_dir, uint64_t seed, size_t max_train,
                                            size_t max_test, double test_share = 0.1);
 
 /// Writes training rows as JSON lines {"anchor", "positive", "negative": [...], "category"}
 /// (the trainers' reader takes them back unchanged), atomically.
 void write_training_jsonl(const std::string& path, const std::vector<train::TrainExample>& rows);
+
+/// Keeps at most `max_rows` rows (0 = all), taken round-robin over the categories so that a cap
+/// keeps every category; the kept rows stay in input order.
+void cap_by_category(std::vector<train::TrainExample>& rows, size_t max_rows);
 
 /// Identity triplets from near-miss pairs (anchor = positive = sentence1, negative = sentence2):
 /// how the paper turns structural negatives into Model B's training rows.

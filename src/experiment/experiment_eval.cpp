@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <set>
 
+#include "core/file_util.h"
 #include "core/log.h"
 #include "sieve/error.h"
 
@@ -28,7 +30,7 @@ std::vector<EvalSet> load_eval_sets(const std::vector<std::string>& dirs, const 
 
 nlohmann::json evaluate_on_sets(const std::string& model, const std::vector<EvalSet>& sets,
                                 const std::string& index_cache, const RetrievalEvalOptions& ro,
-                                bool keep_index, const EncoderOptions& enc) {
+                                bool keep_index, const EncoderOptions& enc, const std::string& run_dir) {
   nlohmann::json out;
   std::map<std::string, double> sums;
   IndexBuildOptions build;
@@ -45,6 +47,12 @@ nlohmann::json evaluate_on_sets(const std::string& model, const std::vector<Eval
     const RetrievalEvalResult r = evaluate_retrieval(*index, s.queries, s.qrels, o);
     for (const auto& m : kTableMeasures) j[m] = r.evaluation.mean.at(m);
     j["queries"] = r.evaluation.queries;
+    if (!run_dir.empty()) {
+      std::ostringstream trec;
+      for (const auto& [qid, entries] : r.run) eval::write_trec_run(trec, qid, entries, "sieve");
+      std::filesystem::create_directories(run_dir);
+      write_file_atomic(path_join(run_dir, s.folder.name + ".trec"), trec.str());
+    }
     j["queries_per_second"] = r.seconds > 0 ? r.queries / r.seconds : 0.0;
     if (!ro.verifier.empty()) {
       RetrievalEvalOptions stage1 = o;

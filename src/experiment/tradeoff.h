@@ -13,7 +13,11 @@ namespace sieve::experiment {
 
 struct TradeoffOptions {
   std::string backbone;                 ///< model directory to fine-tune
-  std::vector<std::string> train;       ///< Model A data: triplet/pair files or BEIR folders (train qrels)
+  /// Model A data: triplet/pair files, or BEIR folders (their train qrels as (query, positive)
+  /// rows with hard negatives mined by BM25 and by the backbone, see hard_negatives.h)
+  std::vector<std::string> train;
+  size_t hard_negatives = 1;            ///< per retriever for BEIR folders; 0 = plain pairs
+  std::vector<std::string> train_categories;  ///< keep only these categories of --train files' rows; empty = all
   std::string structural;               ///< near-miss pairs for Model B; "" = generated from WordNet
   std::string nearmiss_test;            ///< pairs for the pooled-space analysis; "" = generated (held apart)
   std::vector<std::string> beir;        ///< evaluation folders (qrels/<split>.tsv)
@@ -22,16 +26,22 @@ struct TradeoffOptions {
   std::string out_dir;
   size_t steps = 500, batch_size = 64, max_length = 128;
   double lr = 1e-4, weight_decay = 0.001, scale = 10.0;  ///< the authors' MiniLM-L6 values
-  size_t max_train_rows = 0;            ///< > 0: cap on Model A rows (Model B adds its near-misses)
+  size_t max_train_rows = 0;            ///< > 0: cap on each --train source's rows, kept round-robin over categories
   size_t max_structural = 0;            ///< > 0: cap on the near-miss rows Model B adds
   size_t max_queries = 0;               ///< > 0: per evaluation folder
   size_t max_test_pairs = 0;            ///< > 0: cap on the pooled-space pairs
+  /// Human-written pair sets for the pooled-space separation (SugarCrepe, CondaQA, CANNOT, ...); a
+  /// set without positive pairs is scored against the generated test set's positives.
+  std::vector<std::string> nearmiss_sets;
   int threads = 0;
   std::string device = "cpu";           ///< training and encoding: cpu, cuda or cuda:N
+  size_t save_every = 0;                ///< resumable checkpoint every N steps; 0 = steps / 10
+  bool train_only = false;              ///< train every model (resumable), evaluate nothing
 };
 
-/// Runs (or resumes: finished seeds and trained models are reused) the experiment and writes
-/// OUT/results.json, OUT/table.md and OUT/plots/*.svg. Returns the Markdown table.
+/// Runs (or resumes: trained models, interrupted trainings and finished evaluations are reused)
+/// the experiment and writes OUT/data/report.json (what each model saw), OUT/results.json,
+/// OUT/table.md and OUT/plots/*.svg. Returns the Markdown table ("" with train_only).
 std::string run_tradeoff(const TradeoffOptions& opt);
 
 }  // namespace sieve::experiment

@@ -14,6 +14,10 @@
 #include "sieve/error.h"
 #include "train/trainable_encoder.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace sieve::train {
 
 namespace fs = std::filesystem;
@@ -32,6 +36,14 @@ long long checkpoint_step(const fs::path& p) {
 
 }  // namespace
 
+bool any_checkpoint(const std::string& out_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(out_dir, ec)) return false;
+  for (const auto& e : fs::directory_iterator(out_dir))
+    if (checkpoint_step(e.path()) >= 0 && fs::is_regular_file(e.path() / "trainer_state.json")) return true;
+  return false;
+}
+
 void check_common(const TrainCommon& c) {
   SIEVE_THROW_IF_NOT(!c.out_dir.empty(), "an output directory is required (--out)");
   SIEVE_THROW_IF_NOT(c.steps > 0, "--steps must be positive");
@@ -45,8 +57,25 @@ void check_common(const TrainCommon& c) {
                      "--batch-size " << c.batch_size << " cannot be shared by " << c.world_size << " processes");
 }
 
+static void keep_freed_memory() {
+#if defined(__GLIBC__)
+  // Training allocates and frees the same large activations every step. glibc's defaults hand
+  // blocks over 128 KiB back to the kernel (mmap / trim), so each step faults in and zeroes them
+  // again: a third of a step's time on two cores (sys time, clear_page). Keeping them mapped
+  // cost a few hundred MB of resident memory and took 4 steps of all-MiniLM-L6-v2 from 89 to 61 s.
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's upper limit
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_TOP_PAD, 256 << 20);
+    return true;
+  }();
+  (void)done;
+#endif
+}
+
 RunDir::RunDir(const TrainCommon& common, const std::string& kind)
     : out_(common.out_dir), kind_(kind), writer_(common.rank == 0) {
+  keep_freed_memory();
   if (fs::exists(out_)) SIEVE_THROW_IF_NOT(fs::is_directory(out_), "'" << out_ << "' exists and is not a directory");
   if (writer_) fs::create_directories(out_);
   if (common.resume) {
@@ -198,3 +227,7 @@ void add_adamw_groups(const torch::OrderedDict<std::string, at::Tensor>& named, 
 }
 
 }  // namespace sieve::train
+
+namespace sieve {
+bool has_checkpoint(const std::string& out_dir) { return train::any_checkpoint(out_dir); }
+}  // namespace sieve

@@ -20,6 +20,9 @@
 
 namespace sieve::train {
 
+/// True when out_dir holds a checkpoint-<step> folder with its trainer state.
+bool any_checkpoint(const std::string& out_dir);
+
 /// Counters and text state saved with a checkpoint.
 struct LoopState {
   size_t step = 0;

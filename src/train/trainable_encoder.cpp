@@ -1,5 +1,7 @@
 #include "train/trainable_encoder.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -27,17 +29,19 @@ TrainableEncoder::TrainableEncoder(const std::string& model_dir, size_t max_leng
   model_->train();
 }
 
-TokenBatch TrainableEncoder::tokenize(const std::vector<std::string>& texts) const {
+std::vector<Encoding> TrainableEncoder::encode(const std::vector<std::string>& texts) const {
   EncodeOptions eo;
   eo.max_length = max_length_;
   std::vector<Encoding> enc;
   enc.reserve(texts.size());
+  for (const auto& t : texts) enc.push_back(tokenizer_->encode(t, eo));
+  return enc;
+}
+
+TokenBatch TrainableEncoder::pad(const std::vector<Encoding>& enc, const std::vector<size_t>& rows) const {
   size_t L = 1;
-  for (const auto& t : texts) {
-    enc.push_back(tokenizer_->encode(t, eo));
-    L = std::max(L, enc.back().ids.size());
-  }
-  const auto B = static_cast<int64_t>(texts.size());
+  for (size_t r : rows) L = std::max(L, enc[r].ids.size());
+  const auto B = static_cast<int64_t>(rows.size());
   TokenBatch b;
   b.ids = at::full({B, static_cast<int64_t>(L)}, std::max<int32_t>(0, tokenizer_->special_tokens().pad), at::kLong);
   b.mask = at::zeros({B, static_cast<int64_t>(L)}, at::kLong);
@@ -45,16 +49,43 @@ TokenBatch TrainableEncoder::tokenize(const std::vector<std::string>& texts) con
   auto* ip = b.ids.data_ptr<int64_t>();
   auto* mp = b.mask.data_ptr<int64_t>();
   auto* tp = b.types.data_ptr<int64_t>();
-  for (int64_t r = 0; r < B; ++r)
-    for (size_t j = 0; j < enc[r].ids.size(); ++j) {
-      ip[r * L + j] = enc[r].ids[j];
-      mp[r * L + j] = 1;
-      tp[r * L + j] = enc[r].type_ids[j];
+  for (int64_t i = 0; i < B; ++i) {
+    const Encoding& e = enc[rows[static_cast<size_t>(i)]];
+    for (size_t j = 0; j < e.ids.size(); ++j) {
+      ip[i * static_cast<int64_t>(L) + static_cast<int64_t>(j)] = e.ids[j];
+      mp[i * static_cast<int64_t>(L) + static_cast<int64_t>(j)] = 1;
+      tp[i * static_cast<int64_t>(L) + static_cast<int64_t>(j)] = e.type_ids[j];
     }
+  }
   b.ids = b.ids.to(device_);
   b.mask = b.mask.to(device_);
   b.types = b.types.to(device_);
   return b;
+}
+
+TokenBatch TrainableEncoder::tokenize(const std::vector<std::string>& texts) const {
+  const std::vector<Encoding> enc = encode(texts);
+  std::vector<size_t> rows(enc.size());
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  return pad(enc, rows);
+}
+
+std::vector<size_t> length_buckets(const std::vector<size_t>& sorted_lengths, size_t chunk_cost) {
+  // best[i]: least cost of the first i texts; a chunk of texts j..i-1 costs (i - j) * its longest
+  // length (the padded tokens it computes) plus chunk_cost (one more pass through the network).
+  const size_t n = sorted_lengths.size();
+  std::vector<size_t> best(n + 1, 0), from(n + 1, 0);
+  for (size_t i = 1; i <= n; ++i) {
+    best[i] = SIZE_MAX;
+    for (size_t j = 0; j < i; ++j) {
+      const size_t c = best[j] + (i - j) * sorted_lengths[i - 1] + chunk_cost;
+      if (c < best[i]) best[i] = c, from[i] = j;
+    }
+  }
+  std::vector<size_t> ends;
+  for (size_t i = n; i > 0; i = from[i]) ends.push_back(i);
+  std::reverse(ends.begin(), ends.end());
+  return ends;
 }
 
 at::Tensor TrainableEncoder::states(const TokenBatch& batch) {
@@ -62,8 +93,29 @@ at::Tensor TrainableEncoder::states(const TokenBatch& batch) {
 }
 
 at::Tensor TrainableEncoder::embed(const std::vector<std::string>& texts) {
-  TokenBatch b = tokenize(texts);
-  return pool_and_normalize(states(b), b.mask, info_.pooling);
+  if (texts.empty()) return at::zeros({0, info_.config.hidden_size}, at::TensorOptions().device(device_));
+  const std::vector<Encoding> enc = encode(texts);
+  // Texts go through the network in chunks of similar length: a batch of short queries and
+  // 128-token passages padded together would compute most of the queries' rows on padding.
+  std::vector<size_t> order(enc.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return enc[a].ids.size() < enc[b].ids.size(); });
+  std::vector<size_t> lengths;
+  for (size_t i : order) lengths.push_back(enc[i].ids.size());
+  std::vector<at::Tensor> parts;
+  size_t begin = 0;
+  for (size_t end : length_buckets(lengths, kChunkCost)) {
+    const std::vector<size_t> rows(order.begin() + static_cast<long>(begin), order.begin() + static_cast<long>(end));
+    TokenBatch b = pad(enc, rows);
+    parts.push_back(pool_and_normalize(states(b), b.mask, info_.pooling));
+    begin = end;
+  }
+  // Back to the callers' order: row order[k] of the result is row k of the sorted chunks.
+  std::vector<int64_t> inverse(order.size());
+  for (size_t k = 0; k < order.size(); ++k) inverse[order[k]] = static_cast<int64_t>(k);
+  const at::Tensor sorted = parts.size() == 1 ? parts[0] : at::cat(parts);
+  return sorted.index_select(0, at::tensor(inverse, at::kLong).to(device_));
 }
 
 void copy_model_files(const std::string& from, const std::string& to) {

@@ -30,8 +30,12 @@ class TrainableEncoder {
   TokenBatch tokenize(const std::vector<std::string>& texts) const;
   /// Final-layer token states [B, L, H] (differentiable; dropout when the module trains).
   at::Tensor states(const TokenBatch& batch);
-  /// Pooled, L2-normalised keys [B, H].
+  /// Pooled, L2-normalised keys [B, H], in the order of `texts`. The texts go through the
+  /// network in chunks of similar token length (length_buckets), which gives the same keys as one
+  /// padded batch (padding is masked) at a fraction of the cost when lengths differ.
   at::Tensor embed(const std::vector<std::string>& texts);
+  /// The fixed cost of one more chunk in embed, in padded tokens.
+  static constexpr size_t kChunkCost = 1024;
 
   /// The network (any family); `model()->` reaches the torch::nn::Module and EncoderBackbone.
   std::shared_ptr<EncoderBackbone>& model() { return model_; }
@@ -49,6 +53,8 @@ class TrainableEncoder {
             const std::string& prefix = "") const;
 
  private:
+  std::vector<Encoding> encode(const std::vector<std::string>& texts) const;
+  TokenBatch pad(const std::vector<Encoding>& enc, const std::vector<size_t>& rows) const;
   std::string source_dir_;
   ModelInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -56,6 +62,10 @@ class TrainableEncoder {
   size_t max_length_ = 0;
   c10::Device device_;
 };
+
+/// Splits texts sorted by token length into chunks that minimise the padded tokens computed plus
+/// `chunk_cost` per chunk; returns each chunk's end (exclusive), the last being the count.
+std::vector<size_t> length_buckets(const std::vector<size_t>& sorted_lengths, size_t chunk_cost);
 
 /// Copies the non-weight files of a model directory (configuration, tokenizer files,
 /// sentence-transformers module folders) from `from` into the existing directory `to`.

@@ -253,6 +253,24 @@ TEST(SvgBarChart, EmptyInputsStillGiveAValidDocument) {
   EXPECT_EQ(xml_problem(svg_bar_chart("t", {"a"}, {{"all NaN", {kNaN}, {}}}, "y")), "");
 }
 
+TEST(SvgScatter, OnePointPerFiniteValueAtItsCoordinates) {
+  // x data [0.5, 1]: step 0.1, axis [0.5, 1], x(v) = 70 + (v - 0.5) / 0.5 * 480: x(0.5) = 70,
+  // x(0.75) = 310, x(1) = 550. y data [0, 0.5]: step 0.1, y(v) = 340 - v / 0.5 * 300.
+  const std::vector<ScatterSeries> series = {{"Model <A>", {0.5, 1.0, kNaN}, {0.0, 0.5, 0.2}, {"s1", "s2", "s3"}},
+                                             {"B", {0.75}, {0.25}, {}}};
+  const std::string svg = svg_scatter("AUC & nDCG", series, "AUC", "nDCG@10");
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count(svg, "<circle class=\"point\""), 3u);
+  EXPECT_NE(svg.find("<circle class=\"point\" cx=\"70\" cy=\"340\""), std::string::npos);
+  EXPECT_NE(svg.find("<circle class=\"point\" cx=\"550\" cy=\"40\""), std::string::npos);
+  EXPECT_NE(svg.find("<circle class=\"point\" cx=\"310\" cy=\"190\""), std::string::npos);
+  EXPECT_NE(svg.find("Model &lt;A&gt; s2: (1.000, 0.500)"), std::string::npos);
+  EXPECT_NE(svg.find(">AUC &amp; nDCG</text>"), std::string::npos);
+  EXPECT_THROW(svg_scatter("t", {{"s", {1.0}, {}, {}}}, "x", "y"), sieve::Error);
+  EXPECT_THROW(svg_scatter("t", {{"s", {1.0}, {1.0}, {"a", "b"}}}, "x", "y"), sieve::Error);
+  EXPECT_EQ(xml_problem(svg_scatter("t", {}, "x", "y")), "");
+}
+
 Histogram hist(double lo, double hi, std::vector<size_t> counts) {
   Histogram h;
   h.lo = lo;

@@ -6,8 +6,11 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "eval/beir.h"
+#include "experiment_test_util.h"
 #include "support/test_util.h"
 
 namespace sieve::test {
@@ -45,8 +48,10 @@ class QuickProfile : public ::testing::Test {
 
 TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
   const std::string out = dir_ + "/tradeoff";
+  const std::string condaqa = shared_data("pairs/condaqa-dev-edits.tsv");
   const std::string cmd = cli_path() + " experiment tradeoff --profile quick --backbone " + model_ + " --train " +
-                          scifact_ + " --beir " + scifact_ + " --beir " + wikiqa_ + " --out " + out + " 2>" + dir_ +
+                          scifact_ + " --beir " + scifact_ + " --beir " + wikiqa_ +
+                          (condaqa.empty() ? "" : " --nearmiss-set " + condaqa) + " --out " + out + " 2>" + dir_ +
                           "/tradeoff.log";
   auto r = run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/tradeoff.log");
@@ -71,9 +76,64 @@ TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
       EXPECT_NEAR(c["mean"].get<double>(), (v[0] + v[1]) / 2, 1e-12);
       EXPECT_NEAR(c["std"].get<double>(), std::abs(v[0] - v[1]) / 2, 1e-12);
     }
-  // Model B trained on more rows than Model A (its near-misses added as identity triplets).
+  // Model B trained on more rows than Model A: A's rows plus its near-misses as identity
+  // triplets. The data report's counts are those of the written training files.
+  const auto data = nlohmann::json::parse(slurp(out + "/data/report.json"));
+  auto count_rows = [&](const std::string& file) {
+    std::map<std::string, int> per_category;
+    std::istringstream in(slurp(file));
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) ++per_category[nlohmann::json::parse(line).value("category", "uncategorised")];
+    return per_category;
+  };
+  const auto a_rows = count_rows(out + "/data/model_a.jsonl"), b_rows = count_rows(out + "/data/model_b.jsonl");
+  int a_total = 0, b_total = 0;
+  for (const auto& [c, n] : a_rows) {
+    a_total += n;
+    EXPECT_EQ(data["model_a"]["categories"][c].get<int>(), n) << c;
+    EXPECT_EQ(b_rows.at(c), n) << c;  // B holds every row of A
+  }
+  for (const auto& [c, n] : b_rows) b_total += n;
+  EXPECT_EQ(data["model_a"]["rows"].get<int>(), a_total);
+  EXPECT_EQ(data["model_b"]["rows"].get<int>(), b_total);
+  EXPECT_GT(b_total, a_total);
+  // A's SciFact rows carry mined hard negatives; B adds every near-miss kind, capped round-robin.
+  EXPECT_GT(data["model_a"]["sources"][0]["mining"]["negatives"].get<int>(), 0);
+  EXPECT_EQ(b_total - a_total, 1000);  // the quick profile's --max-structural
+  for (const char* kind : {"negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "passive_role_swap"})
+    EXPECT_GT(b_rows.count(kind) ? b_rows.at(kind) : 0, 100) << kind;
   const auto s42 = nlohmann::json::parse(slurp(out + "/seed_42/results.json"));
   EXPECT_GT(s42["space"]["overall"]["n"].get<int>(), 0);
+
+  // One metric recomputed from the written run file: nDCG@10 of Model A on SciFact, by hand.
+  const eval::Qrels qrels = eval::read_qrels(scifact_ + "/qrels/test.tsv");
+  std::map<std::string, std::vector<std::pair<double, std::string>>> run;
+  {
+    std::istringstream in(slurp(out + "/seed_42/model_a/runs/scifact.trec"));
+    std::string qid, q0, doc, rank, tag;
+    double score = 0;
+    while (in >> qid >> q0 >> doc >> rank >> score >> tag) run[qid].push_back({score, doc});
+  }
+  ASSERT_FALSE(run.empty());
+  double sum = 0;
+  for (const auto& [qid, scored] : run) sum += naive_ndcg(scored, qrels.at(qid), 10);
+  EXPECT_EQ(run.size(), s42["model_a"]["scifact"]["queries"].get<size_t>());
+  EXPECT_NEAR(sum / run.size(), s42["model_a"]["scifact"]["ndcg@10"].get<double>(), 1e-6);
+
+  // Separation: each model's pooled cosine per category and its AUC, on the generated pairs and
+  // on the human-written set (which has paraphrases of its own).
+  for (const char* model : {"model_a", "model_b"}) {
+    const auto& g = s42[model]["separation"]["generated"];
+    EXPECT_GT(g["categories"]["negation"]["n"].get<int>(), 0);
+    const double auc = g["overall"]["auc"].get<double>();
+    EXPECT_GE(auc, 0.0);
+    EXPECT_LE(auc, 1.0);
+    if (!condaqa.empty()) EXPECT_EQ(s42[model]["separation"]["condaqa-dev-edits"]["positive_pairs"], "own");
+  }
+  EXPECT_TRUE(exists(out + "/plots/ndcg_vs_nearmiss_auc.svg"));
+  EXPECT_NE(r.out.find("### Separation on generated"), std::string::npos);
+  EXPECT_NE(r.out.find("## Zero-shot MRR@10"), std::string::npos);
 
   // Re-running resumes: nothing is retrained and the seed results stay as they were.
   const std::string before = slurp(out + "/seed_42/results.json");

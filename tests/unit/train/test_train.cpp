@@ -254,6 +254,56 @@ TEST(EncoderTraining, SavedWeightsEqualTheTrainedModule) {
   EXPECT_GT(diff, 1e-3);
 }
 
+// length_buckets against every way of cutting the sorted lengths into consecutive chunks.
+TEST(EncoderTraining, LengthBucketsAreTheCheapestCutOfTheSortedLengths) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const size_t n = 1 + rng() % 11, cost = rng() % 3 == 0 ? 0 : 1 + rng() % 40;
+    std::vector<size_t> len(n);
+    for (auto& l : len) l = 1 + rng() % 128;
+    std::sort(len.begin(), len.end());
+    auto cost_of = [&](const std::vector<size_t>& ends) {
+      size_t c = 0, begin = 0;
+      for (size_t e : ends) c += (e - begin) * len[e - 1] + cost, begin = e;
+      return c;
+    };
+    size_t best = SIZE_MAX;
+    for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {  // bit i: a cut after text i
+      std::vector<size_t> ends;
+      for (size_t i = 0; i + 1 < n; ++i)
+        if (mask >> i & 1) ends.push_back(i + 1);
+      ends.push_back(n);
+      best = std::min(best, cost_of(ends));
+    }
+    const std::vector<size_t> got = train::length_buckets(len, cost);
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(got.back(), n);
+    EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+    EXPECT_EQ(cost_of(got), best) << "trial " << trial;
+  }
+}
+
+// embed() runs texts of very different lengths in separate chunks and returns them in the
+// callers' order: each key equals the text embedded on its own.
+TEST(EncoderTraining, EmbeddingInLengthChunksEqualsEmbeddingEachTextAlone) {
+  std::string dir = test::make_temp_dir("train_chunks");
+  write_fixture_model(dir + "/model", test::tiny_model_options(4));
+  train::TrainableEncoder enc(dir + "/model", 0, c10::Device("cpu"));
+  enc.model()->eval();
+  at::NoGradGuard g;
+  std::vector<std::string> texts;
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += i % 2 ? " man" : " dog bit the";
+  for (int i = 0; i < 9; ++i) texts.push_back(i % 3 == 0 ? long_text + " " + std::to_string(i) : "a cat " + std::to_string(i));
+  const at::Tensor all = enc.embed(texts);
+  ASSERT_EQ(all.size(0), 9);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const at::Tensor one = enc.embed({texts[i]});
+    EXPECT_LT((all[static_cast<int64_t>(i)] - one[0]).abs().max().item<float>(), 1e-5) << i;
+  }
+  EXPECT_EQ(enc.embed({}).size(0), 0);
+}
+
 // Max |a - b| over the tensors both files hold, and the max |a| (for scale).
 std::pair<double, double> max_tensor_diff(const std::string& a_file, const std::string& b_file) {
   auto a = SafetensorsFile::open(a_file), b = SafetensorsFile::open(b_file);
