@@ -67,6 +67,9 @@ void register_tradeoff(CLI::App* group) {
   cmd->add_option("--device", o->t.device, "cpu, cuda or cuda:N (training and encoding)")->capture_default_str();
   cmd->add_option("--save-every", o->t.save_every, "Steps between resumable checkpoints (0 = a tenth of --steps)")
       ->capture_default_str();
+  cmd->add_option("--eval-name", o->t.eval_name,
+                  "Folder of this evaluation under OUT/evaluations (default: eval- and a hash of the evaluation "
+                  "settings); evaluating the trained models on other --beir or --nearmiss-set data trains nothing");
   cmd->add_flag("--train-only", o->t.train_only,
                 "Train every model and stop (evaluate later by running the same command without it)");
   on_run(cmd, [o, cmd] {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "eval/pairs.h"
@@ -272,7 +273,6 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
   std::map<uint64_t, nlohmann::json> trained;
   for (uint64_t seed : opt.seeds) {
     const std::string sd = path_join(out, "seed_" + std::to_string(seed));
-    if (is_file(path_join(sd, "results.json"))) continue;
     trained[seed]["model_a"] = train_once(opt, a_data, path_join(sd, "model_a"), seed);
     trained[seed]["model_b"] = train_once(opt, b_data, path_join(sd, "model_b"), seed);
   }
@@ -280,8 +280,19 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
     log_info("trained every model (--train-only); run again without it to evaluate");
     return "";
   }
-  check_options(path_join(out, "eval"), {{"beir", opt.beir}, {"split", opt.split}, {"max_queries", opt.max_queries},
-                                         {"nearmiss_sets", opt.nearmiss_sets}});
+  // Each evaluation (its sets and settings) has its own folder, so that the trained models can be
+  // evaluated again on other data without training anything.
+  const nlohmann::json eval_options = {{"beir", opt.beir},
+                                       {"split", opt.split},
+                                       {"max_queries", opt.max_queries},
+                                       {"max_test_pairs", opt.max_test_pairs},
+                                       {"nearmiss_sets", opt.nearmiss_sets}};
+  const std::string settings = eval_options.dump();
+  const std::string eval_name =
+      !opt.eval_name.empty() ? opt.eval_name : "eval-" + sha256_hex(settings.data(), settings.size()).substr(0, 8);
+  const std::string ev = path_join(out, "evaluations/" + eval_name);
+  check_options(ev, eval_options);
+  log_info("evaluating into " + ev);
 
   EncoderOptions enc;
   enc.threads = opt.threads;
@@ -291,12 +302,13 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
   ro.ks = {1, 10, 100};
   const std::vector<PairSet> pair_sets = load_pair_sets(test_pairs, opt.nearmiss_sets, opt.max_test_pairs);
   const nlohmann::json backbone =
-      evaluate_model(opt.backbone, sets, pair_sets, cache, ro, enc, path_join(out, "backbone/results.json"));
+      evaluate_model(opt.backbone, sets, pair_sets, cache, ro, enc, path_join(ev, "backbone/results.json"));
 
   std::vector<eval::SentencePair> test = eval::read_pairs(test_pairs);
   for (uint64_t seed : opt.seeds) {
     const std::string sd = path_join(out, "seed_" + std::to_string(seed));
-    const std::string results = path_join(sd, "results.json");
+    const std::string ed = path_join(ev, "seed_" + std::to_string(seed));
+    const std::string results = path_join(ed, "results.json");
     if (is_file(results)) {
       log_info("seed " + std::to_string(seed) + " already done (" + results + ")");
       continue;
@@ -304,32 +316,32 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
     nlohmann::json j;
     j["train"] = trained[seed];
     const std::string a = path_join(sd, "model_a/last"), b = path_join(sd, "model_b/last");
-    j["model_a"] = evaluate_model(a, sets, pair_sets, cache, ro, enc, path_join(sd, "model_a/eval.json"));
-    j["model_b"] = evaluate_model(b, sets, pair_sets, cache, ro, enc, path_join(sd, "model_b/eval.json"));
+    j["model_a"] = evaluate_model(a, sets, pair_sets, cache, ro, enc, path_join(ed, "model_a/eval.json"));
+    j["model_b"] = evaluate_model(b, sets, pair_sets, cache, ro, enc, path_join(ed, "model_b/eval.json"));
     SpaceEvalOptions so;
     so.max_pairs = opt.max_test_pairs;
     so.encoder = enc;
     const SpaceEval space = evaluate_space(a, b, test, so);
-    write_space_report(space, path_join(sd, "space"));
+    write_space_report(space, path_join(ed, "space"));
     j["space"] = space_json(space);
     j["seed"] = seed;
     write_json(results, j);
   }
 
-  nlohmann::json agg = aggregate_seed_results(out, opt.seeds);
+  nlohmann::json agg = aggregate_seed_results(ev, opt.seeds);
   const nlohmann::json data_report = read_json(path_join(data_dir, "report.json"));
   nlohmann::json summary = {{"experiment", "tradeoff"},     {"backbone_model", opt.backbone},
                             {"train", opt.train},           {"structural", structural},
                             {"nearmiss_test", test_pairs},  {"nearmiss_sets", opt.nearmiss_sets},
                             {"datasets", set_names},        {"steps", opt.steps},
-                            {"batch_size", opt.batch_size}, {"data", data_report},
-                            {"backbone", backbone},         {"seeds", agg}};
-  write_json(path_join(out, "results.json"), summary);
+                            {"batch_size", opt.batch_size}, {"evaluation", eval_name},
+                            {"data", data_report},          {"backbone", backbone},
+                            {"seeds", agg}};
   const size_t nseeds = agg.contains("seeds") ? agg["seeds"].size() : opt.seeds.size();
   std::string md = "# Identity trade-off: Model A vs Model B\n\n";
   md += "Backbone `" + opt.backbone + "`, " + std::to_string(nseeds) + " seed(s), " + std::to_string(opt.steps) +
         " steps of batch " + std::to_string(opt.batch_size) + ". Cells are mean ± std over seeds (population std); " +
-        "Δ's std is sqrt(σA² + σB²).\n\n";
+        "Δ's std is sqrt(σA² + σB²). Evaluation `" + eval_name + "`.\n\n";
   md += "## Training data\n\n" + render_data_table(data_report) + "\n";
   for (const auto& [key, label] : std::vector<std::pair<std::string, std::string>>{
            {"ndcg@10", "nDCG@10"}, {"mrr@10", "MRR@10"}, {"acc@1", "Acc@1"}, {"acc@10", "Acc@10"}}) {
@@ -338,9 +350,13 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
   md += "## Pooled cosine of held-apart pairs, A against B (mean over seeds; lower separates better)\n\n";
   md += render_space_table(agg);
   md += "\n" + render_separation_tables(backbone, agg, pair_sets);
-  write_text(path_join(out, "table.md"), md);
-  write_plots(agg, backbone, set_names, path_join(out, "plots"));
-  write_tradeoff_scatter(out, backbone, opt.seeds, path_join(out, "plots/ndcg_vs_nearmiss_auc.svg"));
+  // The evaluation's own folder, and OUT's top level (the latest evaluation).
+  for (const std::string& dir : {ev, out}) {
+    write_json(path_join(dir, "results.json"), summary);
+    write_text(path_join(dir, "table.md"), md);
+    write_plots(agg, backbone, set_names, path_join(dir, "plots"));
+    write_tradeoff_scatter(ev, backbone, opt.seeds, path_join(dir, "plots/ndcg_vs_nearmiss_auc.svg"));
+  }
   return md;
 }
 

@@ -37,11 +37,16 @@ struct TradeoffOptions {
   std::string device = "cpu";           ///< training and encoding: cpu, cuda or cuda:N
   size_t save_every = 0;                ///< resumable checkpoint every N steps; 0 = steps / 10
   bool train_only = false;              ///< train every model (resumable), evaluate nothing
+  /// The evaluation's folder, OUT/evaluations/NAME; "" = "eval-" + a hash of the evaluation's
+  /// settings (sets, split, caps), so that evaluating on other data never mixes results.
+  std::string eval_name;
 };
 
 /// Runs (or resumes: trained models, interrupted trainings and finished evaluations are reused)
-/// the experiment and writes OUT/data/report.json (what each model saw), OUT/results.json,
-/// OUT/table.md and OUT/plots/*.svg. Returns the Markdown table ("" with train_only).
+/// the experiment: OUT/data/report.json (what each model saw), the models in OUT/seed_<s>/, and
+/// the evaluation in OUT/evaluations/<name>/ (results.json, table.md, plots/*.svg, per-seed
+/// results and TREC runs), whose results.json, table.md and plots are also copied to OUT.
+/// Returns the Markdown table ("" with train_only).
 std::string run_tradeoff(const TradeoffOptions& opt);
 
 }  // namespace sieve::experiment

@@ -57,17 +57,22 @@ TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
   ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/tradeoff.log");
   EXPECT_NE(r.out.find("| Model A"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Δ (B − A)"), std::string::npos);
-  for (const char* f : {"/table.md", "/results.json", "/plots/tradeoff_ndcg10.svg", "/plots/tradeoff_acc1.svg",
-                        "/seed_42/space/hist_overall.svg", "/seed_43/model_b/last/model.safetensors"})
+  // The evaluation lives in its own folder (named after its settings); OUT's top level has its tables.
+  const auto agg = nlohmann::json::parse(slurp(out + "/results.json"));
+  const std::string ev = out + "/evaluations/" + agg["evaluation"].get<std::string>();
+  for (const char* f : {"/table.md", "/results.json", "/plots/tradeoff_ndcg10.svg", "/plots/tradeoff_acc1.svg"}) {
     EXPECT_TRUE(exists(out + f)) << f;
+    EXPECT_TRUE(exists(ev + f)) << f;
+  }
+  EXPECT_TRUE(exists(ev + "/seed_42/space/hist_overall.svg"));
+  EXPECT_TRUE(exists(out + "/seed_43/model_b/last/model.safetensors"));
 
   // The aggregate of each cell is the mean and population std of the two seeds' values.
-  const auto agg = nlohmann::json::parse(slurp(out + "/results.json"));
   for (const char* model : {"model_a", "model_b"})
     for (const char* set : {"scifact", "wikiqa"}) {
       std::vector<double> v;
       for (const char* seed : {"42", "43"}) {
-        const auto s = nlohmann::json::parse(slurp(out + "/seed_" + seed + "/results.json"));
+        const auto s = nlohmann::json::parse(slurp(ev + "/seed_" + seed + "/results.json"));
         v.push_back(s[model][set]["ndcg@10"].get<double>());
         EXPECT_GE(v.back(), 0.0);
         EXPECT_LE(v.back(), 1.0);
@@ -103,14 +108,14 @@ TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
   EXPECT_EQ(b_total - a_total, 1000);  // the quick profile's --max-structural
   for (const char* kind : {"negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "passive_role_swap"})
     EXPECT_GT(b_rows.count(kind) ? b_rows.at(kind) : 0, 100) << kind;
-  const auto s42 = nlohmann::json::parse(slurp(out + "/seed_42/results.json"));
+  const auto s42 = nlohmann::json::parse(slurp(ev + "/seed_42/results.json"));
   EXPECT_GT(s42["space"]["overall"]["n"].get<int>(), 0);
 
   // One metric recomputed from the written run file: nDCG@10 of Model A on SciFact, by hand.
   const eval::Qrels qrels = eval::read_qrels(scifact_ + "/qrels/test.tsv");
   std::map<std::string, std::vector<std::pair<double, std::string>>> run;
   {
-    std::istringstream in(slurp(out + "/seed_42/model_a/runs/scifact.trec"));
+    std::istringstream in(slurp(ev + "/seed_42/model_a/runs/scifact.trec"));
     std::string qid, q0, doc, rank, tag;
     double score = 0;
     while (in >> qid >> q0 >> doc >> rank >> score >> tag) run[qid].push_back({score, doc});
@@ -136,11 +141,26 @@ TEST_F(QuickProfile, TradeoffTrainsBothModelsPerSeedAndAggregates) {
   EXPECT_NE(r.out.find("## Zero-shot MRR@10"), std::string::npos);
 
   // Re-running resumes: nothing is retrained and the seed results stay as they were.
-  const std::string before = slurp(out + "/seed_42/results.json");
+  const std::string before = slurp(ev + "/seed_42/results.json");
   r = run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/tradeoff.log");
-  EXPECT_EQ(slurp(out + "/seed_42/results.json"), before);
+  EXPECT_EQ(slurp(ev + "/seed_42/results.json"), before);
   EXPECT_NE(slurp(dir_ + "/tradeoff.log").find("already done"), std::string::npos);
+
+  // The trained models evaluated on other data (as a held-out set is): nothing is trained, the
+  // new evaluation gets its own folder, and the same model on the same set scores the same.
+  const std::string again = cli_path() + " experiment tradeoff --profile quick --backbone " + model_ + " --train " +
+                            scifact_ + " --beir " + wikiqa_ + " --eval-name heldout --out " + out + " 2>" + dir_ +
+                            "/heldout.log";
+  r = run_command(again);
+  ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/heldout.log");
+  const std::string held_log = slurp(dir_ + "/heldout.log");
+  EXPECT_EQ(held_log.find("train encoder"), std::string::npos) << held_log;
+  EXPECT_NE(held_log.find("reusing the trained model in " + out + "/seed_43/model_b"), std::string::npos) << held_log;
+  const auto h42 = nlohmann::json::parse(slurp(out + "/evaluations/heldout/seed_42/results.json"));
+  EXPECT_FALSE(h42["model_a"].contains("scifact"));
+  EXPECT_DOUBLE_EQ(h42["model_b"]["wikiqa"]["ndcg@10"].get<double>(), s42["model_b"]["wikiqa"]["ndcg@10"].get<double>());
+  EXPECT_EQ(nlohmann::json::parse(slurp(out + "/results.json"))["evaluation"], "heldout");
 }
 
 TEST_F(QuickProfile, VerifiersTrainsEveryKindAndRegimeAndTabulates) {
@@ -182,7 +202,9 @@ TEST_F(QuickProfile, ModernBertBackboneRunsBothExperimentsAndExports) {
                   " --train " + scifact_ + " --beir " + scifact_ + " --max-queries 20 --out " + tr + " 2>" + dir_ +
                   "/mb_tradeoff.log");
   ASSERT_EQ(r.exit_code, 0) << slurp(dir_ + "/mb_tradeoff.log");
-  const auto t = nlohmann::json::parse(slurp(tr + "/seed_42/results.json"));
+  const auto t = nlohmann::json::parse(
+      slurp(tr + "/evaluations/" + nlohmann::json::parse(slurp(tr + "/results.json"))["evaluation"].get<std::string>() +
+            "/seed_42/results.json"));
   for (const char* model : {"model_a", "model_b"}) {
     const double v = t[model]["scifact"]["ndcg@10"].get<double>();
     EXPECT_GE(v, 0.0);
