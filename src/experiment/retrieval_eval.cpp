@@ -78,7 +78,8 @@ std::string cached_index(const std::string& model_dir, const std::string& corpus
   // An int8 encoder's keys are not fp32's: its index is a folder of its own.
   const std::string out = path_join(cache_dir, corpus_name(corpus) + "-" + crc32_hex(crc32(id.data(), id.size())) +
                                                    (build.store_tokens ? "" : "-keys") +
-                                                   (enc.precision == Precision::Int8 ? "-int8" : ""));
+                                                   (enc.precision == Precision::Int8 ? "-int8" : "") +
+                                                   (enc.max_length ? "-len" + std::to_string(enc.max_length) : ""));
   if (is_dir(out)) {  // builds are renamed into place only when complete
     log_info("using the index built earlier for " + corpus + " with this model: " + out);
     return out;

@@ -161,6 +161,7 @@ void build_training_data(const TradeoffOptions& opt, const std::string& data_dir
   EncoderOptions enc;
   enc.threads = opt.threads;
   enc.device = opt.device;
+  enc.max_length = opt.max_length;  // as the paper's script: max_seq_length 128 for every run
   for (const auto& src : opt.train) {
     std::vector<train::TrainExample> part;
     nlohmann::json s = {{"source", src}};
@@ -180,6 +181,7 @@ void build_training_data(const TradeoffOptions& opt, const std::string& data_dir
     } else {
       part = train::read_training_data(src);
       s["kind"] = is_dir(src) ? "BEIR train qrels as pairs" : "training file";
+      s["rows_read"] = part.size();
       if (!opt.train_categories.empty() && !is_dir(src)) {
         const size_t before = part.size();
         part.erase(std::remove_if(part.begin(), part.end(),
@@ -191,7 +193,7 @@ void build_training_data(const TradeoffOptions& opt, const std::string& data_dir
         s["rows_outside_categories"] = before - part.size();
       }
     }
-    s["rows_read"] = part.size();
+    if (!s.contains("rows_read")) s["rows_read"] = part.size();
     cap_by_category(part, opt.max_train_rows);
     s["rows"] = part.size();
     s["negatives"] = negatives_in(part);
@@ -237,9 +239,30 @@ nlohmann::json evaluate_model(const std::string& model, const std::vector<EvalSe
   return j;
 }
 
+
+// The same file or folder named by another path (relative, through a link) is the same option.
+std::string canonical(const std::string& p) {
+  if (p.empty()) return p;
+  std::error_code ec;
+  const auto c = std::filesystem::weakly_canonical(p, ec);
+  return ec ? p : c.string();
+}
+
+std::vector<std::string> canonical(std::vector<std::string> ps) {
+  for (auto& p : ps) p = canonical(p);
+  return ps;
+}
+
 }  // namespace
 
-std::string run_tradeoff(const TradeoffOptions& opt) {
+std::string run_tradeoff(const TradeoffOptions& given) {
+  TradeoffOptions opt = given;
+  opt.backbone = canonical(opt.backbone);
+  opt.train = canonical(opt.train);
+  opt.structural = canonical(opt.structural);
+  opt.nearmiss_test = canonical(opt.nearmiss_test);
+  opt.beir = canonical(opt.beir);
+  opt.nearmiss_sets = canonical(opt.nearmiss_sets);
   SIEVE_THROW_IF_NOT(!opt.out_dir.empty(), "the experiment needs an output folder");
   SIEVE_THROW_IF_NOT(!opt.backbone.empty(), "the experiment needs a backbone model");
   SIEVE_THROW_IF_NOT(!opt.train.empty(), "the experiment needs training data for Model A (--train)");
@@ -297,6 +320,7 @@ std::string run_tradeoff(const TradeoffOptions& opt) {
   EncoderOptions enc;
   enc.threads = opt.threads;
   enc.device = opt.device;
+  enc.max_length = opt.max_length;  // as the paper's script: max_seq_length 128 for every run
   RetrievalEvalOptions ro;
   ro.max_queries = opt.max_queries;
   ro.ks = {1, 10, 100};
