@@ -53,7 +53,6 @@ class IndexImpl final : public Index {
       for (size_t i = 0; i < seg->rows; ++i) read_key_record(seg->first + i, seg->keys.data() + i * m_.dim);
       tail_.push_back(std::move(seg));
     }
-    if (lexical_->doc_count() > m_.documents) drop_uncommitted_lexical(dir);
     if (opt.verify) verify();
     if (opt.load_encoder) load_encoder(opt);
     fill_stats();
@@ -334,27 +333,10 @@ class IndexImpl final : public Index {
   std::vector<std::shared_ptr<const KeySegment>> tail_;  // documents [vector_documents, documents)
   std::unique_ptr<XapianLexicalIndex> lexical_;
 
-  // Documents of an add killed before its manifest was committed stay in the BM25 database: the
-  // searches skip them, but they count in its statistics (document count, average length, term
-  // frequencies). When no writer holds the lock (so they are not an add in progress) they are
-  // removed now, up to the manifest as it stands under the lock; otherwise, or in a read-only
-  // folder, the next add removes them.
-  void drop_uncommitted_lexical(const std::string& dir) {
-    auto lock = WriteLock::try_acquire(dir);
-    if (!lock) return;
-    try {
-      const Manifest now = read_manifest(dir, kManifestFile);
-      XapianLexicalWriter w(path_join(dir, kLexicalDir));
-      const uint32_t before = w.doc_count();
-      w.truncate(static_cast<uint32_t>(now.documents));
-      w.commit();
-      lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir, kLexicalDir));
-      log_info("removed " + std::to_string(before - w.doc_count()) +
-               " documents an interrupted add left in the BM25 index");
-    } catch (const Error& e) {
-      log_warn(std::string("could not remove what an interrupted add left in the BM25 index: ") + e.what());
-    }
-  }
+  // Documents of an add killed before its manifest was committed may stay in the BM25 database
+  // (past m_.documents): searches skip them, and the next writer removes them (open_writer
+  // truncates). A reader never writes: many processes may open one index (or one shard set) while
+  // another adds, and the leftovers' weight on the BM25 statistics lasts only until that add.
   std::shared_ptr<const Encoder> encoder_;
 };
 

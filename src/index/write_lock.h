@@ -1,7 +1,7 @@
 // The single-writer lock of an index folder: an exclusive flock on `<dir>/write.lock` for the life
 // of a build or add, so that a second writer fails at once instead of interleaving appends (the
-// kernel drops it when the process dies). Index::open takes it briefly, when free, to remove what
-// a killed add left in the BM25 database; readers never wait for it.
+// kernel drops it when the process dies). Readers never take it and never write: what a killed add
+// left in the BM25 database is removed by the next writer.
 #pragma once
 
 #include <memory>

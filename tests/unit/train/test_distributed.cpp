@@ -138,6 +138,17 @@ std::vector<std::string> own_args() {
 
 // ---- the parent side: start copies of this binary, wait with a deadline -----------------------
 
+/// What a worker prints when its checks ran and passed.
+std::string worker_passed_line(const std::string& mode) { return "sieve-test-worker passed: " + mode; }
+
+/// How many times a worker's pass line appears in `log`.
+size_t workers_passed(const std::string& log, const std::string& mode) {
+  size_t n = 0;
+  const std::string line = worker_passed_line(mode) + "\n";
+  for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+  return n;
+}
+
 struct Spawned {
   pid_t pid = -1;
   std::string log;
@@ -211,7 +222,9 @@ void run_two_ranks(const std::string& mode, const std::string& store, const std:
                                dir + "/rank" + std::to_string(r) + ".log"));
   for (int r = 0; r < 2; ++r) {
     const int code = wait_for(ranks[r], 60);
-    EXPECT_EQ(code, 0) << "rank " << r << " of mode " << mode << " failed; its output:\n" << slurp(ranks[r].log);
+    const std::string log = slurp(ranks[r].log);
+    EXPECT_EQ(code, 0) << "rank " << r << " of mode " << mode << " failed; its output:\n" << log;
+    EXPECT_EQ(workers_passed(log, mode), 1u) << "rank " << r << " of mode " << mode << " did not run its checks; its output:\n" << log;
   }
 }
 
@@ -296,7 +309,10 @@ void run_worker(const std::string& mode) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string err = error_of([&] {
       st::DataParallel dp(opts);
-      if (dp.rank() == 1) std::_Exit(0);
+      if (dp.rank() == 1) {  // it got this far: that is all rank 1 has to show
+        std::cout << worker_passed_line(mode) << std::endl;
+        std::_Exit(0);
+      }
       dp.sum(1.0);
       dp.barrier();
     });
@@ -315,7 +331,12 @@ void run_worker(const std::string& mode) {
 class WorkerRun : public ::testing::Test {
  public:
   explicit WorkerRun(std::string mode) : mode_(std::move(mode)) {}
-  void TestBody() override { run_worker(mode_); }
+  void TestBody() override {
+    run_worker(mode_);
+    // The parent reads this line: an exit status of 0 alone would also come from a filter that
+    // matched no test, or a worker that never reached its checks.
+    if (!HasFailure()) std::cout << worker_passed_line(mode_) << std::endl;
+  }
 
  private:
   std::string mode_;
@@ -506,7 +527,10 @@ TEST(Distributed, SpawnLocalWorkersRunsTheGroup) {
   // One launcher; it spawns rank 1 itself through spawn_local_workers.
   Spawned launcher = spawn_self("launch", {"SIEVE_DIST_TIMEOUT=10", "TMPDIR=" + dir}, dir + "/launcher.log");
   const int code = wait_for(launcher, 60);
-  EXPECT_EQ(code, 0) << "launcher output:\n" << slurp(launcher.log);
+  const std::string log = slurp(launcher.log);
+  EXPECT_EQ(code, 0) << "launcher output:\n" << log;
+  // Rank 1 writes to the launcher's output: both ranks ran their checks.
+  EXPECT_EQ(workers_passed(log, "launch"), 2u) << "launcher output:\n" << log;
   // The rendezvous file spawn_local_workers made in TMPDIR was deleted by the last FileStore.
   const auto listing = sieve::test::run_command("ls " + dir);
   EXPECT_EQ(listing.out.find("sieve_dist_"), std::string::npos) << listing.out;
