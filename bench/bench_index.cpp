@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     out["stage2_exact_f1_rerank_ndcg@10"] = rerank([&](size_t c) -> const TokenStates& { return tokens[c]; }, exact_f1);
   }
   nlohmann::json codecs = nlohmann::json::array();
-  for (const char* name : {"fp32", "fp16", "sq8", "sq4", "pq"}) {
+  for (const char* name : {"fp32", "fp16", "sq8", "sq4", "pq", "pq64", "pq32", "res2", "res1"}) {
     auto c = index::TokenCodec::create(index::TokenCodec::factory_for(name, d), d);
     auto tt = Clock::now();
     c->train(sample.size() / d, sample.data());

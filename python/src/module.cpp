@@ -32,6 +32,8 @@
 namespace py = pybind11;
 using namespace sieve;
 
+void bind_serving(py::module_& m);  // python/src/serve_bindings.cpp
+
 namespace {
 
 // A NumPy array that owns `v` (no copy): the buffer is freed when the array is.
@@ -350,7 +352,7 @@ PYBIND11_MODULE(_sieve, m) {
           "build",
           [](py::object corpus, const std::string& out, const std::string& model, const std::string& vector_factory,
              const std::string& token_codec, bool store_tokens, size_t batch_size, size_t chunk_docs, bool force,
-             bool restart, int threads, const std::string& precision) {
+             bool restart, int threads, const std::string& precision, size_t shards) {
             IndexBuildOptions opt;
             opt.vector_factory = vector_factory;
             opt.token_codec = token_codec;
@@ -365,10 +367,15 @@ PYBIND11_MODULE(_sieve, m) {
             eo.precision = precision_from_name(precision);
             const std::string dir = resolve_model_dir(model);
             BuildReport rep;
+            if (shards == 0) throw py::value_error("shards must be positive");
             if (py::isinstance<py::str>(corpus) || py::hasattr(corpus, "__fspath__")) {
               const std::string path = py::str(py::module_::import("os").attr("fspath")(corpus));
-              rep = interruptible(opt, [&] { return build_index(dir, path, out, opt, eo); });
+              if (shards > 1)
+                rep = interruptible(opt, [&] { return build_shard_set(dir, path, out, shards, opt, eo); });
+              else
+                rep = interruptible(opt, [&] { return build_index(dir, path, out, opt, eo); });
             } else {
+              if (shards > 1) throw py::value_error("a shard set is built from a corpus file (shards > 1)");
               const std::vector<Document> docs = documents_from(corpus);
               if (docs.empty()) throw py::value_error("no documents to index");
               rep = interruptible(opt, [&] { return build_index_from_documents(dir, docs, out, opt, eo); });
@@ -378,7 +385,7 @@ PYBIND11_MODULE(_sieve, m) {
           py::arg("corpus"), py::arg("out"), py::arg("model") = "", py::arg("vector_factory") = "auto",
           py::arg("token_codec") = "sq8", py::arg("store_tokens") = true, py::arg("batch_size") = 32,
           py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0,
-          py::arg("precision") = "fp32")
+          py::arg("precision") = "fp32", py::arg("shards") = 1)
       .def_property_readonly("path", [](const PyIndex& i) { return i.path; })
       .def("__len__", [](const PyIndex& i) { return i.snapshot()->size(); })
       .def("stats",
@@ -391,6 +398,7 @@ PYBIND11_MODULE(_sieve, m) {
              d["model_identity"] = s.model_identity;
              d["vector_factory"] = s.vector_factory;
              d["token_codec"] = s.token_codec;
+             d["shards"] = s.shards;
              return d;
            })
       .def("search",
@@ -654,6 +662,45 @@ PYBIND11_MODULE(_sieve, m) {
         set_log_level(level);
       },
       py::arg("level"));
+  // Shard sets, for distributed builds (sieve.ray): where to cut, and the all-or-nothing commit.
+  m.def("shard_bounds", [](size_t total, size_t shards, size_t align) { return shard_bounds(total, shards, align); },
+        py::arg("total"), py::arg("shards"), py::arg("align") = 1);
+  m.def("shard_dir_name", [](size_t shard) { return shard_dir_name(shard); }, py::arg("shard"));
+  m.def(
+      "commit_shard_set",
+      [](const std::string& staging, const std::string& out, bool force, bool verify) {
+        py::gil_scoped_release release;
+        commit_shard_set(staging, out, force, verify);
+      },
+      py::arg("staging"), py::arg("out"), py::arg("force") = false, py::arg("verify") = true);
+  m.def(
+      "build_shard",
+      [](const std::string& model, const std::string& corpus, const std::string& staging, size_t shard,
+         size_t documents, const std::string& vector_factory, const std::string& token_codec, bool store_tokens,
+         size_t batch_size, size_t chunk_docs, int threads) {
+        IndexBuildOptions o;
+        o.vector_factory = vector_factory;
+        o.token_codec = token_codec;
+        o.store_tokens = store_tokens;
+        o.batch_size = batch_size;
+        o.chunk_docs = chunk_docs;
+        o.format = CorpusFormat::Jsonl;
+        EncoderOptions eo;
+        eo.threads = threads;
+        const IndexBuildOptions so = shard_build_options(o, documents);  // "auto" from the whole corpus
+        const std::string dir = resolve_model_dir(model);
+        BuildReport rep;
+        {
+          py::gil_scoped_release release;
+          rep = build_shard(dir, corpus, staging, shard, so, eo);
+        }
+        return report_dict(rep);
+      },
+      py::arg("model"), py::arg("corpus"), py::arg("staging"), py::arg("shard"), py::arg("documents"),
+      py::arg("vector_factory") = "auto", py::arg("token_codec") = "sq8", py::arg("store_tokens") = true,
+      py::arg("batch_size") = 32, py::arg("chunk_docs") = 512, py::arg("threads") = 0);
+  m.def("is_shard_set", [](const std::string& dir) { return is_shard_set(dir); }, py::arg("path"));
   m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));
   m.def("threads", [] { return compute_threads(); });
+  bind_serving(m);
 }

@@ -170,6 +170,12 @@ void register_nearmiss_eval(CLI::App* group) {
   cmd->add_option("--gamma", o->n.gamma, "Identity margin: s(q, q+) >= s(q, q-) + gamma")->capture_default_str();
   cmd->add_option("--max-pairs", o->n.max_pairs, "Only the first N pairs (0 = all)")->capture_default_str();
   cmd->add_option("--batch-size", o->n.batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
+  cmd->add_option("--token-codec", o->n.token_codec,
+                  "Pass the candidates' token states through this codec, as an index stores them (sq8, sq4, pq, "
+                  "pq32, pq64, res1, res2, fp16 or a FAISS codec; default: exact states)");
+  cmd->add_option("--codec-train", o->n.codec_train_tokens, "Token states the codec trains on (sampled evenly)")
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--markdown", o->markdown, "Also write the table as Markdown to this file");
   o->dev.add(cmd);
   on_run(cmd, [o] {

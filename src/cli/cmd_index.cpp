@@ -34,7 +34,8 @@ struct BuildFlags {
           ->capture_default_str();
       cmd->add_option("--ef-construction", opt.hnsw_ef_construction, "HNSW build breadth")->capture_default_str();
       cmd->add_option("--codec", opt.token_codec,
-                      "Token-state codec: fp32, fp16, sq8, sq4, pq, or a FAISS codec string (SQ6, PQ48)")
+                      "Token-state codec: fp32, fp16, sq8 (384 B/token at 384 dims), sq4, pq (dim/4 B), pq64, pq32, res1 / res2 "
+                      "(ColBERTv2-style residuals: 2 + dim/8 or dim/4 B), RES<k>x<bits>, or a FAISS codec string (SQ6, PQ48)")
           ->capture_default_str();
       cmd->add_option("--codec-train", opt.codec_train_tokens, "Token states sampled to train the codec")
           ->capture_default_str();
@@ -92,6 +93,7 @@ void register_index(CLI::App& app) {
   {
     struct Opts {
       std::string model, out;
+      size_t shards = 1;
       BuildFlags f;
     };
     auto o = std::make_shared<Opts>();
@@ -99,10 +101,17 @@ void register_index(CLI::App& app) {
         "build", "Encode a corpus into a new index: vectors (FAISS), BM25 (Xapian), token store, corpus store");
     cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (Hugging Face layout; default: ") + kDefaultModel + ")");
     cmd->add_option("-o,--out", o->out, "Index directory to create")->required();
+    cmd->add_option("--shards", o->shards,
+                    "Write a shard set of this many shards (contiguous parts of the corpus, one index each, "
+                    "searched as one: the layout `python3 -m sieve.ray build` writes); 1 = one index")
+        ->capture_default_str()
+        ->check(kPositive);
     o->f.add(cmd, true);
     on_run(cmd, [o] {
       o->f.resolve();
-      print_report(build_index(resolve_model_dir(o->model), o->f.corpus, o->out, o->f.opt, o->f.encoder_options()));
+      const std::string model = resolve_model_dir(o->model);
+      print_report(o->shards > 1 ? build_shard_set(model, o->f.corpus, o->out, o->shards, o->f.opt, o->f.encoder_options())
+                                 : build_index(model, o->f.corpus, o->out, o->f.opt, o->f.encoder_options()));
     });
   }
   {
@@ -140,6 +149,7 @@ void register_index(CLI::App& app) {
       for (const auto& [f, b] : s.file_bytes) files[f] = b;
       nlohmann::json j = {{"documents", s.documents},
                           {"dim", s.dim},
+                          {"shards", s.shards},
                           {"tokens", s.tokens},
                           {"vectors", s.vector_factory},
                           {"codec", s.token_codec},

@@ -7,6 +7,8 @@
 
 #include "core/log.h"
 #include "eval/report.h"
+#include "index/token_codec.h"
+#include "index/token_store.h"
 #include "sieve/error.h"
 
 namespace sieve::experiment {
@@ -73,7 +75,8 @@ PairSet sort_pairs(const std::vector<eval::SentencePair>& pairs, const NearMissE
 
 // Scores of (q, c) pairs, grouped by q so that a verifier reads each query's candidates in one call.
 std::vector<double> score_all(const std::vector<std::pair<size_t, size_t>>& pairs, const Embeddings& e,
-                              const std::vector<std::string>& texts, const Scorer& scorer, size_t batch_size) {
+                              const std::vector<TokenStates>& stored, const std::vector<std::string>& texts,
+                              const Scorer& scorer, size_t batch_size) {
   std::vector<double> out(pairs.size());
   const Verifier* verifier = scorer.verifier;
   if (scorer.cross) {
@@ -98,7 +101,7 @@ std::vector<double> score_all(const std::vector<std::pair<size_t, size_t>>& pair
   for (size_t i = 0; i < pairs.size(); ++i) by_query[pairs[i].first].push_back(i);
   for (const auto& [q, rows] : by_query) {
     std::vector<const TokenStates*> cands;
-    for (size_t r : rows) cands.push_back(&e.tokens[pairs[r].second]);
+    for (size_t r : rows) cands.push_back(&stored[pairs[r].second]);
     std::vector<float> s = verifier->score(e.tokens[q], cands);
     for (size_t k = 0; k < rows.size(); ++k) out[rows[k]] = s[k];
   }
@@ -130,6 +133,23 @@ NearMissEval evaluate_nearmisses(const std::string& model_dir, const std::vector
   call.token_states = tokens;
   log_info("encoding " + std::to_string(s.texts.size()) + " texts");
   const Embeddings e = enc->encode(s.texts, call);
+  // The candidates' token states as an index stores them: L2-normalised rows through the codec.
+  std::vector<TokenStates> coded;
+  if (tokens && !opt.token_codec.empty()) {
+    coded = e.tokens;
+    for (auto& t : coded) index::normalize_rows(t.values.data(), t.length, e.dim);
+    auto codec = index::TokenCodec::create(index::TokenCodec::factory_for(opt.token_codec, e.dim), e.dim);
+    index::train_token_codec(*codec, coded, e.dim, opt.codec_train_tokens);
+    out.token_codec = codec->factory();
+    out.token_code_bytes = codec->code_size();
+    std::vector<uint8_t> codes;
+    for (auto& t : coded) {
+      codes.resize(t.length * codec->code_size());
+      codec->encode(t.length, t.values.data(), codes.data());
+      codec->decode(t.length, codes.data(), t.values.data());
+    }
+  }
+  const std::vector<TokenStates>& stored = coded.empty() ? e.tokens : coded;
 
   // All pairs to score: positives, near-misses, then the identity pair of every near-miss query
   // (the margin's reference when it has no paraphrase).
@@ -140,7 +160,7 @@ NearMissEval evaluate_nearmisses(const std::string& model_dir, const std::vector
   const size_t np = s.positives.size(), nn = s.nearmisses.size();
 
   for (const auto& sc : scorers) {
-    const std::vector<double> scores = score_all(all, e, s.texts, sc, opt.batch_size);
+    const std::vector<double> scores = score_all(all, e, stored, s.texts, sc, opt.batch_size);
     const std::vector<double> pos(scores.begin(), scores.begin() + np);
     const std::vector<double> neg(scores.begin() + np, scores.begin() + np + nn);
     std::vector<double> ref(nn);
@@ -231,6 +251,7 @@ nlohmann::json nearmiss_json(const NearMissEval& e) {
   j["nearmisses"] = e.nearmisses;
   j["ignored"] = e.ignored;
   j["positive_pairs"] = e.identity_positives ? "identity (q, q)" : "paraphrase pairs";
+  if (!e.token_codec.empty()) j["token_codec"] = {{"factory", e.token_codec}, {"bytes_per_token", e.token_code_bytes}};
   for (const auto& s : e.scorers) {
     nlohmann::json o;
     o["parameters"] = s.parameters;

@@ -26,6 +26,11 @@ struct NearMissEvalOptions {
   double gamma = 0.05;       ///< identity margin
   size_t batch_size = 32;
   size_t max_pairs = 0;      ///< > 0: only the first N pairs of the file
+  /// A token codec (--codec of `sieve index build`: sq8, sq4, pq64, res1, ...) that the candidate's
+  /// token states pass through, as an index would store them (the query's stay exact): trained on
+  /// `codec_train_tokens` token states of the pairs' texts, sampled evenly. "" = exact states.
+  std::string token_codec;
+  size_t codec_train_tokens = 65536;
   EncoderOptions encoder;
 };
 
@@ -57,6 +62,8 @@ struct ScorerResult {
 struct NearMissEval {
   size_t positives = 0, nearmisses = 0, ignored = 0;
   bool identity_positives = false; ///< no positive pairs in the file: positives are (q, q)
+  std::string token_codec;         ///< the candidates' token codec ("" = exact token states)
+  size_t token_code_bytes = 0;     ///< its bytes per token
   std::vector<ScorerResult> scorers;
 };
 

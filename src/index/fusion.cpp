@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "index/token_store.h"
 #include "sieve/error.h"
 
 namespace sieve::index {
@@ -75,6 +76,37 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
   for (auto& kv : by_doc) hits.push_back(kv.second);
   sort_and_cut(hits, p.k);
   return hits;
+}
+
+SearchPlan plan_search(const Encoder* encoder, const std::vector<std::string>& queries, const SearchParams& p,
+                       uint64_t documents) {
+  SIEVE_THROW_IF_NOT(p.k > 0, "k must be at least 1");
+  SearchPlan plan;
+  plan.dense = p.mode != SearchMode::Bm25;
+  plan.lexical = p.mode != SearchMode::Dense;
+  const size_t want = p.mode == SearchMode::Hybrid ? std::max(p.k, p.depth > 0 ? p.depth : size_t{100}) : p.k;
+  plan.depth = std::max<size_t>(1, std::min<uint64_t>(documents, want));
+  if (!plan.dense && !p.query_tokens) return plan;
+  SIEVE_THROW_IF_NOT(encoder != nullptr,
+                     "the index was opened without its encoder, which dense search and the query's token "
+                     "states (stage 2) need");
+  EncodeCall call;
+  call.token_states = p.query_tokens;
+  plan.queries = encoder->encode(queries, call);
+  return plan;
+}
+
+SearchResult result_from_lists(const Ranked& dense_list, const Ranked& bm25_list, const SearchParams& p,
+                               Embeddings& e, size_t q) {
+  SearchResult r;
+  const bool dense = p.mode != SearchMode::Bm25;
+  if (p.mode == SearchMode::Hybrid) r.hits = fuse(dense_list, bm25_list, p);
+  else r.hits = single_list_hits(dense ? dense_list : bm25_list, dense, p.k);
+  if (p.query_tokens) {
+    r.query_tokens = std::move(e.tokens[q]);
+    normalize_rows(r.query_tokens.values.data(), r.query_tokens.length, e.dim);
+  }
+  return r;
 }
 
 }  // namespace sieve::index

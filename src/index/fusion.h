@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "sieve/encoder.h"
 #include "sieve/index.h"
 
 namespace sieve::index {
@@ -18,5 +19,24 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
 
 /// Turns one list into hits (dense-only or BM25-only search).
 std::vector<Hit> single_list_hits(const Ranked& list, bool dense, size_t k);
+
+// The steps of a stage-1 search that one index and a shard set share, so that both give the
+// same results from the same lists.
+
+/// What a search of `queries` needs before its lists: which lists, their length (no longer than
+/// the index; hybrid: the fusion depth) and the queries' pooled keys (dense) and token states
+/// (p.query_tokens). Throws sieve::Error for k = 0, or when encodings are needed and `encoder` is null.
+struct SearchPlan {
+  bool dense = false, lexical = false;
+  size_t depth = 0;
+  Embeddings queries;
+};
+SearchPlan plan_search(const Encoder* encoder, const std::vector<std::string>& queries, const SearchParams& p,
+                       uint64_t documents);
+
+/// Query `q`'s result from its lists: fused or one list's hits (ids left empty), and its
+/// L2-normalised token states when p.query_tokens (moved out of `e`).
+SearchResult result_from_lists(const Ranked& dense_list, const Ranked& bm25_list, const SearchParams& p,
+                               Embeddings& e, size_t q);
 
 }  // namespace sieve::index

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "core/omp_threads.h"
 #include "core/log.h"
 #include "index/corpus_store.h"
 #include "index/fusion.h"
@@ -13,6 +14,7 @@
 #include "index/lexical_index.h"
 #include "index/write_lock.h"
 #include "index/manifest.h"
+#include "index/shard_set.h"
 #include "index/token_store.h"
 #include "index/vector_index.h"
 #include "sieve/error.h"
@@ -41,8 +43,10 @@ class IndexImpl final : public Index {
     SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
     m_ = read_manifest(dir, kManifestFile);
     check_file(dir, m_.vectors);
-    vectors_ = std::make_shared<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
-    check_vectors();
+    if (opt.load_vectors) {
+      vectors_ = std::make_shared<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
+      check_vectors();
+    }
     corpus_ = std::make_unique<CorpusStore>(dir, m_.corpus);
     open_logs();
     if (m_.vector_documents < m_.documents) {  // keys added since the vector file was written
@@ -108,7 +112,10 @@ class IndexImpl final : public Index {
   std::vector<float> key(uint32_t doc) const override {
     SIEVE_THROW_IF_NOT(doc < m_.documents, "document " << doc << " is out of range (the index holds " << m_.documents << ")");
     std::vector<float> k(m_.dim);
-    if (doc < m_.keys_from) vectors_->reconstruct(doc, k.data());  // keys_in_vectors: only there
+    if (doc < m_.keys_from) {  // keys_in_vectors: only there
+      SIEVE_THROW_IF_NOT(vectors_ != nullptr, "index '" << dir_ << "' was opened without its vectors: no key of document " << doc);
+      vectors_->reconstruct(doc, k.data());
+    }
     else read_key_record(doc, k.data());
     return k;
   }
@@ -146,53 +153,64 @@ class IndexImpl final : public Index {
 
   std::vector<SearchResult> search_batch(const std::vector<std::string>& queries,
                                          const SearchParams& p) const override {
-    SIEVE_THROW_IF_NOT(p.k > 0, "k must be at least 1");
-    const bool dense = p.mode != SearchMode::Bm25;
-    const bool lexical = p.mode != SearchMode::Dense;
-    // No list can be longer than the index (this also bounds the buffers below).
-    const size_t depth = std::max<size_t>(
-        1, std::min<size_t>(m_.documents,
-                            p.mode == SearchMode::Hybrid ? std::max(p.k, p.depth > 0 ? p.depth : size_t{100}) : p.k));
-    const size_t n = queries.size();
+    SearchPlan plan = plan_search(encoder_.get(), queries, p, m_.documents);
+    const size_t n = queries.size(), depth = plan.depth;
+    Embeddings& e = plan.queries;
     std::vector<SearchResult> out(n);
-    Embeddings e;
-    if (dense || p.query_tokens) {
-      SIEVE_THROW_IF_NOT(encoder_ != nullptr,
-                         "the index was opened without its encoder, which dense search and the query's token "
-                         "states (stage 2) need");
-      EncodeCall call;
-      call.token_states = p.query_tokens;
-      e = encoder_->encode(queries, call);
-    }
-    std::vector<int64_t> labels;
-    std::vector<float> scores;
-    if (dense && n > 0) {
-      labels.resize(n * depth);
-      scores.resize(n * depth);
-      VectorSearchParams vp;
-      vp.k = depth;
-      vp.ef_search = p.ef_search;
-      vp.nprobe = p.nprobe;
-      vectors_->search(n, e.pooled.data(), vp, labels.data(), scores.data());
-      if (!tail_.empty()) merge_tail(n, e.pooled.data(), depth, labels.data(), scores.data());
-    }
+    std::vector<Ranked> dls(n);
+    if (plan.dense && n > 0) dls = dense_lists(n, e.pooled.data(), depth, p);
     for (size_t q = 0; q < n; ++q) {
-      Ranked dl, bl;
-      if (dense) {
-        for (size_t j = 0; j < depth; ++j) {
-          int64_t l = labels[q * depth + j];
-          if (l >= 0 && static_cast<uint64_t>(l) < m_.documents) dl.emplace_back(static_cast<uint32_t>(l), scores[q * depth + j]);
+      Ranked bl;
+      if (plan.lexical) bl = lexical_->search(queries[q], depth, static_cast<uint32_t>(m_.documents));
+      out[q] = result_from_lists(dls[q], bl, p, e, q);
+      for (Hit& h : out[q].hits) h.id = corpus_->id(h.doc);
+    }
+    return out;
+  }
+
+  // The dense lists of `n` pooled queries: the best `depth` documents of each (vector index and
+  // key tail), by score, equal scores lower document first.
+  //
+  // Exact (Flat) search scores every candidate again with inner_product(): from 20 queries at a
+  // time FAISS scores through BLAS, whose blocking depends on the number of keys, so the same
+  // pair could score an ulp apart in a shard and in the whole index. A few candidates past
+  // `depth` are fetched so that the cut at `depth` is made on the rescored values.
+  std::vector<Ranked> dense_lists(size_t n, const float* pooled, size_t depth, const SearchParams& p) const {
+    constexpr size_t kRescoreMargin = 16;
+    SIEVE_THROW_IF_NOT(vectors_ != nullptr, "index '" << dir_ << "' was opened without its vectors: no dense search");
+    const bool exact = m_.vector_factory == "Flat";
+    const size_t fetch = exact ? depth + kRescoreMargin : depth;
+    std::vector<int64_t> labels(n * fetch);
+    std::vector<float> scores(n * fetch);
+    VectorSearchParams vp;
+    vp.k = fetch;
+    vp.ef_search = p.ef_search;
+    vp.nprobe = p.nprobe;
+    vectors_->search(n, pooled, vp, labels.data(), scores.data());
+    if (exact) {
+      const int64_t in_file = static_cast<int64_t>(vectors_->size());
+      std::vector<float> key(m_.dim);
+      for (size_t q = 0; q < n; ++q)
+        for (size_t j = 0; j < fetch; ++j) {
+          const int64_t l = labels[q * fetch + j];
+          if (l < 0 || l >= in_file) continue;
+          vectors_->reconstruct(static_cast<size_t>(l), key.data());
+          scores[q * fetch + j] = inner_product(pooled + q * m_.dim, key.data(), m_.dim);
         }
+    }
+    if (!tail_.empty()) merge_tail(n, pooled, fetch, labels.data(), scores.data());
+    std::vector<Ranked> out(n);
+    for (size_t q = 0; q < n; ++q) {
+      Ranked& dl = out[q];
+      for (size_t j = 0; j < fetch; ++j) {
+        int64_t l = labels[q * fetch + j];
+        if (l >= 0 && static_cast<uint64_t>(l) < m_.documents) dl.emplace_back(static_cast<uint32_t>(l), scores[q * fetch + j]);
       }
-      if (lexical) bl = lexical_->search(queries[q], depth, static_cast<uint32_t>(m_.documents));
-      SearchResult& r = out[q];
-      if (p.mode == SearchMode::Hybrid) r.hits = fuse(dl, bl, p);
-      else r.hits = single_list_hits(dense ? dl : bl, dense, p.k);
-      for (Hit& h : r.hits) h.id = corpus_->id(h.doc);
-      if (p.query_tokens) {
-        r.query_tokens = std::move(e.tokens[q]);
-        normalize_rows(r.query_tokens.values.data(), r.query_tokens.length, m_.dim);
-      }
+      // FAISS leaves the order of equal scores open; a shard set merging lists needs one order.
+      std::stable_sort(dl.begin(), dl.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+      });
+      if (dl.size() > depth) dl.resize(depth);
     }
     return out;
   }
@@ -352,6 +370,13 @@ std::shared_ptr<const Index> extend_snapshot(const Index& prev, const Manifest& 
   return std::make_shared<IndexImpl>(*impl, m, std::move(rewritten), added_keys);
 }
 
+std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* pooled, size_t depth,
+                                const SearchParams& p) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&shard);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->dense_lists(n, pooled, depth, p);
+}
+
 const Manifest& snapshot_manifest(const Index& snapshot) {
   const auto* impl = dynamic_cast<const IndexImpl*>(&snapshot);
   SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
@@ -361,6 +386,8 @@ const Manifest& snapshot_manifest(const Index& snapshot) {
 }  // namespace index
 
 std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOptions& opt) {
+  if (is_shard_set(dir)) return index::open_shard_set(dir, opt);
+  SIEVE_THROW_IF_NOT(opt.remote == nullptr, "'" << dir << "' is not a shard set: only a shard set's shards can be served remotely");
   // An add may commit while we open (it replaces the manifest, then deletes the old vector
   // file): when opening fails and the manifest changed meanwhile, open the new state once more.
   const std::string manifest = path_join(dir, kManifestFile);
@@ -372,6 +399,16 @@ std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOption
     log_info("index '" + dir + "' changed while opening; opening it again");
     return std::make_unique<IndexImpl>(dir, opt);
   }
+}
+
+std::vector<TokenStates> Index::tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const {
+  // Decoding is independent per document (the accessors are thread-safe); on OpenMP's team, warm
+  // from encoding the query.
+  std::vector<TokenStates> out(docs.size());
+  omp_ranges(docs.size(), compute_threads(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) out[i] = tokens(docs[i], max_rows);
+  });
+  return out;
 }
 
 }  // namespace sieve

@@ -28,6 +28,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "index/corpus_reader.h"
@@ -56,22 +57,6 @@ struct Writers {
   std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
   std::unique_ptr<XapianLexicalWriter> lexical;
 };
-
-// Trains the token codec on the first token states seen (sampled evenly up to the budget).
-void train_codec(TokenCodec& codec, const std::vector<TokenStates>& toks, size_t dim, size_t budget) {
-  size_t total = 0;
-  for (const auto& t : toks) total += t.length;
-  size_t stride = std::max<size_t>(1, (total + budget - 1) / budget);
-  std::vector<float> sample;
-  size_t row = 0;
-  for (const auto& t : toks) {
-    for (size_t r = 0; r < t.length; ++r, ++row) {
-      if (row % stride == 0) sample.insert(sample.end(), t.values.begin() + r * dim, t.values.begin() + (r + 1) * dim);
-    }
-  }
-  log_info("training token codec " + codec.factory() + " on " + std::to_string(sample.size() / dim) + " token states");
-  codec.train(sample.size() / dim, sample.data());
-}
 
 // One chunk of documents with their encodings, on its way from the encoding thread to the writer.
 struct Chunk {
@@ -137,7 +122,7 @@ class ChunkWriter {
     if (w_.codec) {
       for (auto& t : e.tokens) normalize_rows(t.values.data(), t.length, dim_);
       if (m_.codec.file.empty()) {  // the first chunk: train (SQ, PQ) and save the codec
-        if (!w_.codec->trained()) train_codec(*w_.codec, e.tokens, dim_, opt_.codec_train_tokens);
+        if (!w_.codec->trained()) train_token_codec(*w_.codec, e.tokens, dim_, opt_.codec_train_tokens);
         w_.codec->save(path_join(dir_, kCodecFile));
         m_.codec = sum_file(dir_, kCodecFile);
       }
@@ -354,7 +339,7 @@ Writers open_add_writers(const std::string& dir, Manifest& m, bool checked = fal
   }
   if (m.has_tokens) {
     check_file(dir, m.codec);
-    w.codec = TokenCodec::load(path_join(dir, m.codec.file), m.dim);
+    w.codec = TokenCodec::load(path_join(dir, m.codec.file), m.dim, m.token_codec);
     w.tokens = RecordLogWriter::reopen(dir, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log,
                                        checked);
     if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(dir, "token_ids", "TKID", 4, m.token_ids, checked);
@@ -427,6 +412,17 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
                                    {"codec_train", opt.codec_train_tokens},
                                    {"format", int(CorpusReader::resolve(corpus_path, opt.format))}}
                         .dump();
+  // A codec trained elsewhere (another shard of a shard set) is used as it is: the same file
+  // gives every shard the same token codes.
+  std::unique_ptr<TokenCodec> given_codec;
+  if (opt.store_tokens && !opt.token_codec_from.empty()) {
+    SIEVE_THROW_IF_NOT(is_file(opt.token_codec_from), "the token codec '" << opt.token_codec_from << "' does not exist");
+    given_codec = TokenCodec::load(opt.token_codec_from, dim, m.token_codec);  // checks kind and training
+    const std::string bytes = read_file(opt.token_codec_from);
+    auto j = nlohmann::json::parse(m.build_options);
+    j["codec_from"] = crc32_hex(crc32(bytes.data(), bytes.size()));
+    m.build_options = j.dump();
+  }
 
   auto t_validate = Clock::now();
   const size_t total = validate_corpus(corpus_path, opt.format, nullptr);
@@ -470,10 +466,10 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
     w.keys = RecordLogWriter::reopen(staging, "keys", "KEYS", static_cast<uint32_t>(dim), m.keys);
     if (m.has_tokens) {
       if (m.codec.file.empty()) {
-        w.codec = TokenCodec::create(m.token_codec, dim);
+        w.codec = given_codec ? std::move(given_codec) : TokenCodec::create(m.token_codec, dim);
       } else {
         check_file(staging, m.codec);
-        w.codec = TokenCodec::load(path_join(staging, kCodecFile), dim);
+        w.codec = TokenCodec::load(path_join(staging, kCodecFile), dim, m.token_codec);
       }
       w.tokens = RecordLogWriter::reopen(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
       if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(staging, "token_ids", "TKID", 4, m.token_ids);
@@ -488,7 +484,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
     w.corpus = RecordLogWriter::create(staging, "corpus", "CORP", 0);
     w.keys = RecordLogWriter::create(staging, "keys", "KEYS", static_cast<uint32_t>(dim));
     if (m.has_tokens) {
-      w.codec = TokenCodec::create(m.token_codec, dim);
+      w.codec = given_codec ? std::move(given_codec) : TokenCodec::create(m.token_codec, dim);
       m.token_code_bytes = w.codec->code_size();
       w.tokens = RecordLogWriter::create(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes));
       m.has_token_ids = true;
@@ -559,6 +555,8 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   auto t_start = Clock::now();
   check_ingest_options(opt);
   SIEVE_THROW_IF_NOT(is_dir(index_dir), "index '" << index_dir << "' does not exist");
+  SIEVE_THROW_IF_NOT(!is_shard_set(index_dir), "'" << index_dir << "' is a shard set: adding documents to one is not "
+                                                                 "supported (rebuild it with the new corpus)");
   SIEVE_THROW_IF_NOT(is_file(path_join(index_dir, kManifestFile)), "'" << index_dir << "' is not a sieve index");
   WriteLock lock(index_dir);
   Manifest m = read_manifest(index_dir, kManifestFile);

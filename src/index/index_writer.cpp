@@ -65,6 +65,9 @@ std::shared_ptr<const Index> IndexWriter::snapshot() const {
 
 BuildReport IndexWriter::add(const std::vector<Document>& docs, const IndexBuildOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
+  // A shard set is searched through a writer too (the service holds one), but never grows.
+  SIEVE_THROW_IF_NOT(!is_shard_set(s_->dir), "'" << s_->dir << "' is a shard set: adding documents to one is not "
+                                                    "supported (rebuild it with the new corpus)");
   SIEVE_THROW_IF_NOT(!docs.empty(), "no documents to add");
   std::set<std::string> ids;
   for (size_t i = 0; i < docs.size(); ++i) {

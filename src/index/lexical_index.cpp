@@ -3,10 +3,14 @@
 #include <xapian.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <type_traits>
 
 #include "sieve/error.h"
 
 namespace sieve::index {
+static_assert(std::is_same_v<Xapian::docid, unsigned>, "rescore() takes Xapian docids as unsigned");
 namespace {
 
 // The English stop set of Lucene's StandardAnalyzer/EnglishAnalyzer (the analyser behind BEIR's
@@ -39,6 +43,15 @@ XapianLexicalIndex::XapianLexicalIndex(const std::string& path, const Bm25Params
                     [&] { return std::make_unique<Xapian::Database>(path, Xapian::DB_BACKEND_GLASS); });
 }
 
+XapianLexicalIndex::XapianLexicalIndex(const std::vector<std::string>& paths, const Bm25Params& params)
+    : shards_(paths.size()), params_(params) {
+  SIEVE_THROW_IF_NOT(!paths.empty(), "internal: a lexical index of no databases");
+  db_ = std::make_unique<Xapian::Database>();
+  for (const std::string& path : paths)
+    xapian_call("cannot open the lexical index '" + path + "' (damaged?)",
+                [&] { db_->add_database(Xapian::Database(path, Xapian::DB_BACKEND_GLASS)); });
+}
+
 XapianLexicalIndex::~XapianLexicalIndex() = default;
 
 uint32_t XapianLexicalIndex::doc_count() const {
@@ -48,24 +61,46 @@ uint32_t XapianLexicalIndex::doc_count() const {
 
 namespace {
 
-// Keeps documents a reader's manifest committed (Xapian docid <= limit); an interrupted add can
-// leave more in the database until the next writer removes them.
+// Keeps documents a reader's manifests committed; an interrupted add can leave more in a database
+// until the next writer removes them. Xapian numbers the documents of n databases interleaved:
+// docid d is document (d - 1) / n of database (d - 1) % n.
 class CommittedOnly : public Xapian::MatchDecider {
  public:
-  explicit CommittedOnly(Xapian::docid limit) : limit_(limit) {}
-  bool operator()(const Xapian::Document& d) const override { return d.get_docid() <= limit_; }
+  explicit CommittedOnly(const std::vector<uint32_t>& limits) : limits_(limits) {}
+  bool operator()(const Xapian::Document& d) const override {
+    const Xapian::docid i = d.get_docid() - 1;
+    return i / limits_.size() < limits_[i % limits_.size()];
+  }
 
  private:
-  Xapian::docid limit_;
+  const std::vector<uint32_t>& limits_;
 };
 
 }  // namespace
 
 std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::string& query, size_t k,
                                                                     uint32_t limit) const {
+  SIEVE_THROW_IF_NOT(shards_ == 1, "internal: search() of a lexical index over several databases");
   std::vector<std::pair<uint32_t, double>> out;
+  for (const ShardHit& h : search_shards(query, k, {limit})) out.emplace_back(h.doc, h.score);
+  return out;
+}
+
+std::vector<ShardHit> XapianLexicalIndex::search_shards(const std::string& query, size_t k,
+                                                        const std::vector<uint32_t>& limits,
+                                                        std::vector<double>* xapian_scores) const {
+  SIEVE_THROW_IF_NOT(limits.size() == shards_, "internal: " << limits.size() << " limits for " << shards_ << " databases");
+  std::vector<ShardHit> out;
   if (k == 0) return out;
-  const Xapian::doccount want = static_cast<Xapian::doccount>(std::min<size_t>(k, limit));
+  uint64_t committed = 0;
+  for (uint32_t l : limits) committed += l;
+  // Xapian sums a document's term weights in an order that depends on each database's own term
+  // statistics, so one document scores an ulp apart in one database and in several. The hits
+  // are scored again here in one order (rescore()), and a few more than asked are fetched so that
+  // the k-th place is decided on those scores; equal scores go lower shard first, then lower id
+  // (Xapian's interleaved docids would order them otherwise).
+  const size_t extra = shards_ > 1 ? 64 : 16;
+  const Xapian::doccount want = static_cast<Xapian::doccount>(std::min<uint64_t>(k + extra, committed));
   std::lock_guard<std::mutex> lock(mu_);
   return xapian_call("BM25 search failed", [&] {
     Xapian::QueryParser qp;
@@ -73,14 +108,20 @@ std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::s
     qp.set_stemming_strategy(Xapian::QueryParser::STEM_ALL);
     qp.set_stopper(&stopper());
     qp.set_default_op(Xapian::Query::OP_OR);
-    Xapian::Query q;
+    // No operators: a query is a bag of words, as in BM25 baselines. The parser's terms (stemmed,
+    // stop words out) go into one OR, each once with its count as its query frequency; the parser
+    // would make phrases of hyphenated words ("0-dimensional"), which BM25 baselines do not.
+    std::map<std::string, unsigned> terms;
     try {
-      // No operators: a query is a bag of words, as in BM25 baselines.
-      q = qp.parse_query(query, 0);
+      const Xapian::Query parsed = qp.parse_query(query, 0);
+      for (auto t = parsed.get_terms_begin(); t != parsed.get_terms_end(); ++t) ++terms[*t];
     } catch (const Xapian::QueryParserError&) {
-      q = Xapian::Query();
+      terms.clear();
     }
-    CommittedOnly decider(limit);
+    std::vector<Xapian::Query> leaves;
+    for (const auto& [term, wqf] : terms) leaves.emplace_back(term, wqf);
+    const Xapian::Query q(Xapian::Query::OP_OR, leaves.begin(), leaves.end());
+    CommittedOnly decider(limits);
     // A writer in another process (index add) may commit while this reader is open; Xapian then
     // asks readers to reopen to the latest revision. Committed documents stay as they were.
     for (int attempt = 0;; ++attempt) {
@@ -88,18 +129,82 @@ std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::s
         Xapian::Enquire enquire(*db_);
         enquire.set_query(q);
         // Xapian's BM25Weight(k1, k2, k3, b, min_normlen): k2 = 0 and k3 = 1 give the classic formula.
-        enquire.set_weighting_scheme(Xapian::BM25Weight(params_.k1, 0, 1, params_.b, 0.5));
+        enquire.set_weighting_scheme(Xapian::BM25Weight(params_.k1, 0, 1, params_.b, kMinNormLen));
         enquire.set_docid_order(Xapian::Enquire::ASCENDING);
         Xapian::MSet mset = enquire.get_mset(0, want, nullptr, &decider);
+        std::vector<unsigned> ids;
+        std::vector<double> xapian;
+        for (auto it = mset.begin(); it != mset.end(); ++it) {
+          ids.push_back(*it);
+          xapian.push_back(it.get_weight());
+        }
+        const std::vector<double> scores = rescore(terms, ids);
         out.clear();
-        for (auto it = mset.begin(); it != mset.end(); ++it) out.emplace_back(*it - 1, it.get_weight());
-        return out;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const Xapian::docid d = ids[i] - 1;
+          out.push_back({static_cast<uint32_t>(d % shards_), static_cast<uint32_t>(d / shards_), scores[i]});
+        }
+        std::vector<size_t> order(out.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+          const ShardHit& a = out[x];
+          const ShardHit& b = out[y];
+          if (a.score != b.score) return a.score > b.score;
+          return a.shard != b.shard ? a.shard < b.shard : a.doc < b.doc;
+        });
+        if (order.size() > k) order.resize(k);
+        std::vector<ShardHit> sorted;
+        if (xapian_scores) xapian_scores->clear();
+        for (size_t i : order) {
+          sorted.push_back(out[i]);
+          if (xapian_scores) xapian_scores->push_back(xapian[i]);
+        }
+        return sorted;
       } catch (const Xapian::DatabaseModifiedError&) {
         if (attempt >= 3) throw;
         db_->reopen();
       }
     }
   });
+}
+
+// BM25 as Xapian's BM25Weight computes it with k2 = 0, k3 = 1 and a query weight factor of 1:
+//   idf  = log(tw), tw = (N - n + 0.5) / (n + 0.5), raised to 0.5 tw + 1 when below 2 (no
+//          negative weights for terms in most documents);
+//   term = idf * (k3 + 1) wqf / (k3 + wqf) * (k1 + 1) * wdf / (k1 (b L + 1 - b) + wdf),
+//          L = max(doclength / average length, min_normlen);
+// summed over the query's distinct terms in byte order. Statistics are those of every database
+// (the multi-database's), so each shard's documents score as in one database.
+std::vector<double> XapianLexicalIndex::rescore(const std::map<std::string, unsigned>& wqf,
+                                                const std::vector<unsigned>& ids) const {
+  std::vector<double> scores(ids.size(), 0.0);
+  if (ids.empty()) return scores;
+  const double n_docs = db_->get_doccount();
+  const double avlen = db_->get_avlength();
+  const double len_factor = avlen != 0 ? 1.0 / avlen : 0.0;
+  std::vector<size_t> by_id(ids.size());
+  for (size_t i = 0; i < by_id.size(); ++i) by_id[i] = i;
+  std::sort(by_id.begin(), by_id.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::vector<double> normlen(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    normlen[i] = std::max(static_cast<double>(db_->get_doclength(ids[i])) * len_factor, kMinNormLen);
+  const double k1 = params_.k1, b = params_.b, k3 = 1.0;
+  for (const auto& [term, count] : wqf) {
+    const double f = count, n = db_->get_termfreq(term);
+    if (n == 0) continue;
+    double tw = (n_docs - n + 0.5) / (n + 0.5);
+    if (tw < 2) tw = tw * 0.5 + 1;
+    const double termweight = std::log(tw) * ((k3 + 1) * f / (k3 + f)) * (k1 + 1);
+    auto p = db_->postlist_begin(term);
+    for (size_t i : by_id) {
+      p.skip_to(ids[i]);
+      if (p == db_->postlist_end(term)) break;
+      if (*p != ids[i]) continue;
+      const double wdf = p.get_wdf();
+      scores[i] += termweight * (wdf / (k1 * (normlen[i] * b + (1 - b)) + wdf));
+    }
+  }
+  return scores;
 }
 
 // --- writer ------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,18 +32,38 @@ class LexicalIndex {
                                                           uint32_t limit) const = 0;
 };
 
-/// Reads a Xapian database. Xapian handles are not thread-safe, so searches take a lock.
+/// A BM25 hit in one of several databases searched as one.
+struct ShardHit {
+  uint32_t shard = 0;  ///< position of the database in the list
+  uint32_t doc = 0;    ///< internal id within it
+  double score = 0;
+};
+
+/// Reads a Xapian database, or several as one (the shards of a shard set: Xapian's multi-database
+/// gives BM25 the statistics of all of them, so scores are those of one database holding every
+/// document). Xapian handles are not thread-safe, so searches take a lock.
 class XapianLexicalIndex : public LexicalIndex {
  public:
   XapianLexicalIndex(const std::string& path, const Bm25Params& params = {});
+  XapianLexicalIndex(const std::vector<std::string>& paths, const Bm25Params& params = {});
   ~XapianLexicalIndex() override;
   std::vector<std::pair<uint32_t, double>> search(const std::string& query, size_t k,
                                                   uint32_t limit) const override;
-  /// Number of documents in the database.
+  /// Top `k` over every database, best first; document ids >= limits[shard] are skipped. Equal
+  /// scores are returned lower shard first, then lower id, and the `k`-th place is decided among
+  /// equal scores the same way (documents numbered shard by shard in the order of the list).
+  /// Scores are BM25 computed here in a fixed order (rescore()), within about 1e-12 of Xapian's
+  /// own weights, which `xapian_scores` receives for each hit (tests compare the two).
+  std::vector<ShardHit> search_shards(const std::string& query, size_t k, const std::vector<uint32_t>& limits,
+                                      std::vector<double>* xapian_scores = nullptr) const;
+  /// Number of documents in the database(s).
   uint32_t doc_count() const;
 
  private:
+  static constexpr double kMinNormLen = 0.5;
+  std::vector<double> rescore(const std::map<std::string, unsigned>& wqf, const std::vector<unsigned>& ids) const;
   std::unique_ptr<Xapian::Database> db_;
+  size_t shards_ = 1;
   Bm25Params params_;
   mutable std::mutex mu_;
 };

@@ -4,6 +4,7 @@
 
 #include "core/file_util.h"
 #include "index/manifest.h"
+#include "index/shard_set.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
@@ -98,6 +99,7 @@ SearchRecommendation recommended_search(const std::string& model_dir) {
 
 SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir) {
   if (!model_dir.empty()) return recommended_search(resolve_model_dir(model_dir));  // a name or a folder
+  if (is_shard_set(index_dir)) return recommended_search(index::read_shard_set_manifest(index_dir).model_path);
   // No manifest: nothing to recommend; opening the index reports what is wrong with it.
   if (!is_file(path_join(index_dir, index::kManifestFile))) return {};
   const index::Manifest m = index::read_manifest(index_dir, index::kManifestFile);

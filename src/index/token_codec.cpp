@@ -2,17 +2,43 @@
 
 #include <algorithm>
 #include <cctype>
+#include <typeinfo>
 
+#include <faiss/IndexFlat.h>
 #include <faiss/IndexFlatCodes.h>
 #include <faiss/IndexPQ.h>
 #include <faiss/IndexScalarQuantizer.h>
 #include <faiss/IndexPreTransform.h>
 
 #include "core/file_util.h"
+#include "core/log.h"
 #include "core/omp_threads.h"
 #include "index/faiss_io.h"
+#include "index/residual_codec.h"
 
 namespace sieve::index {
+
+namespace {
+
+// What makes two codecs of one size the same kind: the quantizer and its parameters (a flat
+// index reads back as IndexFlat or IndexFlatIP, which are the same codec).
+std::string codec_kind(const faiss::Index& index) {
+  const faiss::Index* core = &index;
+  std::string kind;
+  while (auto* pt = dynamic_cast<const faiss::IndexPreTransform*>(core)) {
+    kind += "pretransform/";
+    core = pt->index;
+  }
+  if (auto* sq = dynamic_cast<const faiss::IndexScalarQuantizer*>(core)) return kind + "sq" + std::to_string(sq->sq.qtype);
+  if (auto* pq = dynamic_cast<const faiss::IndexPQ*>(core))
+    return kind + "pq" + std::to_string(pq->pq.M) + "x" + std::to_string(pq->pq.nbits);
+  if (dynamic_cast<const faiss::IndexFlat*>(core)) return kind + "flat";
+  if (auto* res = dynamic_cast<const ResidualCodecIndex*>(core))
+    return kind + "res/" + std::to_string(res->bits());  // k is the trained count, up to the factory's
+  return kind + typeid(*core).name();
+}
+
+}  // namespace
 
 std::string TokenCodec::factory_for(const std::string& codec, size_t dim) {
   std::string c = codec;
@@ -21,6 +47,8 @@ std::string TokenCodec::factory_for(const std::string& codec, size_t dim) {
   if (c == "fp16") return "SQfp16";
   if (c == "sq8") return "SQ8";
   if (c == "sq4") return "SQ4";
+  if (c == "res1" || c == "res2") return "RES4096x" + c.substr(3);  // ColBERTv2-style residuals
+  if (c == "pq32" || c == "pq64") return "PQ" + c.substr(2);
   if (c == "pq") {
     SIEVE_THROW_IF_NOT(dim % 4 == 0, "codec pq needs a dimension divisible by 4 (have " << dim
                                          << "); give a FAISS string such as PQ16");
@@ -31,8 +59,12 @@ std::string TokenCodec::factory_for(const std::string& codec, size_t dim) {
 
 std::unique_ptr<TokenCodec> TokenCodec::create(const std::string& factory, size_t dim) {
   std::unique_ptr<TokenCodec> c(new TokenCodec);
-  c->index_ = faiss_from_factory(factory, dim);
   c->factory_ = factory;
+  if (auto res = ResidualCodecIndex::from_factory(factory, dim)) {
+    c->index_ = std::move(res);
+    return c;
+  }
+  c->index_ = faiss_from_factory(factory, dim);
   // A codec is a flat array of codes (Flat, SQ, PQ, additive quantizers), possibly after a
   // transform (OPQ); graph and inverted-list indexes are not codecs.
   faiss::Index* core = c->index_.get();
@@ -53,11 +85,21 @@ std::unique_ptr<TokenCodec> TokenCodec::create(const std::string& factory, size_
   return c;
 }
 
-std::unique_ptr<TokenCodec> TokenCodec::load(const std::string& path, size_t dim) {
+std::unique_ptr<TokenCodec> TokenCodec::load(const std::string& path, size_t dim, const std::string& factory) {
   std::unique_ptr<TokenCodec> c(new TokenCodec);
-  c->index_ = faiss_read_file(path);
+  if (ResidualCodecIndex::is_file(path))
+    c->index_ = ResidualCodecIndex::load(path);
+  else
+    c->index_ = faiss_read_file(path);
   SIEVE_THROW_IF_NOT(static_cast<size_t>(c->index_->d) == dim && c->index_->is_trained,
                      "'" << path << "' is not a trained codec of dimension " << dim << " (damaged)");
+  if (!factory.empty()) {
+    auto want = create(factory, dim);
+    SIEVE_THROW_IF_NOT(codec_kind(*c->index_) == codec_kind(*want->index_) && c->code_size() == want->code_size(),
+                       "'" << path << "' is not a " << factory << " codec (" << c->code_size()
+                           << " bytes per token, " << want->code_size() << " expected)");
+    c->factory_ = factory;
+  }
   return c;
 }
 
@@ -115,6 +157,24 @@ void TokenCodec::decode_with_faiss(size_t n, const uint8_t* codes, float* x) con
   index_->sa_decode(static_cast<int64_t>(n), codes, x);
 }
 
-void TokenCodec::save(const std::string& path) const { faiss_write_file(*index_, path); }
+void TokenCodec::save(const std::string& path) const {
+  if (auto* res = dynamic_cast<const ResidualCodecIndex*>(index_.get()))
+    res->save(path);
+  else
+    faiss_write_file(*index_, path);
+}
+
+void train_token_codec(TokenCodec& codec, const std::vector<TokenStates>& toks, size_t dim, size_t budget) {
+  size_t total = 0;
+  for (const auto& t : toks) total += t.length;
+  const size_t stride = std::max<size_t>(1, (total + budget - 1) / budget);
+  std::vector<float> sample;
+  size_t row = 0;
+  for (const auto& t : toks)
+    for (size_t r = 0; r < t.length; ++r, ++row)
+      if (row % stride == 0) sample.insert(sample.end(), t.values.begin() + r * dim, t.values.begin() + (r + 1) * dim);
+  log_info("training token codec " + codec.factory() + " on " + std::to_string(sample.size() / dim) + " token states");
+  codec.train(sample.size() / dim, sample.data());
+}
 
 }  // namespace sieve::index

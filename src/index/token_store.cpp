@@ -21,7 +21,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_rows
 
 TokenStore::TokenStore(const std::string& dir, const Manifest& m) : dim_(m.dim) {
   check_file(dir, m.codec);
-  codec_ = TokenCodec::load(path_join(dir, m.codec.file), m.dim);
+  codec_ = TokenCodec::load(path_join(dir, m.codec.file), m.dim, m.token_codec);
   SIEVE_THROW_IF_NOT(codec_->code_size() == m.token_code_bytes,
                      "the token codec has " << codec_->code_size() << "-byte codes, the manifest says "
                                             << m.token_code_bytes << " (damaged index)");

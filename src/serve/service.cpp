@@ -117,8 +117,8 @@ Response error_response(int status, const std::string& type, const std::string& 
 void check_serve_options(const ServeOptions& opt) {
   if (!opt.index_dir.empty()) {
     SIEVE_THROW_IF_NOT(is_dir(opt.index_dir), "index '" << opt.index_dir << "' does not exist");
-    SIEVE_THROW_IF_NOT(is_file(path_join(opt.index_dir, "manifest.json")),
-                       "'" << opt.index_dir << "' is not a sieve index (no manifest.json)");
+    SIEVE_THROW_IF_NOT(is_file(path_join(opt.index_dir, "manifest.json")) || is_shard_set(opt.index_dir),
+                       "'" << opt.index_dir << "' is not a sieve index (no manifest.json nor shardset.json)");
   }
   if (!opt.model_dir.empty())
     SIEVE_THROW_IF_NOT(is_dir(opt.model_dir), "model folder '" << opt.model_dir << "' does not exist");
@@ -147,6 +147,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     IndexOpenOptions oo;
     oo.model_dir = opt_.model_dir;
     oo.encoder = opt_.encoder;
+    oo.remote = opt_.remote;
     index_ = std::make_unique<IndexWriter>(opt_.index_dir, oo);
     encoder_ = index_->snapshot()->shared_encoder();
     rec_ = recommended_search_for_index(opt_.index_dir, opt_.model_dir);
@@ -196,6 +197,9 @@ Response Service::handle(const std::string& method, const std::string& path, con
     r = error_response(e.status, e.type, e.what());
   } catch (const QueueFull& e) {
     r = error_response(503, "overloaded", e.what());
+    r.headers.emplace_back("Retry-After", "1");
+  } catch (const ShardUnavailable& e) {  // a shard served elsewhere (Ray Serve) failed
+    r = error_response(503, "shard_unavailable", e.what());
     r.headers.emplace_back("Retry-After", "1");
   } catch (const Error& e) {
     r = error_response(422, "invalid_request_error", e.what());

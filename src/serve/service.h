@@ -36,6 +36,8 @@ struct ServeOptions {
   /// Searches and explanations computed at once (0: the compute threads); the others wait for a
   /// slot, so that many connections do not oversubscribe the cores.
   size_t search_slots = 0;
+  /// A shard set's shards served elsewhere (IndexOpenOptions::remote; Ray Serve's router).
+  std::shared_ptr<const ShardRemote> remote;
 };
 
 /// Checks what can be checked before the (slow) load: the index and model folders exist. Throws

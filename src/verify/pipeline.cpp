@@ -108,19 +108,17 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   SearchResult r = index.search(query, sp);
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  // Decoding is independent per candidate (Index accessors are thread-safe); on OpenMP's team,
-  // warm from encoding the query.
-  std::vector<TokenStates> cands(r.hits.size());
-  const bool ids = reads_token_ids(verifier.config());
-  omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      cands[i] = index.tokens(r.hits[i].doc, verifier.config().max_tokens);  // the rows it reads
-      if (ids) {
-        cands[i].ids = index.token_ids(r.hits[i].doc);
+  // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
+  std::vector<uint32_t> docs;
+  for (const Hit& h : r.hits) docs.push_back(h.doc);
+  std::vector<TokenStates> cands = index.tokens_of(docs, verifier.config().max_tokens);  // the rows it reads
+  if (reads_token_ids(verifier.config()))
+    omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        cands[i].ids = index.token_ids(docs[i]);
         cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
       }
-    }
-  });
+    });
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;
   for (const auto& c : cands) ptrs.push_back(&c);

@@ -173,6 +173,23 @@ def test_build_from_dicts_equals_the_cli_build(index, model, tmp_path):
         sieve.Index.build([], tmp_path / "bad", model=model)
 
 
+def test_a_shard_set_opens_and_searches_as_one_index(model, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    one = sieve.Index.build(corpus, tmp_path / "one", model=model, chunk_docs=2)
+    shards = sieve.Index.build(corpus, tmp_path / "set", model=model, chunk_docs=2, shards=3)
+    assert shards.stats()["shards"] == 3 and one.stats()["shards"] == 1
+    assert sieve.Index.open(tmp_path / "set").stats()["documents"] == len(DOCS)
+    for mode in ("dense", "bm25", "hybrid"):
+        assert shards.search(TEXTS, k=5, mode=mode) == one.search(TEXTS, k=5, mode=mode)
+    assert (shards.keys() == one.keys()).all()
+    np.testing.assert_array_equal(shards.tokens("d6"), one.tokens("d6"))
+    with pytest.raises(sieve.Error, match="shard set"):
+        shards.add([{"_id": "new", "text": "x"}])
+    with pytest.raises(ValueError, match="corpus file"):
+        sieve.Index.build(DOCS, tmp_path / "x", model=model, shards=2)
+
+
 def test_add_is_all_or_nothing_and_searchable(model, tmp_path):
     ix = sieve.Index.build(DOCS[:4], tmp_path / "ix", model=model)
     rep = ix.add([{"_id": "n1", "text": TEXTS[5]}, {"_id": "n2", "title": "t", "text": TEXTS[6]}])

@@ -216,6 +216,30 @@ TEST_F(PairEvalTest, VerifierScoresAreNaiveMaxSimAndTheFileThresholdIsUsed) {
   EXPECT_NEAR(s.overall.accuracy, double(rejected) / neg.size(), 1e-12);
 }
 
+// A token codec changes only what the candidates' token states are read as: fp32 keeps every
+// verifier score (to rounding), a coarse codec moves them, and the pooled cosine never changes.
+TEST_F(PairEvalTest, TokenCodecActsOnTheCandidatesTokenStatesOnly) {
+  const auto pairs = eval::read_pairs(write_pairs(dir_, kRows));
+  VerifierConfig vc;
+  vc.kind = VerifierKind::F1;
+  auto f1 = Verifier::create(vc);
+  const std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}, {"F1", f1.get()}};
+  const auto exact = experiment::evaluate_nearmisses(model_, pairs, scorers, {});
+  experiment::NearMissEvalOptions o;
+  o.token_codec = "fp32";
+  const auto same = experiment::evaluate_nearmisses(model_, pairs, scorers, o);
+  EXPECT_EQ(same.token_codec, "Flat");
+  EXPECT_NEAR(same.scorers[1].overall.score.mean, exact.scorers[1].overall.score.mean, 1e-6);
+  EXPECT_NEAR(same.scorers[1].positives.mean, exact.scorers[1].positives.mean, 1e-6);
+  o.token_codec = "RES16x1";  // 16 centroids, one bit per component: coarse
+  o.codec_train_tokens = 1000;
+  const auto coarse = experiment::evaluate_nearmisses(model_, pairs, scorers, o);
+  EXPECT_EQ(coarse.token_code_bytes, 2 + Encoder::load(model_)->dim() / 8);
+  EXPECT_GT(std::abs(coarse.scorers[1].overall.score.mean - exact.scorers[1].overall.score.mean), 1e-4);
+  EXPECT_EQ(coarse.scorers[0].overall.score.mean, exact.scorers[0].overall.score.mean);
+  EXPECT_EQ(experiment::nearmiss_json(coarse).at("token_codec").at("factory"), "RES16x1");
+}
+
 TEST_F(PairEvalTest, NoNearMissIsAnError) {
   const auto pairs = eval::read_pairs(write_pairs(dir_, {{"a b", "a c", "synonym"}}));
   expect_error([&] { experiment::evaluate_nearmisses(model_, pairs, {{"cosine", nullptr}}, {}); }, "no near-miss");

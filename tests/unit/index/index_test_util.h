@@ -61,6 +61,17 @@ inline std::string write_text(const std::string& path, const std::string& conten
 
 inline std::string expected_encoder_input(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
 
+// The reference for what an index stores: the fixture encoder run directly on the documents'
+// texts, with token states.
+inline Embeddings encode_docs(const std::vector<Document>& docs, uint64_t seed = 42) {
+  auto enc = Encoder::load(model_dir(seed));
+  std::vector<std::string> texts;
+  for (const auto& d : docs) texts.push_back(expected_encoder_input(d));
+  EncodeCall call;
+  call.token_states = true;
+  return enc->encode(texts, call);
+}
+
 inline IndexBuildOptions small_opts() {
   IndexBuildOptions o;
   o.chunk_docs = 16;

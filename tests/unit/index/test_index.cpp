@@ -37,6 +37,50 @@ using namespace sieve::test;
 
 // --- round trip ---------------------------------------------------------------------------------
 
+// An index whose token store uses sieve's own residual codec (not a FAISS file): it builds, opens,
+// verifies and decodes each document's states close to the encoder's (cosine per row, the
+// encoder's own output as the reference), and a build of the other shards of a set reuses it.
+TEST(Index, ResidualCodecTokenStore) {
+  std::string dir = make_temp_dir("idx_res");
+  auto docs = make_docs(80);
+  std::string corpus = write_jsonl(dir, "corpus.jsonl", docs);
+  IndexBuildOptions o = small_opts();
+  o.token_codec = "res2";
+  build_index(model_dir(), corpus, dir + "/ix", o);
+  EXPECT_EQ(read_file(dir + "/ix/codec.faiss").substr(0, 8), "SIEVERES");
+  IndexOpenOptions verify;
+  verify.verify = true;
+  auto idx = Index::open(dir + "/ix", verify);
+  EXPECT_EQ(idx->stats().token_codec, "RES4096x2");
+  const Embeddings e = encode_docs(docs);
+  double sum = 0;
+  size_t rows = 0;
+  for (uint32_t i = 0; i < docs.size(); ++i) {
+    TokenStates t = idx->tokens(i);
+    ASSERT_EQ(t.length, e.tokens[i].length);
+    for (size_t r = 0; r < t.length; ++r, ++rows) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t h = 0; h < e.dim; ++h) {
+        dot += double(t.values[r * e.dim + h]) * e.tokens[i].values[r * e.dim + h];
+        a += double(t.values[r * e.dim + h]) * t.values[r * e.dim + h];
+        b += double(e.tokens[i].values[r * e.dim + h]) * e.tokens[i].values[r * e.dim + h];
+      }
+      sum += dot / std::sqrt(a * b);
+    }
+  }
+  EXPECT_GT(sum / rows, 0.8);
+  // The second shard of a set takes the first shard's residual codec file.
+  IndexBuildOptions o2 = o;
+  o2.token_codec_from = dir + "/ix/codec.faiss";
+  build_index(model_dir(), write_jsonl(dir, "more.jsonl", make_docs(20, 500)), dir + "/ix2", o2);
+  EXPECT_EQ(read_file(dir + "/ix2/codec.faiss"), read_file(dir + "/ix/codec.faiss"));
+  // A codec file of another kind is refused.
+  o2.token_codec = "sq8";
+  EXPECT_NE(error_of([&] { build_index(model_dir(), write_jsonl(dir, "more.jsonl", make_docs(20, 500)), dir + "/ix3", o2); })
+                .find("is not a SQ8 codec"),
+            std::string::npos);
+}
+
 TEST(Index, RoundTripDocumentsKeysAndTokens) {
   std::string dir = make_temp_dir("idx_rt");
   auto docs = make_docs(60);
@@ -52,12 +96,7 @@ TEST(Index, RoundTripDocumentsKeysAndTokens) {
   ASSERT_EQ(idx->size(), 60u);
   EXPECT_EQ(idx->stats().vector_factory, "Flat");
   // The reference: the encoder run directly on the same texts.
-  auto enc = Encoder::load(model_dir());
-  std::vector<std::string> texts;
-  for (const auto& d : docs) texts.push_back(expected_encoder_input(d));
-  EncodeCall call;
-  call.token_states = true;
-  Embeddings e = enc->encode(texts, call);
+  const Embeddings e = encode_docs(docs);
   for (uint32_t i = 0; i < 60; ++i) {
     Document got = idx->document(i);
     EXPECT_EQ(got.id, docs[i].id);
@@ -86,7 +125,7 @@ TEST(Index, RoundTripDocumentsKeysAndTokens) {
   for (size_t qi : {0u, 7u, 33u}) {
     SearchParams p;
     p.k = 5;
-    SearchResult res = idx->search(texts[qi], p);
+    SearchResult res = idx->search(expected_encoder_input(docs[qi]), p);
     std::vector<std::pair<double, uint32_t>> ref;
     for (uint32_t i = 0; i < 60; ++i) {
       double dot = 0;

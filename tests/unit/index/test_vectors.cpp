@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <random>
 
+#include "index/residual_codec.h"
 #include "index/token_codec.h"
 #include "index/token_store.h"
 #include "index/vector_index.h"
@@ -302,6 +303,83 @@ TEST(TokenCodec, DecodeErrorPerCodec) {
   // Fewer bits, more error: the codecs are really different.
   EXPECT_LT(fp16.second, sq8.second);
   EXPECT_LT(sq8.second, sq4.second);
+  // The ColBERTv2-style residual codec: 50 and 98 bytes at 384 dimensions, between PQ and SQ4.
+  auto res1 = codec_error("res1");
+  auto res2 = codec_error("res2");
+  EXPECT_LT(res2.second, res1.second);
+  EXPECT_LT(res1.first, 0.5);
+}
+
+// The residual codec against a naive reading of its definition: a code's first two bytes name
+// the nearest centroid (brute force), each component's bits name the bucket its residual falls in
+// (the number of cut-offs at or below it), and decoding gives centroid + that bucket's value.
+// Saving and loading give the same codes; a damaged file is refused.
+TEST(TokenCodec, ResidualCodecIsNearestCentroidPlusBucketedResidual) {
+  const size_t n = 2000, d = 48;
+  std::vector<float> x = clustered(n, d, 20, 0.3f, 21);
+  normalize_rows(x.data(), n, d);
+  for (int bits : {1, 2, 4}) {
+    const std::string factory = "RES64x" + std::to_string(bits);
+    auto res = ResidualCodecIndex::from_factory(factory, d);
+    ASSERT_TRUE(res);
+    res->train(static_cast<faiss::Index::idx_t>(n), x.data());
+    EXPECT_EQ(res->centroids(), 64u);
+    const size_t cs = res->sa_code_size();
+    EXPECT_EQ(cs, 2 + d * bits / 8);
+    std::vector<uint8_t> codes(n * cs);
+    res->sa_encode(static_cast<faiss::Index::idx_t>(n), x.data(), codes.data());
+    std::vector<float> dec(n * d);
+    res->sa_decode(static_cast<faiss::Index::idx_t>(n), codes.data(), dec.data());
+    const auto& cent = res->centroid_values();
+    const auto& cut = res->cutoffs();
+    const auto& val = res->bucket_values();
+    ASSERT_EQ(cut.size(), (1u << bits) - 1);
+    for (size_t i = 0; i < n; i += 13) {
+      size_t best = 0;
+      double best_d = 1e30;
+      for (size_t k = 0; k < res->centroids(); ++k) {
+        double dist = 0;
+        for (size_t h = 0; h < d; ++h) dist += std::pow(double(x[i * d + h]) - cent[k * d + h], 2);
+        if (dist < best_d) best_d = dist, best = k;
+      }
+      const size_t id = codes[i * cs] | (size_t{codes[i * cs + 1]} << 8);
+      if (id != best) {  // FAISS computes distances another way: only a tie may differ
+        double dist = 0;
+        for (size_t h = 0; h < d; ++h) dist += std::pow(double(x[i * d + h]) - cent[id * d + h], 2);
+        ASSERT_NEAR(dist, best_d, 1e-5) << bits << " row " << i;
+      }
+      for (size_t h = 0; h < d; ++h) {
+        const float r = x[i * d + h] - cent[id * d + h];
+        size_t bucket = 0;
+        while (bucket < cut.size() && cut[bucket] <= r) ++bucket;
+        const unsigned got = (codes[i * cs + 2 + h * bits / 8] >> (h * bits % 8)) & ((1u << bits) - 1);
+        ASSERT_EQ(got, bucket) << bits << " row " << i << " component " << h;
+        ASSERT_EQ(dec[i * d + h], cent[id * d + h] + val[bucket]);
+      }
+    }
+    // Through TokenCodec: the same codes, and after a save and a load too.
+    auto c = TokenCodec::create(factory, d);
+    c->train(n, x.data());
+    std::vector<uint8_t> codes2(codes.size());
+    c->encode(n, x.data(), codes2.data());
+    EXPECT_EQ(codes, codes2) << bits;
+    const std::string dir = sieve::test::make_temp_dir("rescodec");
+    c->save(dir + "/c.res");
+    auto loaded = TokenCodec::load(dir + "/c.res", d, factory);
+    std::fill(codes2.begin(), codes2.end(), 0);
+    loaded->encode(n, x.data(), codes2.data());
+    EXPECT_EQ(codes, codes2) << bits;
+    sieve::test::flip_byte(dir + "/c.res", 40);
+    EXPECT_THROW(TokenCodec::load(dir + "/c.res", d, factory), Error);
+  }
+  EXPECT_THROW(TokenCodec::create("RES70000x1", 48), Error);
+  EXPECT_THROW(TokenCodec::create("RES64x3", 48), Error);
+  // Another codec's file is refused for a residual factory.
+  auto sq = TokenCodec::create("SQ8", d);
+  sq->train(n, x.data());
+  const std::string dir = sieve::test::make_temp_dir("rescodec2");
+  sq->save(dir + "/sq.faiss");
+  EXPECT_THROW(TokenCodec::load(dir + "/sq.faiss", d, "RES64x1"), Error);
 }
 
 TEST(TokenCodec, CodeSizes) {
@@ -310,6 +388,10 @@ TEST(TokenCodec, CodeSizes) {
   EXPECT_EQ(TokenCodec::create("SQ8", 384)->code_size(), 384u);
   EXPECT_EQ(TokenCodec::create("SQ4", 384)->code_size(), 192u);
   EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("pq", 384), 384)->code_size(), 96u);
+  EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("pq64", 384), 384)->code_size(), 64u);
+  EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("pq32", 384), 384)->code_size(), 32u);
+  EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("res1", 384), 384)->code_size(), 50u);
+  EXPECT_EQ(TokenCodec::create(TokenCodec::factory_for("res2", 384), 384)->code_size(), 98u);
   EXPECT_THROW(TokenCodec::create("HNSW32", 384), Error);  // not a standalone codec
   EXPECT_THROW(TokenCodec::create("SQ9", 384), Error);
 }

@@ -560,6 +560,44 @@ TEST_F(ServeTest, TheDefaultGateGatesAndF1Reranks) {
   EXPECT_EQ(call(*named, "/v1/search", b)["verifier"], gate);
 }
 
+// A shard set served: every search answer equals the one-index service's, byte for byte, and an
+// add is refused (422) naming the shard set.
+TEST(ServeShardSet, AnswersEqualOneIndexAndAddsAreRefused) {
+  const std::string dir = test::make_temp_dir("serve_set");
+  write_fixture_model(dir + "/model", test::tiny_model_options(21));
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 40; ++i) f << "d" << i << "\t" << kTexts[i % 7] << " " << kTexts[(i * 3) % 7] << " " << i << "\n";
+  }
+  IndexBuildOptions bo;
+  bo.chunk_docs = 8;
+  build_index(dir + "/model", dir + "/c.tsv", dir + "/one", bo);
+  build_shard_set(dir + "/model", dir + "/c.tsv", dir + "/set", 3, bo);
+  ServeOptions o;
+  o.encoder_workers = 1;
+  o.verifier = "F1";
+  o.index_dir = dir + "/one";
+  Service one(o);
+  o.index_dir = dir + "/set";
+  Service set(o);
+  for (const json& body : {json{{"query", "who bit the man"}, {"mode", "dense"}, {"k", 5}},
+                           json{{"queries", {"the dog", "a red car"}}, {"mode", "bm25"}, {"k", 5}},
+                           json{{"query", "the cat sat"}, {"mode", "hybrid"}, {"k", 5}, {"candidates", 12}, {"rerank", true}}}) {
+    Response a = one.handle("POST", "/v1/search", body.dump());
+    Response b = set.handle("POST", "/v1/search", body.dump());
+    ASSERT_EQ(a.status, 200) << a.body;
+    ASSERT_EQ(b.status, 200) << b.body;
+    json ja = json::parse(a.body), jb = json::parse(b.body);
+    for (json* j : {&ja, &jb})
+      for (auto& r : (*j)["results"]) r.erase("timings");  // times differ, answers must not
+    EXPECT_EQ(ja, jb) << body.dump();
+    EXPECT_FALSE(ja["results"][0]["hits"].empty());
+  }
+  Response add = set.handle("POST", "/v1/documents", json{{"documents", {{{"_id", "new"}, {"text", "x"}}}}}.dump());
+  EXPECT_EQ(add.status, 422) << add.body;  // a well-formed request the index cannot take
+  EXPECT_NE(add.body.find("shard set"), std::string::npos) << add.body;
+}
+
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running
 // meanwhile see the old or the new snapshot, never an error.
 TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {

@@ -1,0 +1,207 @@
+"""A shard set served on Ray Serve: one deployment per shard, a router in front, the JSON API of
+`sieve serve` (docs/server.md) on Ray Serve's HTTP proxy.
+
+    python3 -m sieve.ray serve --index SET [--address RAY_ADDRESS] [--port 8000] [--replicas R]
+
+or, from Python, `sieve.ray_serve.run(index, ...)`. Without an address a local Ray is started.
+
+- Each shard `shard-XXX` of the set is a deployment (`sieve-shard-XXX`, `replicas` replicas) that
+  opens that shard alone, without an encoder, and answers the shard's dense lists for pooled
+  query keys, its stored keys and its token states: what lives in RAM per shard.
+- The router deployment (`sieve-router`) runs the library's own service (`sieve serve`'s request
+  handling) over the shard set, with each shard's dense search and token reads sent to the
+  shard's deployment: the query encoding, the merge of the dense lists by score, BM25 with the
+  whole corpus's statistics (Xapian over every shard's database), the fusion and stage 2 are the
+  library's, so the answers are those of `sieve serve` on the same set, and of one index over
+  the same documents.
+- The router needs the set's folder on its file system (BM25, documents and token ids are read
+  there; shared storage when the shards run on other nodes); the shard replicas need their shard.
+- A call to a shard that fails (its replica died) is tried again on another replica, twice; a
+  shard that still does not answer makes the request's answer a 503 with Retry-After.
+
+Ray Serve is not a dependency of sieve: install it to use this module (scripts/setup.sh --oracles
+installs the pinned versions the tests use into build/ray-venv).
+"""
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from . import _sieve
+
+ROUTER = "sieve-router"
+APP = "sieve"
+
+
+def shard_deployment_name(shard):
+    return "sieve-" + _sieve.shard_dir_name(shard)
+
+
+def _serve():
+    try:
+        import ray  # noqa: F401
+        from ray import serve  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise ImportError("sieve.ray_serve needs Ray Serve (pip install 'ray[serve]'; scripts/setup.sh --oracles)") from e
+    return ray, serve
+
+
+class _RemoteShards:
+    """The shard deployments as the library sees a shard set's remote part (ShardRemote): called
+    from the service's threads, never from an event loop. A failed call is retried (Ray Serve
+    routes it to another replica, or to the one that replaced the dead one)."""
+
+    def __init__(self, handles, timeout_s=30.0, attempts=3):
+        self._handles = list(handles)
+        self._timeout = timeout_s
+        self._attempts = attempts
+        self.retried = 0
+
+    def _call(self, shard, method, *args):
+        for attempt in range(self._attempts):
+            try:
+                return getattr(self._handles[shard], method).remote(*args).result(timeout_s=self._timeout)
+            except Exception:
+                if attempt + 1 == self._attempts:
+                    raise
+                self.retried += 1
+                time.sleep(0.2 * (attempt + 1))
+
+    def dense_lists(self, shard, pooled, depth, ef_search, nprobe):
+        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe)
+
+    def tokens(self, shard, docs, max_rows):
+        return self._call(shard, "tokens", docs, max_rows)
+
+    def keys(self, shard, docs):
+        return self._call(shard, "keys", docs)
+
+
+class ShardReplica:
+    """One shard of the set (a Ray Serve deployment's replica)."""
+
+    def __init__(self, path, threads=1):
+        if threads > 0:
+            _sieve.set_threads(threads)
+        self._shard = _sieve.ShardServer(path)
+        self.path = path
+
+    def dense_lists(self, pooled, depth, ef_search, nprobe):
+        return self._shard.dense_lists(pooled, depth, ef_search, nprobe)
+
+    def tokens(self, docs, max_rows):
+        return self._shard.tokens(docs, max_rows)
+
+    def keys(self, docs):
+        return self._shard.keys(docs)
+
+    def info(self):
+        """{"pid", "node", "documents"}: which process and node serve this replica (for tests)."""
+        import ray
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), "documents": len(self._shard)}
+
+
+class Router:
+    """The HTTP face: every request goes to the library's service, which reaches the shards."""
+
+    def __init__(self, path, shards, model="", verifier="", threads=0, workers=0, timeout_s=30.0):
+        self._remote = _RemoteShards(shards, timeout_s)
+        self._service = _sieve.Service(path, model=model, verifier=verifier, remote=self._remote, threads=threads,
+                                       workers=workers)
+        # Requests wait for the service in threads of their own (it blocks on the shards).
+        self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sieve-router")
+
+    async def __call__(self, request):
+        from starlette.responses import Response
+        body = await request.body()
+        status, out, ctype, headers = await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._service.handle, request.method, request.url.path, body, dict(request.query_params))
+        return Response(content=out, status_code=status, media_type=ctype, headers=dict(headers))
+
+    def retried(self):
+        return self._remote.retried
+
+
+def application(index, *, replicas=1, router_replicas=1, model="", verifier="", threads=0, shard_threads=1,
+                shard_cpus=0.0, router_cpus=0.0, shard_resources=None, timeout_s=30.0):
+    """The Ray Serve application of shard set `index`: a router bound to one deployment per shard.
+    `shard_resources` ({"name": amount}) places the shard replicas on nodes that have them."""
+    ray, serve = _serve()
+    index = os.path.abspath(str(index))
+    if not _sieve.is_shard_set(index):
+        raise ValueError(f"'{index}' is not a shard set (build one with `sieve index build --shards N` or sieve.ray)")
+    manifest = json.load(open(os.path.join(index, "shardset.json"), encoding="utf-8"))
+    shard_dirs = [os.path.join(index, s["dir"]) for s in manifest["shards"]]
+    opts = {"num_cpus": shard_cpus}
+    if shard_resources:
+        opts["resources"] = dict(shard_resources)
+    shard_app = serve.deployment(ShardReplica)
+    bound = [shard_app.options(name=shard_deployment_name(i), num_replicas=replicas, ray_actor_options=opts,
+                               max_ongoing_requests=64).bind(d, shard_threads)
+             for i, d in enumerate(shard_dirs)]
+    router = serve.deployment(Router).options(name=ROUTER, num_replicas=router_replicas,
+                                              ray_actor_options={"num_cpus": router_cpus},
+                                              max_ongoing_requests=256)
+    return router.bind(index, bound, model, verifier, threads, 0, timeout_s)
+
+
+def _runtime_env():
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {"PYTHONPATH": os.pathsep.join([pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    for k in ("SIEVE_MODELS_DIR", "SIEVE_MODEL_DIR"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return {"env_vars": env}
+
+
+def run(index, *, host="127.0.0.1", port=8000, address=None, **options):
+    """Deploys the application of `index` (see application()) on the Ray cluster at `address` (a
+    local one when None and none is running) with the HTTP proxy on host:port; returns when every
+    replica is up, leaving it running (serve.shutdown() stops it)."""
+    ray, serve = _serve()
+    if not ray.is_initialized():
+        kwargs = {"address": address} if address else {}
+        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **kwargs)
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(application(index, **options), name=APP, route_prefix="/")
+    return f"http://{host}:{port}"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m sieve.ray serve", description=__doc__.split("\n\n")[0])
+    p.add_argument("--index", required=True, help="the shard set to serve (its folder, on every node that serves it)")
+    p.add_argument("--address", default="", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--host", default="127.0.0.1", help="address of Ray Serve's HTTP proxy")
+    p.add_argument("--port", type=int, default=8000, help="port of Ray Serve's HTTP proxy")
+    p.add_argument("--replicas", type=int, default=1, help="replicas of each shard's deployment")
+    p.add_argument("--router-replicas", type=int, default=1, help="replicas of the router")
+    p.add_argument("--model", default="", help="the query encoder (default: the one the set was built with)")
+    p.add_argument("--verifier", default="", help="stage 2's verifier, as `sieve serve --verifier`")
+    p.add_argument("--threads", type=int, default=0, help="the router's compute threads (0: all cores)")
+    p.add_argument("--shard-threads", type=int, default=1, help="compute threads of each shard replica")
+    p.add_argument("--shard-cpus", type=float, default=0.0, help="CPUs Ray reserves per shard replica")
+    p.add_argument("--shard-resource", action="append", default=[], metavar="NAME[=AMOUNT]",
+                   help="a custom Ray resource the shard replicas' nodes must have (repeatable)")
+    a = p.parse_args(argv)
+    resources = {}
+    for r in a.shard_resource:
+        name, _, amount = r.partition("=")
+        resources[name] = float(amount or 1)
+    try:
+        url = run(a.index, host=a.host, port=a.port, address=a.address or None, replicas=a.replicas,
+                  router_replicas=a.router_replicas, model=a.model, verifier=a.verifier, threads=a.threads,
+                  shard_threads=a.shard_threads, shard_cpus=a.shard_cpus, shard_resources=resources or None)
+    except (ValueError, _sieve.Error) as e:
+        print(f"sieve.ray serve: error: {e}", file=sys.stderr)
+        return 1
+    print(f"sieve.ray serve: serving {a.index} on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        from ray import serve
+        serve.shutdown()
+    return 0

@@ -1,0 +1,313 @@
+// Shard sets, the read side: the manifest (shardset.json) and the Index that searches every shard
+// and merges, so that results equal those of one index over the same documents.
+#include "index/shard_set.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/checksum.h"
+#include "core/file_util.h"
+#include "index/lexical_index.h"
+#include "index/manifest.h"
+#include "index/token_store.h"
+#include "sieve/error.h"
+
+namespace sieve {
+namespace fs = std::filesystem;
+
+bool is_shard_set(const std::string& dir) { return is_file(path_join(dir, kShardSetFile)); }
+
+std::string shard_dir_name(size_t shard) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "shard-%03zu", shard);
+  return buf;
+}
+
+namespace index {
+namespace {
+
+constexpr const char* kFormatName = "sieve-shard-set";
+
+std::string file_crc(const std::string& path) {
+  const std::string bytes = read_file(path);
+  return crc32_hex(crc32(bytes.data(), bytes.size()));
+}
+
+}  // namespace
+
+void write_shard_set_manifest(const std::string& dir, const ShardSetManifest& m) {
+  nlohmann::json shards = nlohmann::json::array();
+  for (const ShardEntry& s : m.shards)
+    shards.push_back({{"dir", s.dir}, {"first", s.first}, {"documents", s.documents}, {"manifest_crc32", s.manifest_crc}});
+  nlohmann::json j = {
+      {"format", kFormatName},
+      {"version", kShardSetFormatVersion},
+      {"documents", m.documents},
+      {"dim", m.dim},
+      {"model", {{"identity", m.model_identity}, {"path", m.model_path}, {"pooling", m.pooling},
+                 {"max_length", m.max_length}}},
+      {"vectors", m.vector_factory},
+      {"tokens", {{"stored", m.has_tokens}, {"codec", m.token_codec}, {"codec_crc32", m.codec_crc}}},
+      {"id_map", "contiguous"},
+      {"shards", shards},
+  };
+  j["crc32"] = crc32_hex(crc32(j.dump().data(), j.dump().size()));
+  write_file_atomic(path_join(dir, kShardSetFile), j.dump(2) + "\n");
+}
+
+ShardSetManifest read_shard_set_manifest(const std::string& dir) {
+  const std::string path = path_join(dir, kShardSetFile);
+  SIEVE_THROW_IF_NOT(is_file(path), "'" << dir << "' is not a shard set (no " << kShardSetFile << ")");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW("'" << path << "' is not valid JSON (damaged): " << e.what());
+  }
+  SIEVE_THROW_IF_NOT(j.is_object() && j.value("format", "") == kFormatName, "'" << path << "' is not a shard-set manifest");
+  SIEVE_THROW_IF_NOT(j.contains("version") && j["version"].is_number_unsigned(), "'" << path << "' has no version");
+  const auto version = j["version"].get<uint64_t>();
+  SIEVE_THROW_IF_NOT(version == kShardSetFormatVersion, "'" << dir << "' is a shard set of format version " << version
+                                                            << "; this sieve reads version " << kShardSetFormatVersion);
+  SIEVE_THROW_IF_NOT(j.contains("crc32") && j["crc32"].is_string(), "'" << path << "' has no checksum (damaged)");
+  const std::string want = j["crc32"].get<std::string>();
+  j.erase("crc32");
+  SIEVE_THROW_IF_NOT(crc32_hex(crc32(j.dump().data(), j.dump().size())) == want,
+                     "'" << path << "' is damaged (checksum mismatch)");
+  ShardSetManifest m;
+  try {
+    m.documents = j.at("documents").get<uint64_t>();
+    m.dim = j.at("dim").get<uint64_t>();
+    const auto& model = j.at("model");
+    m.model_identity = model.at("identity").get<std::string>();
+    m.model_path = model.at("path").get<std::string>();
+    m.pooling = model.at("pooling").get<std::string>();
+    m.max_length = model.at("max_length").get<uint64_t>();
+    m.vector_factory = j.at("vectors").get<std::string>();
+    const auto& tok = j.at("tokens");
+    m.has_tokens = tok.at("stored").get<bool>();
+    m.token_codec = tok.at("codec").get<std::string>();
+    m.codec_crc = tok.at("codec_crc32").get<std::string>();
+    SIEVE_THROW_IF_NOT(j.at("id_map").get<std::string>() == "contiguous",
+                       "'" << path << "' maps ids to shards in a way this sieve does not know");
+    for (const auto& s : j.at("shards")) {
+      ShardEntry e{s.at("dir").get<std::string>(), s.at("first").get<uint64_t>(), s.at("documents").get<uint64_t>(),
+                   s.at("manifest_crc32").get<std::string>()};
+      SIEVE_THROW_IF_NOT(!e.dir.empty() && e.dir.find('/') == std::string::npos && e.dir != "." && e.dir != "..",
+                         "'" << path << "': invalid shard folder '" << e.dir << "' (damaged)");
+      m.shards.push_back(std::move(e));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW("'" << path << "': unexpected structure (damaged manifest): " << e.what());
+  }
+  SIEVE_THROW_IF_NOT(!m.shards.empty(), "'" << path << "' names no shard (damaged)");
+  uint64_t next = 0;
+  for (const ShardEntry& s : m.shards) {
+    SIEVE_THROW_IF_NOT(s.first == next, "'" << path << "': shard '" << s.dir << "' starts at document " << s.first
+                                            << ", the shards before it end at " << next << " (damaged)");
+    next += s.documents;
+  }
+  SIEVE_THROW_IF_NOT(next == m.documents, "'" << path << "': the shards hold " << next << " documents, the set says "
+                                              << m.documents << " (damaged)");
+  return m;
+}
+
+namespace {
+
+class ShardSetImpl final : public Index {
+ public:
+  ShardSetImpl(const std::string& dir, const IndexOpenOptions& opt)
+      : dir_(dir), m_(read_shard_set_manifest(dir)), remote_(opt.remote) {
+    IndexOpenOptions o = opt;
+    if (remote_) {  // the shards' vectors and token states are served elsewhere
+      o.remote = nullptr;
+      o.load_vectors = false;
+    }
+    std::vector<std::string> lexical_dirs;
+    for (const ShardEntry& e : m_.shards) {
+      const std::string sd = path_join(dir, e.dir);
+      SIEVE_THROW_IF_NOT(is_dir(sd), "shard '" << e.dir << "' of shard set '" << dir << "' is missing");
+      const std::string mf = path_join(sd, kManifestFile);
+      SIEVE_THROW_IF_NOT(is_file(mf) && file_crc(mf) == e.manifest_crc,
+                         "shard '" << e.dir << "' of shard set '" << dir
+                                   << "' is not the one the set was committed with (changed or replaced since)");
+      auto shard = Index::open(sd, o);
+      SIEVE_THROW_IF_NOT(shard->size() == e.documents, "shard '" << e.dir << "' holds " << shard->size()
+                                                                  << " documents, the set says " << e.documents);
+      // One encoder for the set: the first shard loads it (and checks the model), the rest share it.
+      if (shards_.empty() && opt.load_encoder) o.encoder_instance = shard->shared_encoder();
+      lexical_dirs.push_back(path_join(sd, kLexicalDir));
+      limits_.push_back(static_cast<uint32_t>(e.documents));
+      shards_.push_back(std::move(shard));
+    }
+    encoder_ = shards_.front()->shared_encoder();
+    lexical_ = std::make_unique<XapianLexicalIndex>(lexical_dirs);
+    const IndexStats& s0 = shards_.front()->stats();
+    stats_.documents = m_.documents;
+    stats_.shards = shards_.size();
+    stats_.dim = m_.dim;
+    stats_.vector_factory = s0.vector_factory;
+    stats_.token_codec = s0.token_codec;
+    stats_.token_code_bytes = s0.token_code_bytes;
+    stats_.model_identity = s0.model_identity;
+    stats_.model_path = s0.model_path;
+    stats_.file_bytes.emplace_back(kShardSetFile, fs::file_size(fs::path(dir) / kShardSetFile));
+    stats_.bytes_on_disk = stats_.file_bytes.back().second;
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      stats_.tokens += shards_[i]->stats().tokens;
+      stats_.file_bytes.emplace_back(m_.shards[i].dir, shards_[i]->stats().bytes_on_disk);
+      stats_.bytes_on_disk += shards_[i]->stats().bytes_on_disk;
+    }
+  }
+
+  const IndexStats& stats() const override { return stats_; }
+  size_t size() const override { return m_.documents; }
+  Document document(uint32_t doc) const override {
+    auto [s, local] = locate(doc);
+    return shards_[s]->document(local);
+  }
+  int64_t find(const std::string& id) const override {
+    for (size_t s = 0; s < shards_.size(); ++s)
+      if (int64_t local = shards_[s]->find(id); local >= 0) return static_cast<int64_t>(m_.shards[s].first) + local;
+    return -1;
+  }
+  using Index::tokens;
+  TokenStates tokens(uint32_t doc, size_t max_rows) const override {
+    auto [s, local] = locate(doc);
+    if (!remote_) return shards_[s]->tokens(local, max_rows);
+    return std::move(remote_tokens(s, {local}, max_rows)[0]);
+  }
+  // Remote: one call per shard that holds some of `docs`.
+  std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const override {
+    if (!remote_) return Index::tokens_of(docs, max_rows);
+    std::vector<TokenStates> out(docs.size());
+    std::vector<std::vector<uint32_t>> local(shards_.size());
+    std::vector<std::vector<size_t>> where(shards_.size());
+    for (size_t i = 0; i < docs.size(); ++i) {
+      auto [s, l] = locate(docs[i]);
+      local[s].push_back(l);
+      where[s].push_back(i);
+    }
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (local[s].empty()) continue;
+      std::vector<TokenStates> got = remote_tokens(s, local[s], max_rows);
+      for (size_t j = 0; j < got.size(); ++j) out[where[s][j]] = std::move(got[j]);
+    }
+    return out;
+  }
+  std::vector<int32_t> token_ids(uint32_t doc) const override {
+    auto [s, local] = locate(doc);
+    return shards_[s]->token_ids(local);
+  }
+  std::vector<float> key(uint32_t doc) const override {
+    auto [s, local] = locate(doc);
+    if (!remote_) return shards_[s]->key(local);
+    std::vector<float> k = remote_->keys(s, {local});
+    if (k.size() != m_.dim)
+      throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a key of " + std::to_string(k.size()) +
+                             " floats, not " + std::to_string(m_.dim));
+    return k;
+  }
+  const Encoder* encoder() const override { return encoder_.get(); }
+  std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
+
+  SearchResult search(const std::string& query, const SearchParams& p) const override {
+    return std::move(search_batch({query}, p)[0]);
+  }
+
+  // As one index's search: the same depth, then each shard's dense list (the best `depth` of the
+  // shard) merged by score, and one BM25 search over every shard's database.
+  std::vector<SearchResult> search_batch(const std::vector<std::string>& queries,
+                                         const SearchParams& p) const override {
+    SearchPlan plan = plan_search(encoder_.get(), queries, p, m_.documents);
+    const size_t n = queries.size(), depth = plan.depth;
+    Embeddings& e = plan.queries;
+    std::vector<SearchResult> out(n);
+    std::vector<Ranked> dls(n);
+    if (plan.dense && n > 0) {
+      for (size_t s = 0; s < shards_.size(); ++s) {
+        const size_t d = std::min<size_t>(depth, m_.shards[s].documents);
+        if (d == 0) continue;
+        std::vector<Ranked> part = remote_ ? remote_dense_lists(s, n, e.pooled.data(), d, p)
+                                           : dense_lists(*shards_[s], n, e.pooled.data(), d, p);
+        const auto first = static_cast<uint32_t>(m_.shards[s].first);
+        for (size_t q = 0; q < n; ++q)
+          for (const auto& [doc, score] : part[q]) dls[q].emplace_back(first + doc, score);
+      }
+      for (Ranked& dl : dls) {
+        std::sort(dl.begin(), dl.end(), [](const auto& a, const auto& b) {
+          return a.second != b.second ? a.second > b.second : a.first < b.first;
+        });
+        if (dl.size() > depth) dl.resize(depth);
+      }
+    }
+    for (size_t q = 0; q < n; ++q) {
+      Ranked bl;
+      if (plan.lexical)
+        for (const ShardHit& h : lexical_->search_shards(queries[q], depth, limits_))
+          bl.emplace_back(static_cast<uint32_t>(m_.shards[h.shard].first) + h.doc, h.score);
+      out[q] = result_from_lists(dls[q], bl, p, e, q);
+      for (Hit& h : out[q].hits) h.id = document(h.doc).id;
+    }
+    return out;
+  }
+
+ private:
+  // A remote shard's answers, checked before they are trusted: one list per query, no longer
+  // than asked, of the shard's own documents; one token record per document, of whole rows.
+  // A wrong answer is the shard's failure (ShardUnavailable), not the request's.
+  std::vector<Ranked> remote_dense_lists(size_t s, size_t n, const float* pooled, size_t depth,
+                                         const SearchParams& p) const {
+    std::vector<Ranked> lists = remote_->dense_lists(s, n, m_.dim, pooled, depth, p);
+    bool ok = lists.size() == n;
+    for (size_t q = 0; ok && q < n; ++q) {
+      ok = lists[q].size() <= depth;
+      for (const auto& [doc, score] : lists[q]) ok = ok && doc < m_.shards[s].documents;
+    }
+    if (!ok)
+      throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered dense lists that do not fit the query (" +
+                             std::to_string(lists.size()) + " lists for " + std::to_string(n) + " queries, depth " +
+                             std::to_string(depth) + ", " + std::to_string(m_.shards[s].documents) + " documents)");
+    return lists;
+  }
+  std::vector<TokenStates> remote_tokens(size_t s, const std::vector<uint32_t>& docs, size_t max_rows) const {
+    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows);
+    bool ok = got.size() == docs.size();
+    for (size_t i = 0; ok && i < got.size(); ++i)
+      ok = got[i].values.size() == got[i].length * m_.dim && got[i].length <= max_rows;
+    if (!ok)
+      throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered token states that do not fit the request (" +
+                             std::to_string(got.size()) + " records for " + std::to_string(docs.size()) +
+                             " documents, rows of " + std::to_string(m_.dim) + ")");
+    return got;
+  }
+
+  // (shard, internal id within it) of a document of the set.
+  std::pair<size_t, uint32_t> locate(uint32_t doc) const {
+    SIEVE_THROW_IF_NOT(doc < m_.documents, "document " << doc << " is out of range (the index holds " << m_.documents << ")");
+    size_t s = m_.shards.size() - 1;
+    while (m_.shards[s].first > doc) --s;  // few shards: a scan back is as fast as a search
+    return {s, static_cast<uint32_t>(doc - m_.shards[s].first)};
+  }
+
+  std::string dir_;
+  ShardSetManifest m_;
+  IndexStats stats_;
+  std::vector<std::unique_ptr<Index>> shards_;
+  std::vector<uint32_t> limits_;  // committed documents per shard (BM25 skips the rest)
+  std::unique_ptr<XapianLexicalIndex> lexical_;
+  std::shared_ptr<const Encoder> encoder_;
+  std::shared_ptr<const ShardRemote> remote_;  // null: every shard is local
+};
+
+}  // namespace
+
+std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt) {
+  return std::make_unique<ShardSetImpl>(dir, opt);
+}
+
+}  // namespace index
+}  // namespace sieve

@@ -1,0 +1,192 @@
+"""A shard set served on Ray Serve (python/sieve/ray_serve.py) on a local Ray cluster of two nodes
+(two raylets, the shard replicas on the second): every answer equals the one of the library's
+service over one index of the same documents (search in every mode, with the gate and reranked,
+embeddings, rerank, documents), and a shard replica killed with SIGKILL under load is replaced,
+after which no request fails. Run by ctest (python.ray_serve) with build/ray-venv's interpreter;
+skipped when Ray Serve is not installed."""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ray = pytest.importorskip("ray")
+serve = pytest.importorskip("ray.serve")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+import sieve  # noqa: E402, F401
+from sieve import _sieve  # noqa: E402
+import sieve.ray_serve as rs  # noqa: E402
+
+CLI = os.environ.get("SIEVE_CLI", "build/sieve")
+WORDS = ("the dog bit man red car left of house not blue cat sat on mat under tree big small river stone bird "
+         "green door city light water").split()
+
+# Requests whose answers must be equal, byte for byte once the timings are dropped.
+BODIES = [
+    ("/v1/search", {"query": "the dog bit the man", "mode": "dense", "k": 7}),
+    ("/v1/search", {"queries": ["red car left of the house", "a cat under the tree"], "mode": "bm25", "k": 7}),
+    ("/v1/search", {"query": "blue bird on the stone", "mode": "hybrid", "k": 7}),
+    ("/v1/search", {"query": "the man bit the dog", "mode": "hybrid", "k": 5, "candidates": 20, "rerank": True}),
+    ("/v1/search", {"query": "green door of the city", "mode": "dense", "k": 5, "candidates": 20, "gate": True,
+                    "threshold": 0.2}),
+    ("/v1/search", {"query": "water under the bridge", "k": 3, "text": True}),
+    ("/v1/embeddings", {"input": ["the dog bit the man", "the man bit the dog"]}),
+    ("/embed", {"inputs": "small river"}),
+    ("/rerank", {"query": "the cat sat", "texts": ["a cat sat on the mat", "the dog ran"]}),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, check=True).stdout
+
+
+def http(url, path, body=None, timeout=60):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, method="GET" if body is None else "POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def comparable(raw):
+    j = json.loads(raw)
+    for r in j.get("results", []) if isinstance(j, dict) else []:
+        r.pop("timings", None)
+    return j
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rayserve")
+    model = str(d / "model")
+    run("make-fixture", "--out", model, "--seed", "5")
+    rng = random.Random(11)
+    docs = [{"_id": f"d{i}", "title": " ".join(rng.choice(WORDS) for _ in range(2)) if i % 4 else "",
+             "text": " ".join(rng.choice(WORDS) for _ in range(4 + rng.randrange(30)))} for i in range(150)]
+    corpus = d / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(x) + "\n" for x in docs))
+    run("index", "build", "--model", model, "--corpus", str(corpus), "--out", str(d / "one"), "--chunk", "16")
+    run("index", "build", "--model", model, "--corpus", str(corpus), "--out", str(d / "set"), "--chunk", "16",
+        "--shards", "3")
+    # Two raylets: the head (the router) and a node with the "shardhost" resource (the shards).
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1, resources={"shardhost": 8})
+    ray.init(address=cluster.address, log_to_driver=False, runtime_env={"env_vars": {
+        "PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+    port = free_port()
+    url = rs.run(d / "set", port=port, replicas=2, verifier="F1", threads=1, shard_resources={"shardhost": 0.5})
+    one = _sieve.Service(str(d / "one"), verifier="F1", threads=1, workers=1)
+    yield {"dir": d, "url": url, "one": one, "docs": docs}
+    serve.shutdown()
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def reference(world, path, body):
+    status, out, _, _ = world["one"].handle("POST", path, json.dumps(body).encode(), {})
+    return status, out
+
+
+def test_answers_equal_one_index(world):
+    for path, body in BODIES:
+        status, got = http(world["url"], path, body)
+        want_status, want = reference(world, path, body)
+        assert status == want_status == 200, (path, body, got)
+        assert comparable(got) == comparable(want), (path, body)
+    # Documents' own texts as queries, whose best hits lie in every shard.
+    body = {"queries": [x["text"] for x in world["docs"][::10]], "mode": "hybrid", "k": 10, "candidates": 30,
+            "rerank": True}
+    status, got = http(world["url"], "/v1/search", body)
+    assert status == 200 and comparable(got) == comparable(reference(world, "/v1/search", body)[1])
+    shards_hit = {int(h["id"][1:]) // 50 for r in json.loads(got)["results"] for h in r["hits"]}
+    assert shards_hit == {0, 1, 2}  # 150 documents in shards of 48, 48, 54: ids d0-d149 across all three
+    status, got = http(world["url"], "/v1/documents/d42")
+    assert status == 200 and json.loads(got)["text"] == world["docs"][42]["text"]
+    assert http(world["url"], "/health")[0] == 200
+    # Errors are the service's own: the same status and JSON body.
+    for path, body in [("/v1/search", {"query": "x", "k": 0}), ("/v1/search", {"query": "x", "mode": "sideways"}),
+                       ("/rerank", {"query": "x"})]:
+        status, got = http(world["url"], path, body)
+        want_status, want = reference(world, path, body)
+        assert status == want_status and status in (400, 422) and json.loads(got) == json.loads(want), (path, got)
+    status, got = http(world["url"], "/v1/documents", {"documents": [{"_id": "new", "text": "x"}]})
+    assert status == 422 and "shard set" in json.loads(got)["error"]["message"]
+
+
+def replicas_of(shard):
+    """{replica info} of every replica now serving the shard's deployment (asked through Serve)."""
+    h = serve.get_deployment_handle(rs.shard_deployment_name(shard), app_name=rs.APP)
+    seen = {}
+    for _ in range(40):
+        info = h.info.remote().result(timeout_s=30)
+        seen[info["pid"]] = info
+        if len(seen) >= 2:
+            break
+    return seen
+
+
+def test_shards_run_on_the_other_node(world):
+    head = ray.get_runtime_context().get_node_id()
+    for shard in range(3):
+        for info in replicas_of(shard).values():
+            assert info["node"] != head
+
+
+def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
+    path, body = BODIES[3]
+    _, want = reference(world, path, body)
+    want = comparable(want)
+    victim = next(iter(replicas_of(1)))
+    results = []  # (time, ok)
+    stop = threading.Event()
+
+    def load():
+        while not stop.is_set():
+            status, got = http(world["url"], path, body)
+            results.append((time.time(), status == 200 and comparable(got) == want))
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(2)
+    killed_at = time.time()
+    os.kill(victim, signal.SIGKILL)
+    # The restart window: until Serve runs two replicas of the shard again, the dead one replaced.
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            pids = set(replicas_of(1))
+        except Exception:
+            pids = set()
+        if len(pids) == 2 and victim not in pids:
+            break
+        time.sleep(1)
+    else:
+        stop.set()
+        pytest.fail("the killed replica was not replaced within 120 s")
+    restarted_at = time.time()
+    time.sleep(3)
+    stop.set()
+    for t in threads:
+        t.join()
+    before = [ok for t, ok in results if t < killed_at]
+    after = [ok for t, ok in results if t > restarted_at]
+    assert before and all(before)
+    assert len(after) >= 4 and all(after), f"{after.count(False)} of {len(after)} failed after the restart"

@@ -1,0 +1,378 @@
+// Shard sets against one index over the same documents. The reference is an ordinary index built
+// from the whole corpus: a shard set split 1, 2, 3 and 5 ways must give the same documents, keys
+// and token states bit for bit, and the same hits with the same scores in every mode (dense,
+// BM25, hybrid by RRF and by weights) and through stage 2 (rerank and gate). HNSW is approximate
+// in both, so there the set's recall against exact search is held to the index's within 0.01.
+// The corpus is SciFact's first documents and queries when ../shared/data is there, else
+// generated text; the model is the small fixture encoder (fast), since what is tested is the
+// merge, not the model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+#include "index/lexical_index.h"
+#include "index/manifest.h"
+#include "sieve/error.h"
+#include "sieve/index.h"
+#include "sieve/pipeline.h"
+#include "sieve/verify.h"
+#include "support/test_util.h"
+#include "unit/index/index_test_util.h"
+
+namespace sieve {
+namespace {
+namespace fs = std::filesystem;
+using namespace sieve::test;
+
+struct TestCorpus {
+  std::string path;
+  std::vector<Document> docs;
+  std::vector<std::string> queries;
+};
+
+std::string write_corpus(const std::string& path, const std::vector<Document>& docs) {
+  std::ofstream f(path);
+  for (const auto& d : docs) f << nlohmann::json{{"_id", d.id}, {"title", d.title}, {"text", d.text}}.dump() << '\n';
+  return path;
+}
+
+// `n` documents and their queries: SciFact's (and the first sentences of some documents, which
+// stage 2 accepts as near-identical) when the shared data is there, else generated ones.
+TestCorpus make_corpus(const std::string& dir, size_t n) {
+  TestCorpus c;
+  const std::string scifact = shared_data("retrieval/scifact/corpus.jsonl");
+  if (!scifact.empty()) {
+    std::ifstream in(scifact);
+    std::string line;
+    while (c.docs.size() < n && std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      c.docs.push_back({j.at("_id").get<std::string>(), j.value("title", ""), j.value("text", "")});
+    }
+    std::ifstream q(shared_data("retrieval/scifact/queries.jsonl"));
+    while (c.queries.size() < 30 && std::getline(q, line)) c.queries.push_back(nlohmann::json::parse(line).at("text"));
+  } else {
+    c.docs = make_docs(n);
+    for (size_t i = 0; i < 30; ++i) c.queries.push_back(make_docs(1, 10000 + i)[0].text);
+  }
+  for (size_t i = 0; i < c.docs.size(); i += c.docs.size() / 10) c.queries.push_back(c.docs[i].text.substr(0, 120));
+  c.path = write_corpus(path_join(dir, "corpus.jsonl"), c.docs);
+  return c;
+}
+
+void expect_same_double(double a, double b, const std::string& what) {
+  if (std::isnan(a) || std::isnan(b)) {
+    EXPECT_TRUE(std::isnan(a) && std::isnan(b)) << what << ": " << a << " vs " << b;
+  } else {
+    EXPECT_EQ(a, b) << what;
+  }
+}
+
+void expect_same_hits(const std::vector<Hit>& want, const std::vector<Hit>& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::string at = what + " hit " + std::to_string(i);
+    EXPECT_EQ(want[i].doc, got[i].doc) << at;
+    EXPECT_EQ(want[i].id, got[i].id) << at;
+    EXPECT_EQ(want[i].score, got[i].score) << at;
+    expect_same_double(want[i].dense_score, got[i].dense_score, at + " dense");
+    expect_same_double(want[i].bm25_score, got[i].bm25_score, at + " bm25");
+    EXPECT_EQ(want[i].dense_rank, got[i].dense_rank) << at;
+    EXPECT_EQ(want[i].bm25_rank, got[i].bm25_rank) << at;
+  }
+}
+
+std::vector<SearchParams> every_mode() {
+  std::vector<SearchParams> modes(4);
+  modes[0].mode = SearchMode::Dense;
+  modes[1].mode = SearchMode::Bm25;
+  modes[2].mode = SearchMode::Hybrid;
+  modes[2].fusion = Fusion::Rrf;
+  modes[3].mode = SearchMode::Hybrid;
+  modes[3].fusion = Fusion::Weighted;
+  modes[3].dense_weight = 0.3;
+  for (auto& m : modes) m.k = 10;
+  return modes;
+}
+
+class ShardSetTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(make_temp_dir("shardset"));
+    corpus_ = new TestCorpus(make_corpus(*dir_, 600));
+    build_index(model_dir(), corpus_->path, *dir_ + "/one", small_opts());
+  }
+  static void TearDownTestSuite() {
+    delete corpus_;
+    delete dir_;
+  }
+  static std::string* dir_;
+  static TestCorpus* corpus_;
+};
+std::string* ShardSetTest::dir_ = nullptr;
+TestCorpus* ShardSetTest::corpus_ = nullptr;
+
+TEST_F(ShardSetTest, EqualsOneIndexInEverySplitAndMode) {
+  auto one = Index::open(*dir_ + "/one");
+  ASSERT_EQ(one->size(), corpus_->docs.size());
+  auto verifier = resolve_verifier("F1", {model_dir(), one->stats().model_identity});
+  // A gate threshold that splits the candidates: the median F1 score on the single index.
+  PipelineParams probe;
+  probe.candidates = 20;
+  probe.k = 20;
+  std::vector<double> scores;
+  for (const auto& q : corpus_->queries)
+    for (const auto& h : search_verified(*one, verifier, q, probe)) scores.push_back(h.verifier_score);
+  std::nth_element(scores.begin(), scores.begin() + scores.size() / 2, scores.end());
+  const double threshold = scores[scores.size() / 2];
+
+  for (size_t shards : {1, 2, 3, 5}) {
+    SCOPED_TRACE("shards " + std::to_string(shards));
+    const std::string out = *dir_ + "/set" + std::to_string(shards);
+    const BuildReport rep = build_shard_set(model_dir(), corpus_->path, out, shards, small_opts());
+    EXPECT_EQ(rep.documents, corpus_->docs.size());
+    ASSERT_TRUE(is_shard_set(out));
+    auto set = Index::open(out);
+    EXPECT_EQ(set->stats().shards, shards);
+    ASSERT_EQ(set->size(), one->size());
+    // Every document, key and token state: the same bits (shards cut at build chunks).
+    for (uint32_t i = 0; i < one->size(); ++i) {
+      const Document a = one->document(i), b = set->document(i);
+      ASSERT_EQ(a.id, b.id) << i;
+      ASSERT_EQ(a.text, b.text) << i;
+      ASSERT_EQ(set->find(a.id), static_cast<int64_t>(i));
+      ASSERT_EQ(one->key(i), set->key(i)) << i;
+      ASSERT_EQ(one->token_ids(i), set->token_ids(i)) << i;
+      const TokenStates ta = one->tokens(i), tb = set->tokens(i);
+      ASSERT_EQ(ta.length, tb.length) << i;
+      ASSERT_EQ(ta.values, tb.values) << i;
+    }
+    EXPECT_EQ(set->find("no such id"), -1);
+    // Stage 1, every mode, in one batch (FAISS's BLAS path) and one query at a time.
+    for (const SearchParams& p : every_mode()) {
+      const std::string mode = std::to_string(static_cast<int>(p.mode)) + "/" + std::to_string(static_cast<int>(p.fusion));
+      auto want = one->search_batch(corpus_->queries, p);
+      auto got = set->search_batch(corpus_->queries, p);
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t q = 0; q < want.size(); ++q) expect_same_hits(want[q].hits, got[q].hits, "mode " + mode + " query " + std::to_string(q));
+      expect_same_hits(one->search(corpus_->queries[0], p).hits, set->search(corpus_->queries[0], p).hits, "single " + mode);
+    }
+    // Stage 2: rerank and gate through the pipeline, hybrid stage 1.
+    for (bool gate : {false, true}) {
+      PipelineParams pp;
+      pp.stage1.mode = SearchMode::Hybrid;
+      pp.candidates = 30;
+      pp.k = 10;
+      pp.rerank = true;
+      pp.gate = gate;
+      pp.threshold = threshold;
+      size_t accepted = 0;
+      for (const auto& q : corpus_->queries) {
+        auto want = search_verified(*one, verifier, q, pp);
+        auto got = search_verified(*set, verifier, q, pp);
+        ASSERT_EQ(want.size(), got.size()) << q;
+        for (size_t i = 0; i < want.size(); ++i) {
+          EXPECT_EQ(want[i].hit.id, got[i].hit.id) << q;
+          EXPECT_EQ(want[i].hit.score, got[i].hit.score) << q;
+          EXPECT_EQ(want[i].verifier_score, got[i].verifier_score) << q;
+          EXPECT_EQ(want[i].accepted, got[i].accepted) << q;
+          EXPECT_EQ(want[i].stage1_rank, got[i].stage1_rank) << q;
+          accepted += got[i].accepted;
+        }
+      }
+      if (gate) EXPECT_GT(accepted, 0u);  // the gate let something through: the comparison saw hits
+    }
+  }
+}
+
+// HNSW is approximate: the set's dense recall@10 against exact search stays within 0.01 of one
+// HNSW index's.
+// BM25 is scored in sieve's fixed order (so that several databases give the bits of one): the
+// scores stay those of Xapian's BM25Weight, to rounding.
+TEST_F(ShardSetTest, Bm25RescoringAgreesWithXapian) {
+  index::XapianLexicalIndex one(*dir_ + "/one/" + index::kLexicalDir);
+  size_t compared = 0;
+  for (const auto& q : corpus_->queries) {
+    std::vector<double> xapian;
+    auto hits = one.search_shards(q, 50, {static_cast<uint32_t>(corpus_->docs.size())}, &xapian);
+    ASSERT_EQ(hits.size(), xapian.size());
+    for (size_t i = 0; i < hits.size(); ++i, ++compared) {
+      EXPECT_NEAR(hits[i].score, xapian[i], 1e-9 * std::max(1.0, xapian[i])) << q << " hit " << i;
+      if (i > 0) EXPECT_GE(hits[i - 1].score, hits[i].score);
+    }
+  }
+  EXPECT_GT(compared, 100u);
+}
+
+TEST_F(ShardSetTest, HnswRecallWithinOnePointOfOneIndex) {
+  IndexBuildOptions o = small_opts();
+  o.vector_factory = "HNSW32";
+  o.store_tokens = false;
+  build_index(model_dir(), corpus_->path, *dir_ + "/hnsw-one", o);
+  build_shard_set(model_dir(), corpus_->path, *dir_ + "/hnsw-set", 3, o);
+  auto exact = Index::open(*dir_ + "/one");
+  auto one = Index::open(*dir_ + "/hnsw-one");
+  auto set = Index::open(*dir_ + "/hnsw-set");
+  EXPECT_EQ(set->stats().vector_factory, "HNSW32");
+  SearchParams p;
+  p.k = 10;
+  p.ef_search = 16;  // low, so that the approximation shows
+  auto truth = exact->search_batch(corpus_->queries, p);
+  auto a = one->search_batch(corpus_->queries, p);
+  auto b = set->search_batch(corpus_->queries, p);
+  auto recall = [&](const std::vector<SearchResult>& r) {
+    double found = 0, total = 0;
+    for (size_t q = 0; q < truth.size(); ++q) {
+      std::set<uint32_t> t;
+      for (const auto& h : truth[q].hits) t.insert(h.doc);
+      for (const auto& h : r[q].hits) found += t.count(h.doc);
+      total += t.size();
+    }
+    return found / total;
+  };
+  EXPECT_GE(recall(b), recall(a) - 0.01) << "one " << recall(a) << " set " << recall(b);
+}
+
+TEST_F(ShardSetTest, SplitCutsAtChunksAndKeepsEveryDocumentInOrder) {
+  const std::string d = *dir_ + "/split";
+  auto files = split_corpus(corpus_->path, CorpusFormat::Auto, 3, d, 64);
+  ASSERT_EQ(files.size(), 3u);
+  std::vector<std::string> ids;
+  std::vector<size_t> sizes;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+      ids.push_back(nlohmann::json::parse(line).at("_id"));
+      ++n;
+    }
+    sizes.push_back(n);
+  }
+  ASSERT_EQ(ids.size(), corpus_->docs.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], corpus_->docs[i].id);
+  // 600 documents = 10 chunks of 64 (the last one short): 3 + 3 + 4 chunks.
+  EXPECT_EQ(sizes[0], 192u);
+  EXPECT_EQ(sizes[1], 192u);
+  EXPECT_EQ(sizes[2], 216u);
+  // Fewer chunks than shards: an even split.
+  files = split_corpus(corpus_->path, CorpusFormat::Auto, 4, d + "2", 256);
+  std::vector<size_t> even;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    even.push_back(static_cast<size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n')));
+  }
+  EXPECT_EQ(even, (std::vector<size_t>{150, 150, 150, 150}));
+  EXPECT_NE(error_of([&] { split_corpus(corpus_->path, CorpusFormat::Auto, 601, d + "3", 1); }).find("fewer than"),
+            std::string::npos);
+}
+
+// A set is written once and checked at every open: a damaged or changed manifest, a shard that
+// was rebuilt or removed, and adding documents are refused with the shard named.
+TEST_F(ShardSetTest, DamageAndChangesAreRefused) {
+  const std::string src = *dir_ + "/dmg-src";
+  build_shard_set(model_dir(), corpus_->path, src, 3, small_opts());
+  auto fresh = [&](const std::string& name) {
+    const std::string d = *dir_ + "/" + name;
+    fs::remove_all(d);
+    fs::copy(src, d, fs::copy_options::recursive);
+    return d;
+  };
+  // The manifest's checksum.
+  std::string d = fresh("dmg-manifest");
+  std::string text = read_file(d + "/shardset.json");
+  const size_t at = text.find("\"documents\": 600");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 16, "\"documents\": 601");
+  write_text(d + "/shardset.json", text);
+  EXPECT_NE(error_of([&] { Index::open(d); }).find("checksum"), std::string::npos);
+  // A shard replaced by another index (its manifest is not the one committed).
+  d = fresh("dmg-shard");
+  fs::remove_all(d + "/shard-001");
+  std::vector<Document> other(corpus_->docs.begin() + 192, corpus_->docs.begin() + 384);
+  other[0].text += " changed";
+  build_index(model_dir(), write_corpus(*dir_ + "/other.jsonl", other), d + "/shard-001", small_opts());
+  std::string err = error_of([&] { Index::open(d); });
+  EXPECT_NE(err.find("shard-001"), std::string::npos) << err;
+  // A missing shard.
+  d = fresh("dmg-missing");
+  fs::remove_all(d + "/shard-002");
+  err = error_of([&] { Index::open(d); });
+  EXPECT_NE(err.find("shard-002"), std::string::npos) << err;
+  // Damage inside a shard is found by a verifying open, as for one index.
+  d = fresh("dmg-inner");
+  flip_byte(d + "/shard-001/corpus.dat", 100);
+  IndexOpenOptions verify;
+  verify.verify = true;
+  EXPECT_NE(error_of([&] { Index::open(d, verify); }), "");
+  // Never extended: add_to_index and a writer's add refuse; the set is unchanged.
+  d = fresh("dmg-add");
+  const std::string before = read_file(d + "/shardset.json");
+  EXPECT_NE(error_of([&] { add_to_index(d, write_jsonl(*dir_, "more.jsonl", make_docs(3, 900)), small_opts()); })
+                .find("shard set"),
+            std::string::npos);
+  IndexWriter w(d);
+  EXPECT_EQ(w.snapshot()->size(), 600u);
+  EXPECT_NE(error_of([&] { w.add(make_docs(3, 900)); }).find("shard set"), std::string::npos);
+  EXPECT_EQ(read_file(d + "/shardset.json"), before);
+  // An existing output is kept without force.
+  EXPECT_NE(error_of([&] { build_shard_set(model_dir(), corpus_->path, src, 2, small_opts()); }).find("already exists"),
+            std::string::npos);
+  EXPECT_EQ(Index::open(src)->stats().shards, 3u);
+}
+
+// The command line: --shards writes a set, search reads it like one index (same output bytes),
+// info reports the shards, add is refused.
+TEST_F(ShardSetTest, CommandLineBuildsAndSearchesASet) {
+  const std::string out = *dir_ + "/cli-set", one = *dir_ + "/cli-one";
+  const std::string common = " --model " + model_dir() + " --corpus " + corpus_->path + " --chunk 16";
+  ASSERT_EQ(run_command(cli_path() + " index build" + common + " --out " + one + " 2>/dev/null").exit_code, 0);
+  ASSERT_EQ(run_command(cli_path() + " index build" + common + " --shards 3 --out " + out + " 2>/dev/null").exit_code, 0);
+  auto info = nlohmann::json::parse(run_command(cli_path() + " index info --index " + out).out);
+  EXPECT_EQ(info.at("shards"), 3);
+  EXPECT_EQ(info.at("documents"), 600);
+  const std::string queries = write_text(*dir_ + "/q.txt", corpus_->queries[0] + "\n" + corpus_->queries[1] + "\n");
+  for (const std::string mode : {"dense", "bm25", "hybrid"}) {
+    const std::string args = " -q " + queries + " --mode " + mode + " -k 5 2>/dev/null";
+    auto a = run_command(cli_path() + " search --index " + one + args);
+    auto b = run_command(cli_path() + " search --index " + out + args);
+    EXPECT_EQ(a.exit_code, 0);
+    EXPECT_EQ(b.exit_code, 0);
+    EXPECT_FALSE(a.out.empty());
+    EXPECT_EQ(a.out, b.out) << mode;
+  }
+  // eval retrieval: the same metrics (each query judged relevant to the document it was cut from,
+  // and to one more).
+  {
+    std::ofstream qf(*dir_ + "/eval-q.tsv"), rf(*dir_ + "/eval-qrels.tsv");
+    rf << "query-id\tcorpus-id\tscore\n";
+    for (size_t i = 0; i < 20; ++i) {
+      const Document& d = corpus_->docs[i * 29];
+      qf << "q" << i << "\t" << d.text.substr(0, 80) << "\n";
+      rf << "q" << i << "\t" << d.id << "\t1\n" << "q" << i << "\t" << corpus_->docs[i * 29 + 1].id << "\t1\n";
+    }
+  }
+  const std::string eval_args = " -q " + *dir_ + "/eval-q.tsv --qrels " + *dir_ + "/eval-qrels.tsv --mode hybrid 2>/dev/null";
+  auto ea = run_command(cli_path() + " eval retrieval --index " + one + eval_args);
+  auto eb = run_command(cli_path() + " eval retrieval --index " + out + eval_args);
+  ASSERT_EQ(ea.exit_code, 0);
+  ASSERT_EQ(eb.exit_code, 0);
+  auto ja = nlohmann::json::parse(ea.out), jb = nlohmann::json::parse(eb.out);
+  ASSERT_TRUE(ja.contains("ndcg@10")) << ea.out;
+  for (auto* j : {&ja, &jb})
+    for (const char* timing : {"queries_per_second", "seconds", "index", "index_dir"}) j->erase(timing);
+  EXPECT_EQ(ja, jb);
+  auto add = run_command(cli_path() + " index add --index " + out + " --corpus " + corpus_->path + " 2>&1");
+  EXPECT_NE(add.exit_code, 0);
+  EXPECT_NE(add.out.find("shard set"), std::string::npos) << add.out;
+}
+
+}  // namespace
+}  // namespace sieve
