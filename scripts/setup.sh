@@ -53,7 +53,7 @@ finish() {
     [[ "${CI:-}" == "true" ]] && strict=1
     SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
-    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, pyarrow" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, ray.serve, starlette, pyarrow" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi

@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -130,9 +131,7 @@ def application(index, *, replicas=1, router_replicas=1, model="", verifier="", 
     """The Ray Serve application of shard set `index`: a router bound to one deployment per shard.
     `shard_resources` ({"name": amount}) places the shard replicas on nodes that have them."""
     ray, serve = _serve()
-    index = os.path.abspath(str(index))
-    if not _sieve.is_shard_set(index):
-        raise ValueError(f"'{index}' is not a shard set (build one with `sieve index build --shards N` or sieve.ray)")
+    index = _check_set(index)
     manifest = json.load(open(os.path.join(index, "shardset.json"), encoding="utf-8"))
     shard_dirs = [os.path.join(index, s["dir"]) for s in manifest["shards"]]
     opts = {"num_cpus": shard_cpus}
@@ -148,6 +147,13 @@ def application(index, *, replicas=1, router_replicas=1, model="", verifier="", 
     return router.bind(index, bound, model, verifier, threads, 0, timeout_s)
 
 
+def _check_set(index):
+    index = os.path.abspath(str(index))
+    if not _sieve.is_shard_set(index):
+        raise ValueError(f"'{index}' is not a shard set (build one with `sieve index build --shards N` or sieve.ray)")
+    return index
+
+
 def _runtime_env():
     pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {"PYTHONPATH": os.pathsep.join([pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
@@ -157,13 +163,17 @@ def _runtime_env():
     return {"env_vars": env}
 
 
-def run(index, *, host="127.0.0.1", port=8000, address=None, **options):
+def run(index, *, host="127.0.0.1", port=8000, address=None, node_ip_address=None, **options):
     """Deploys the application of `index` (see application()) on the Ray cluster at `address` (a
     local one when None and none is running) with the HTTP proxy on host:port; returns when every
-    replica is up, leaving it running (serve.shutdown() stops it)."""
+    replica is up, leaving it running (serve.shutdown() stops it). `node_ip_address`: this
+    machine's address in the cluster, when it has several."""
     ray, serve = _serve()
+    _check_set(index)  # before starting anything
     if not ray.is_initialized():
         kwargs = {"address": address} if address else {}
+        if node_ip_address:
+            kwargs["_node_ip_address"] = node_ip_address
         ray.init(include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **kwargs)
     serve.start(http_options={"host": host, "port": port})
     serve.run(application(index, **options), name=APP, route_prefix="/")
@@ -174,6 +184,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m sieve.ray serve", description=__doc__.split("\n\n")[0])
     p.add_argument("--index", required=True, help="the shard set to serve (its folder, on every node that serves it)")
     p.add_argument("--address", default="", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--node-ip-address", default="", help="this machine's address in the Ray cluster (several networks)")
     p.add_argument("--host", default="127.0.0.1", help="address of Ray Serve's HTTP proxy")
     p.add_argument("--port", type=int, default=8000, help="port of Ray Serve's HTTP proxy")
     p.add_argument("--replicas", type=int, default=1, help="replicas of each shard's deployment")
@@ -191,17 +202,25 @@ def main(argv=None):
         name, _, amount = r.partition("=")
         resources[name] = float(amount or 1)
     try:
-        url = run(a.index, host=a.host, port=a.port, address=a.address or None, replicas=a.replicas,
+        url = run(a.index, host=a.host, port=a.port, address=a.address or None,
+                  node_ip_address=a.node_ip_address or None, replicas=a.replicas,
                   router_replicas=a.router_replicas, model=a.model, verifier=a.verifier, threads=a.threads,
                   shard_threads=a.shard_threads, shard_cpus=a.shard_cpus, shard_resources=resources or None)
     except (ValueError, _sieve.Error) as e:
         print(f"sieve.ray serve: error: {e}", file=sys.stderr)
         return 1
     print(f"sieve.ray serve: serving {a.index} on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        import ray
         from ray import serve
         serve.shutdown()
+        ray.shutdown()  # stops a local Ray this command started
     return 0

@@ -37,7 +37,7 @@ BODIES = [
     ("/v1/search", {"query": "the man bit the dog", "mode": "hybrid", "k": 5, "candidates": 20, "rerank": True}),
     ("/v1/search", {"query": "green door of the city", "mode": "dense", "k": 5, "candidates": 20, "gate": True,
                     "threshold": 0.2}),
-    ("/v1/search", {"query": "water under the bridge", "k": 3, "text": True}),
+    ("/v1/search", {"query": "water under the bridge", "k": 3, "with_text": True}),
     ("/v1/embeddings", {"input": ["the dog bit the man", "the man bit the dog"]}),
     ("/embed", {"inputs": "small river"}),
     ("/rerank", {"query": "the cat sat", "texts": ["a cat sat on the mat", "the dog ran"]}),
@@ -72,9 +72,10 @@ def comparable(raw):
     return j
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    d = tmp_path_factory.mktemp("rayserve")
+def world_corpus(d, shards):
+    """A fixture model (fast: what is tested is the serving, not the model), 150 documents, one
+    index of them (d/one) and a shard set of `shards` shards (d/set) in folder `d`: (corpus path,
+    documents, model folder)."""
     model = str(d / "model")
     run("make-fixture", "--out", model, "--seed", "5")
     rng = random.Random(11)
@@ -84,7 +85,14 @@ def world(tmp_path_factory):
     corpus.write_text("".join(json.dumps(x) + "\n" for x in docs))
     run("index", "build", "--model", model, "--corpus", str(corpus), "--out", str(d / "one"), "--chunk", "16")
     run("index", "build", "--model", model, "--corpus", str(corpus), "--out", str(d / "set"), "--chunk", "16",
-        "--shards", "3")
+        "--shards", str(shards))
+    return corpus, docs, model
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rayserve")
+    corpus, docs, model = world_corpus(d, 3)
     # Two raylets: the head (the router) and a node with the "shardhost" resource (the shards).
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     cluster.add_node(num_cpus=1, resources={"shardhost": 8})
@@ -187,6 +195,10 @@ def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
     for t in threads:
         t.join()
     before = [ok for t, ok in results if t < killed_at]
+    window = [ok for t, ok in results if killed_at <= t <= restarted_at]
     after = [ok for t, ok in results if t > restarted_at]
+    print(json.dumps({"replaced_after_s": round(restarted_at - killed_at, 1), "requests_before": len(before),
+                      "in_window": len(window), "failed_in_window": window.count(False), "after": len(after),
+                      "failed_after": after.count(False)}))  # pytest -s shows it
     assert before and all(before)
     assert len(after) >= 4 and all(after), f"{after.count(False)} of {len(after)} failed after the restart"

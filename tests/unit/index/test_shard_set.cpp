@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "core/file_util.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
+#include "index/shard_set.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
@@ -190,6 +192,98 @@ TEST_F(ShardSetTest, EqualsOneIndexInEverySplitAndMode) {
       if (gate) EXPECT_GT(accepted, 0u);  // the gate let something through: the comparison saw hits
     }
   }
+}
+
+// A shard set whose shards are served elsewhere (IndexOpenOptions::remote, as Ray Serve's router
+// opens it): here a remote that forwards to the shards opened in this process. Every hit, key and
+// token state equals the local set's; stage 2 asks each shard once per query; a shard that fails
+// or answers out of range is ShardUnavailable, never a wrong result.
+class ForwardingRemote final : public ShardRemote {
+ public:
+  explicit ForwardingRemote(const std::string& set) {
+    for (size_t s = 0; fs::exists(path_join(set, shard_dir_name(s))); ++s) {
+      IndexOpenOptions o;
+      o.load_encoder = false;
+      shards.push_back(Index::open(path_join(set, shard_dir_name(s)), o));
+    }
+  }
+  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim, const float* pooled,
+                                                                   size_t depth, const SearchParams& p) const override {
+    ++dense_calls;
+    if (fail) throw ShardUnavailable("down");
+    EXPECT_EQ(dim, shards[shard]->stats().dim);
+    auto lists = index::dense_lists(*shards[shard], n, pooled, depth, p);
+    if (lie) lists[0].emplace_back(static_cast<uint32_t>(shards[shard]->size()), 1.0);
+    return lists;
+  }
+  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
+    ++token_calls;
+    if (fail) throw ShardUnavailable("down");
+    return shards[shard]->tokens_of(docs, max_rows);
+  }
+  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override {
+    std::vector<float> out;
+    for (uint32_t d : docs) {
+      auto k = shards[shard]->key(d);
+      out.insert(out.end(), k.begin(), k.end());
+    }
+    return out;
+  }
+  std::vector<std::unique_ptr<Index>> shards;
+  mutable std::atomic<size_t> dense_calls{0}, token_calls{0};
+  bool fail = false, lie = false;
+};
+
+TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
+  const std::string out = *dir_ + "/remote3";
+  build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  auto local = Index::open(out);
+  auto remote = std::make_shared<ForwardingRemote>(out);
+  ASSERT_EQ(remote->shards.size(), 3u);
+  IndexOpenOptions o;
+  o.remote = remote;
+  auto set = Index::open(out, o);
+  ASSERT_EQ(set->size(), local->size());
+  for (uint32_t i = 0; i < local->size(); i += 7) {
+    ASSERT_EQ(local->key(i), set->key(i)) << i;
+    ASSERT_EQ(local->tokens(i, 16).values, set->tokens(i, 16).values) << i;
+  }
+  for (const SearchParams& p : every_mode()) {
+    auto want = local->search_batch(corpus_->queries, p);
+    auto got = set->search_batch(corpus_->queries, p);
+    for (size_t q = 0; q < want.size(); ++q) expect_same_hits(want[q].hits, got[q].hits, "query " + std::to_string(q));
+  }
+  EXPECT_GT(remote->dense_calls.load(), 0u);  // the dense lists did come from the remote
+  auto verifier = resolve_verifier("F1", {model_dir(), local->stats().model_identity});
+  PipelineParams pp;
+  pp.stage1.mode = SearchMode::Hybrid;
+  pp.candidates = 30;
+  pp.rerank = true;
+  for (const auto& q : corpus_->queries) {
+    const size_t before = remote->token_calls.load();
+    auto want = search_verified(*local, verifier, q, pp);
+    auto got = search_verified(*set, verifier, q, pp);
+    EXPECT_LE(remote->token_calls.load() - before, 3u) << "one token call per shard";
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(want[i].hit.id, got[i].hit.id) << q;
+      EXPECT_EQ(want[i].verifier_score, got[i].verifier_score) << q;
+    }
+  }
+  remote->lie = true;
+  EXPECT_THROW(set->search(corpus_->queries[0], every_mode()[0]), ShardUnavailable);
+  remote->lie = false;
+  remote->fail = true;
+  EXPECT_THROW(set->search(corpus_->queries[0], every_mode()[0]), ShardUnavailable);
+  EXPECT_NO_THROW(set->search(corpus_->queries[0], every_mode()[1]));  // BM25 needs no shard server
+  EXPECT_THROW(search_verified(*set, verifier, corpus_->queries[0], pp), ShardUnavailable);
+  // A remote is for shard sets only; a shard opened without vectors refuses dense search.
+  EXPECT_THROW(Index::open(*dir_ + "/one", o), Error);
+  IndexOpenOptions nv;
+  nv.load_vectors = false;
+  auto bare = Index::open(*dir_ + "/one", nv);
+  EXPECT_THROW(bare->search(corpus_->queries[0], every_mode()[0]), Error);
+  EXPECT_EQ(bare->search(corpus_->queries[0], every_mode()[1]).hits.size(), 10u);
 }
 
 // HNSW is approximate: the set's dense recall@10 against exact search stays within 0.01 of one

@@ -598,6 +598,48 @@ TEST(ServeShardSet, AnswersEqualOneIndexAndAddsAreRefused) {
   EXPECT_NE(add.body.find("shard set"), std::string::npos) << add.body;
 }
 
+// Shards served elsewhere (Ray Serve's router): a shard that does not answer makes a search that
+// needs it a 503 with Retry-After, not a 422 or a 500; BM25 alone still answers.
+TEST(ServeShardSet, AShardThatDoesNotAnswerIs503) {
+  struct DownRemote final : ShardRemote {
+    std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t, size_t, size_t, const float*, size_t,
+                                                                     const SearchParams&) const override {
+      throw ShardUnavailable("shard 1 did not answer: replica died");
+    }
+    std::vector<TokenStates> tokens(size_t, const std::vector<uint32_t>&, size_t) const override {
+      throw ShardUnavailable("shard 1 did not answer");
+    }
+    std::vector<float> keys(size_t, const std::vector<uint32_t>&) const override {
+      throw ShardUnavailable("shard 1 did not answer");
+    }
+  };
+  const std::string dir = test::make_temp_dir("serve_set_down");
+  write_fixture_model(dir + "/model", test::tiny_model_options(22));
+  {
+    std::ofstream f(dir + "/c.tsv");
+    for (int i = 0; i < 30; ++i) f << "d" << i << "\t" << kTexts[i % 7] << " " << i << "\n";
+  }
+  IndexBuildOptions bo;
+  bo.chunk_docs = 8;
+  build_shard_set(dir + "/model", dir + "/c.tsv", dir + "/set", 2, bo);
+  ServeOptions o;
+  o.encoder_workers = 1;
+  o.verifier = "F1";
+  o.index_dir = dir + "/set";
+  o.remote = std::make_shared<DownRemote>();
+  Service set(o);
+  Response r = set.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "dense"}}.dump());
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["type"], "shard_unavailable");
+  EXPECT_NE(r.body.find("replica died"), std::string::npos) << r.body;
+  bool retry_after = false;
+  for (const auto& [k, v] : r.headers) retry_after |= k == "Retry-After";
+  EXPECT_TRUE(retry_after);
+  EXPECT_EQ(set.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "bm25"}}.dump()).status, 200);
+  r = set.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "bm25"}, {"rerank", true}}.dump());
+  EXPECT_EQ(r.status, 503) << r.body;  // stage 2 reads token states from the shards
+}
+
 // Live documents: a batch is searchable once answered, whole; ids must be new; readers running
 // meanwhile see the old or the new snapshot, never an error.
 TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
