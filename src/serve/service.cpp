@@ -1,6 +1,7 @@
 #include "serve/service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "core/file_util.h"
+#include "core/log.h"
 #include "serve/web_page.h"
 #include "sieve/error.h"
 
@@ -26,14 +28,50 @@ using json = nlohmann::json;
 HttpError bad(const std::string& message) { return HttpError(400, "invalid_request_error", message); }
 HttpError too_much(const std::string& message) { return HttpError(422, "invalid_request_error", message); }
 
-json parse_object(const std::string& body) {
+// Where a body stops being JSON, in our words: the byte, its line and column, and the text
+// around it (the parser's own message names its internals).
+std::string where_json_breaks(const std::string& body, size_t byte) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return "the body is empty, not a JSON object";
+  const size_t at = std::min(byte > 0 ? byte - 1 : 0, body.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (body[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  if (at >= body.size()) return "the JSON ends too early (after " + std::to_string(body.size()) + " bytes; a brace, bracket or quote is not closed)";
+  const size_t from = at >= 20 ? at - 20 : 0;
+  std::string near = body.substr(from, std::min<size_t>(40, body.size() - from));
+  for (char& c : near)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
+         std::to_string(at + 1) + "), near \"" + near + "\"";
+}
+
+// The body as a JSON object whose keys are all among `fields` (a typo must not pass silently:
+// 422 naming the unknown ones and what is accepted).
+json parse_object(const std::string& body, std::initializer_list<const char*> fields) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::exception& e) {
-    throw bad(std::string("malformed JSON: ") + e.what());
+  } catch (const json::parse_error& e) {
+    throw bad(where_json_breaks(body, e.byte));
+  } catch (const json::exception&) {
+    throw bad("the body is not valid JSON (UTF-8 text expected)");
   }
   if (!j.is_object()) throw bad("the request body must be a JSON object");
+  std::string unknown, accepted;
+  for (const char* f : fields) accepted += std::string(accepted.empty() ? "" : ", ") + f;
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* f : fields) known = known || key == f;
+    if (!known) unknown += std::string(unknown.empty() ? "'" : ", '") + key + "'";
+  }
+  if (!unknown.empty())
+    throw HttpError(422, "invalid_request_error", "unknown field(s) " + unknown + " (accepted: " + accepted + ")");
   return j;
 }
 
@@ -99,6 +137,15 @@ std::string base64(const unsigned char* p, size_t n) {
     out += i + 2 < n ? kAlphabet[v & 63] : '=';
   }
   return out;
+}
+
+// TEI's fields that sieve takes only at their default: truncation on the right, no prompt.
+void check_tei_extras(const json& j) {
+  std::string dir = string_of(j, "truncation_direction", "right");
+  std::transform(dir.begin(), dir.end(), dir.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (dir != "right") throw too_much("'truncation_direction' must be \"right\": sieve cuts long inputs at their end");
+  if (j.contains("prompt_name") && !j.at("prompt_name").is_null())
+    throw too_much("'prompt_name': this model has no prompts (send the text as it should be embedded)");
 }
 
 Response json_response(const json& j, int status = 200) {
@@ -172,8 +219,19 @@ Service::~Service() = default;
 
 std::shared_ptr<const Index> Service::snapshot() const { return index_ ? index_->snapshot() : nullptr; }
 
-Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states) {
-  return batcher_->encode(texts, token_states);
+Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states, const char* route) {
+  Embeddings e = batcher_->encode(texts, token_states);
+  if (route != nullptr && e.truncated > 0) {
+    std::string which;
+    size_t listed = 0;
+    for (size_t i = 0; i < e.encodings.size() && listed < 10; ++i)
+      if (e.encodings[i].truncated) which += (listed++ ? ", " : "") + std::to_string(i);
+    if (listed < e.truncated) which += ", ...";
+    log_warn(std::string(route) + ": " + std::to_string(e.truncated) + " of " + std::to_string(texts.size()) +
+             " input(s) longer than the model's " + std::to_string(encoder_->max_length()) +
+             " tokens were truncated (input " + which + ")");
+  }
+  return e;
 }
 
 void Service::require_finite(const std::vector<float>& scores, const char* item) const {
@@ -243,7 +301,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if ((path == "/v1/explain" || path == "/v1/explain.svg") && verifier_.cross)
     throw bad("the server's verifier is a cross-encoder, which reads texts: there is no token map to explain");
   if (path == "/v1/explain") {
-    const json j = parse_object(body);
+    const json j = parse_object(body, {"query", "candidate", "threshold"});
     if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
       throw bad("'query' and 'candidate' must be strings");
     const Explanation x = explain_pair(*encoder_, verifier_.verifier.get(), j.at("query").get<std::string>(),
@@ -309,10 +367,16 @@ Response Service::info() const {
 }
 
 Response Service::embeddings_openai(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"input", "model", "encoding_format", "dimensions", "user"});
   if (!j.contains("input")) throw bad("missing field 'input'");
   const std::string format = string_of(j, "encoding_format", "float");
   if (format != "float" && format != "base64") throw bad("'encoding_format' must be \"float\" or \"base64\"");
+  if (j.contains("dimensions") && !j.at("dimensions").is_null()) {  // OpenAI's: only the model's own width
+    const json& d = j.at("dimensions");
+    if (!d.is_number_integer() || d.get<int64_t>() != static_cast<int64_t>(encoder_->dim()))
+      throw too_much("'dimensions' must be the model's " + std::to_string(encoder_->dim()) + " (it cannot be shortened)");
+  }
+  string_of(j, "user", "");  // OpenAI's end-user id: checked as a string, not used
   const json& in = j.at("input");
   Embeddings e;
   // OpenAI's input: a string, strings, or token arrays (one array of ints, or arrays of them).
@@ -343,7 +407,7 @@ Response Service::embeddings_openai(const std::string& body) {
     const std::vector<std::string> texts = strings_of(j, "input", true);
     if (texts.empty()) throw bad("'input' is empty");
     if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = encode(texts, false);
+    e = encode(texts, false, "POST /v1/embeddings");
   }
   json data = json::array();
   size_t tokens = 0;
@@ -362,12 +426,13 @@ Response Service::embeddings_openai(const std::string& body) {
 }
 
 Response Service::embed_tei(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"inputs", "normalize", "truncate", "truncation_direction", "prompt_name"});
   const std::vector<std::string> texts = strings_of(j, "inputs", true);
   if (texts.empty()) throw bad("'inputs' is empty");
   if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
   const bool normalize = bool_of(j, "normalize", true), truncate = bool_of(j, "truncate", false);
-  Embeddings e = encode(texts, !normalize);
+  check_tei_extras(j);
+  Embeddings e = encode(texts, !normalize, "POST /embed");
   if (!truncate && e.truncated > 0)
     throw too_much("an input is longer than the model's " + std::to_string(encoder_->max_length()) +
                    " tokens; send \"truncate\": true to cut it");
@@ -386,12 +451,14 @@ Response Service::embed_tei(const std::string& body) {
 }
 
 Response Service::rerank_tei(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"query", "texts", "return_text", "raw_scores", "truncate", "truncation_direction"});
   if (!j.contains("query") || !j.at("query").is_string()) throw bad("'query' must be a string");
   std::vector<std::string> texts = strings_of(j, "texts", true);
   if (texts.empty()) throw bad("'texts' is empty");
   if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " texts, more than the limit " + std::to_string(opt_.max_texts));
   const bool return_text = bool_of(j, "return_text", false), raw = bool_of(j, "raw_scores", false);
+  bool_of(j, "truncate", true);  // TEI's; the reranker always cuts a pair to the model's length
+  check_tei_extras(j);
   std::vector<std::string> all = {j.at("query").get<std::string>()};
   all.insert(all.end(), texts.begin(), texts.end());
   std::vector<float> s;
@@ -420,7 +487,7 @@ Response Service::rerank_tei(const std::string& body) {
 }
 
 Response Service::verify(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"pairs", "threshold"});
   if (!j.contains("pairs") || !j.at("pairs").is_array()) throw bad("'pairs' must be an array of [query, candidate]");
   const json& pairs = j.at("pairs");
   if (pairs.empty()) throw bad("'pairs' is empty");
@@ -460,7 +527,7 @@ Response Service::verify(const std::string& body) {
 Response Service::search(const std::string& body) {
   const std::shared_ptr<const Index> ix = snapshot();  // this request's snapshot
   if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text"});
   std::vector<std::string> queries = strings_of(j, "queries", false);
   if (j.contains("query")) {
     if (!queries.empty()) throw bad("give 'query' or 'queries', not both");
@@ -518,7 +585,7 @@ Response Service::search(const std::string& body) {
 
 Response Service::add_documents(const std::string& body) {
   if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  const json j = parse_object(body);
+  const json j = parse_object(body, {"documents"});
   if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
   const json& docs = j.at("documents");
   if (docs.empty()) throw bad("'documents' is empty");
@@ -528,6 +595,10 @@ Response Service::add_documents(const std::string& body) {
   std::vector<Document> batch;
   for (size_t i = 0; i < docs.size(); ++i) {
     const json& d = docs[i];
+    if (d.is_object())
+      for (const auto& [key, value] : d.items())
+        if (key != "_id" && key != "id" && key != "title" && key != "text")
+          throw too_much("documents[" + std::to_string(i) + "]: unknown field '" + key + "' (accepted: _id or id, title, text)");
     if (!d.is_object()) throw bad("documents[" + std::to_string(i) + "] must be an object");
     const std::string id = d.contains("_id") ? string_of(d, "_id", "") : string_of(d, "id", "");
     if (id.empty()) throw bad("documents[" + std::to_string(i) + "] needs a non-empty \"_id\"");

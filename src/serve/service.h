@@ -92,7 +92,9 @@ class Service {
   Response get_document(const std::string& id) const;
   /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
   std::shared_ptr<const Index> snapshot() const;
-  Embeddings encode(const std::vector<std::string>& texts, bool token_states);
+  /// Through the batcher; with `route`, a truncated input is logged naming the route and the
+  /// inputs' positions (the encoder's own warning names no request and comes once).
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states, const char* route = nullptr);
   double threshold_or(double given) const;
   /// Throws sieve::Error (422) naming the first NaN or infinite verifier score ("text 2", "pair 0").
   void require_finite(const std::vector<float>& scores, const char* item) const;

@@ -35,7 +35,7 @@ const std::string& web_page() {
   <label><input id="gate" type="checkbox"> gate</label>
   <label><input id="rerank" type="checkbox"> rerank</label>
   <label>k <input id="k" type="number" value="10" min="1" max="100" style="width:4em"></label>
-  <label>API key <input id="key" type="password" style="width:8em"></label>
+  <label id="keybox" hidden>API key <input id="key" type="password" style="width:8em"></label>
   <button type="submit">search</button>
 </form>
 <div id="status"></div>
@@ -86,8 +86,12 @@ async function search() {
     tr.addEventListener("click", () => showMap(query, doc));
     tb.append(tr);
   });
-  $("results").hidden = false;
-  $("status").textContent = `${res.hits.length} results (${j.mode}${body.gate ? ", gated" : ""}${body.rerank ? ", reranked" : ""}), ${res.timings.total_ms.toFixed(1)} ms`;
+  $("results").hidden = res.hits.length === 0;
+  let status = `${res.hits.length} results (${j.mode}${body.gate ? ", gated" : ""}${body.rerank ? ", reranked" : ""}), ${res.timings.total_ms.toFixed(1)} ms`;
+  if (body.gate && res.hits.length === 0)
+    status += ": the gate rejected every candidate stage 1 found (none says the same as the query); untick \"gate\" to see them with their verifier scores";
+  if (res.note) status += ". " + res.note;
+  $("status").textContent = status;
 }
 async function showMap(query, candidate) {
   const u = "/v1/explain.svg?query=" + encodeURIComponent(query) + "&candidate=" + encodeURIComponent(candidate);
@@ -95,6 +99,8 @@ async function showMap(query, candidate) {
   $("map").innerHTML = r.ok ? await r.text() : "";
 }
 $("f").addEventListener("submit", (e) => { e.preventDefault(); search(); });
+// The key field only when the server asks for one (its /v1/info answers 401 without a key).
+fetch("/v1/info").then((r) => { if (r.status === 401) $("keybox").hidden = false; }).catch(() => {});
 const params = new URLSearchParams(location.search);
 if (params.get("q")) {
   $("q").value = params.get("q");

@@ -121,6 +121,23 @@ TEST(ServeCli, CosineVerifierServesAndAnotherModelsVerifierIsRefused) {
   for (size_t d = 0; d < e.dim; ++d) dot += double(e.pooled[d]) * e.pooled[e.dim + d];
   EXPECT_NEAR(json::parse(verify->body)["results"][0]["score"].get<double>(), dot, 1e-5) << verify->body;
 
+  // A truncated input is logged naming the route and the input (the fixture's limit is 64 tokens).
+  std::string long_text;
+  for (int i = 0; i < 200; ++i) long_text += "dog ";
+  {
+    const CliServer again = start_cli_server("-m " + dir + "/model", log + "2");
+    ASSERT_GT(again.port, 0) << read_all(log + "2");
+    httplib::Client c2("127.0.0.1", again.port);
+    auto r = c2.Post("/v1/embeddings", json{{"input", {"short", long_text}}}.dump(), "application/json");
+    ::kill(again.pid, SIGTERM);
+    ASSERT_TRUE(r && r->status == 200);
+    for (int i = 0; i < 50 && read_all(log + "2").find("truncated (input") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string text = read_all(log + "2");
+    EXPECT_NE(text.find("POST /v1/embeddings: 1 of 2 input(s) longer than the model's"), std::string::npos) << text;
+    EXPECT_NE(text.find("truncated (input 1)"), std::string::npos) << text;
+  }
+
   VerifierConfig c;
   c.kind = VerifierKind::F4;
   c.encoder_dim = 32;
@@ -226,6 +243,31 @@ TEST(ServeCli, WebPageRendersHitsAndTheMapInChromium) {
   EXPECT_NE(dom.find("class=\"rejected\">rejected<"), std::string::npos);
   EXPECT_NE(dom.find("7 results"), std::string::npos);
   EXPECT_NE(dom.find("<svg"), std::string::npos);
+  // This server needs no key: the page shows no key field.
+  EXPECT_NE(dom.find("id=\"keybox\" hidden"), std::string::npos) << dom;
+  // A gate that rejects every candidate (MaxSim never reaches 1.5): the page says so, not only
+  // "0 results".
+  c.threshold = 1.5;
+  Verifier::create(c)->save(dir + "/strict.safetensors");
+  const auto dump = [&](int at_port, const std::string& profile, const std::string& query) {
+    return test::run_command("timeout 120 " + browser + " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir +
+                             "/" + profile + " --virtual-time-budget=10000 --dump-dom 'http://127.0.0.1:" +
+                             std::to_string(at_port) + "/" + query + "' 2>/dev/null").out;
+  };
+  const CliServer strict = start_cli_server("--index " + dir + "/ix --verifier " + dir + "/strict.safetensors", log + "2");
+  ASSERT_GT(strict.port, 0) << "the server did not start";
+  const std::string gated = dump(strict.port, "p2", "?q=the+dog+bit+the+man&gate=1");
+  ::kill(strict.pid, SIGTERM);
+  EXPECT_NE(gated.find("0 results"), std::string::npos) << gated;
+  EXPECT_NE(gated.find("the gate rejected every candidate"), std::string::npos) << gated;
+  // A server that needs a key: the field shows.
+  std::ofstream(dir + "/key") << "k-1\n";
+  const CliServer keyed = start_cli_server("--index " + dir + "/ix --api-key-file " + dir + "/key", log + "3");
+  ASSERT_GT(keyed.port, 0) << "the server did not start";
+  const std::string page = dump(keyed.port, "p3", "");
+  ::kill(keyed.pid, SIGTERM);
+  EXPECT_EQ(page.find("id=\"keybox\" hidden"), std::string::npos) << page;
+  EXPECT_NE(page.find("id=\"keybox\""), std::string::npos) << page;
 }
 
 // OpenAI's own Node client (npm `openai`, installed by set-up into build/npm) against a running

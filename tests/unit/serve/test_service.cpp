@@ -293,7 +293,19 @@ TEST_F(ServeTest, BadInputTable) {
   };
   const std::string many = json{{"input", std::vector<std::string>(17, "x")}}.dump();
   for (const Case& c : std::vector<Case>{
-           {"POST", "/v1/embeddings", "{not json", 400, "malformed JSON"},
+           {"POST", "/v1/embeddings", "{not json", 400, "malformed JSON at line 1, column 3 (byte 3), near \"{not json\""},
+           {"POST", "/v1/search", "{\"query\": \"x\",\n \"k\": 3,}", 400, "line 2, column 9"},
+           {"POST", "/v1/search", "{\"query\": \"x", 400, "ends too early"},
+           {"POST", "/v1/search", "", 400, "the body is empty"},
+           {"POST", "/v1/search", R"({"query": "x", "kk": 3})", 422, "unknown field(s) 'kk' (accepted: query, queries, k,"},
+           {"POST", "/v1/search", R"({"query": "x", "text": true, "gates": true})", 422, "'gates', 'text'"},
+           {"POST", "/v1/embeddings", R"({"input": "x", "dimension": 3})", 422, "unknown field(s) 'dimension'"},
+           {"POST", "/v1/embeddings", R"({"input": "x", "dimensions": 3})", 422, "model's"},
+           {"POST", "/embed", R"({"inputs": "x", "truncation_direction": "Left"})", 422, "\"right\""},
+           {"POST", "/embed", R"({"inputs": "x", "prompt_name": "query"})", 422, "no prompts"},
+           {"POST", "/rerank", R"({"query": "x", "texts": ["a"], "top_n": 1})", 422, "'top_n'"},
+           {"POST", "/v1/verify", R"({"pairs": [["a", "b"]], "treshold": 1})", 422, "'treshold'"},
+           {"POST", "/v1/explain", R"({"query": "a", "candidate": "b", "k": 1})", 422, "'k'"},
            {"POST", "/v1/embeddings", "[1, 2]", 400, "JSON object"},
            {"POST", "/v1/embeddings", "{}", 400, "missing field 'input'"},
            {"POST", "/v1/embeddings", R"({"input": 5})", 400, "string or an array"},
@@ -317,6 +329,16 @@ TEST_F(ServeTest, BadInputTable) {
     ASSERT_TRUE(j.contains("error")) << r.body;
     EXPECT_NE(j["error"]["message"].get<std::string>().find(c.message), std::string::npos) << r.body;
     EXPECT_TRUE(j["error"]["type"].is_string());
+  }
+  // What real clients send beside the fields sieve reads passes: OpenAI's model, user and the
+  // model's own dimensions; TEI's truncation_direction and a null prompt_name; the reranker's truncate.
+  const size_t dim = json::parse(service_->handle("POST", "/v1/embeddings", R"({"input": "x"})").body)["data"][0]["embedding"].size();
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/v1/embeddings", {{"input", "x"}, {"model", "m"}, {"user", "u-1"}, {"dimensions", dim}, {"encoding_format", "base64"}}},
+           {"/embed", {{"inputs", "x"}, {"truncation_direction", "Right"}, {"prompt_name", nullptr}, {"truncate", true}}},
+           {"/rerank", {{"query", "x"}, {"texts", {"a", "b"}}, {"truncate", true}, {"truncation_direction", "right"}}}}) {
+    Response r = service_->handle("POST", path, body.dump());
+    EXPECT_EQ(r.status, 200) << path << " " << r.body;
   }
   // The metrics count them by endpoint and status.
   const std::string m = service_->handle("GET", "/metrics", "").body;
@@ -692,6 +714,9 @@ TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
   Response twice = call("POST", "/v1/documents", {{"documents", {{{"_id", "n1"}, {"text", "x"}}, {{"_id", "n1"}, {"text", "y"}}}}});
   EXPECT_EQ(twice.status, 409);
   EXPECT_EQ(call("POST", "/v1/documents", {{"documents", {{{"text", "no id"}}}}}).status, 400);
+  Response extra = call("POST", "/v1/documents", {{"documents", {{{"_id", "n2"}, {"text", "x"}, {"tags", "a"}}}}});
+  EXPECT_EQ(extra.status, 422);  // a field the index would drop silently
+  EXPECT_NE(extra.body.find("documents[0]: unknown field 'tags'"), std::string::npos) << extra.body;
   EXPECT_EQ(json::parse(s.handle("GET", "/v1/info", "").body)["index"]["documents"], 15);
   // What was acknowledged is on disk: a fresh open (with a full check) holds it.
   IndexOpenOptions oo;
