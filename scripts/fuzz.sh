@@ -3,7 +3,8 @@
 # and reports per target: executions/s, corpus size, the line coverage of the files it targets
 # (clang source-based coverage of the final corpus) and what it found. Every crash, hang (> 1 s)
 # or out-of-memory input (> 2 GB) is copied to tests/fuzz/regressions/<target>/, which ctest
-# replays in the normal build (test_fuzz). The corpora persist in build-fuzz/corpus between runs.
+# replays in the normal build (test_fuzz); this script also replays them all under ASan + UBSan
+# ("replay_exit" 0: clean). The corpora persist in build-fuzz/corpus between runs.
 #   scripts/fuzz.sh [SECONDS=600] [TARGET...]
 # SIEVE_FUZZ_JOBS=N runs N targets at a time (default 1; each target uses one core).
 # A benchmark-style run, not a CI test (docs/testing.md, "Fuzzing").
@@ -105,6 +106,13 @@ run_target() {
     mv "$a" "tests/fuzz/regressions/$t/"  # moved, so a later run counts only its own findings
     found=$((found + 1))
   done
+  # Every kept regression, replayed under ASan and UBSan with libFuzzer's limits (ctest replays
+  # them in the normal build, where a use-after-free or an overflow can pass unseen).
+  local replayed replay_rc=0
+  replayed=$(find "tests/fuzz/regressions/$t" -type f | wc -l)
+  if ((replayed)); then
+    "$bin" -runs=0 -timeout=1 -rss_limit_mb=2048 "tests/fuzz/regressions/$t" > "$BUILD/$t.replay.log" 2>&1 || replay_rc=$?
+  fi
   # Coverage of the final corpus and the seeds (one pass, no mutation).
   cov="null"
   if [[ -n "$PROFDATA" && -n "$LLVMCOV" ]]; then
@@ -122,7 +130,8 @@ run_target() {
   fi
   echo "{\"target\": \"$t\", \"seconds\": $SECS, \"executions\": ${execs:-0}, \"execs_per_s\": ${speed:-0}," \
     "\"corpus_files\": $(find "$corpus" -type f | wc -l), \"line_coverage_pct\": $cov, \"peak_rss_mb\": ${peak:-0}," \
-    "\"findings\": $found, \"files\": \"$(files_of "$t")\"}"
+    "\"findings\": $found, \"regressions_replayed\": $replayed, \"replay_exit\": $replay_rc," \
+    "\"files\": \"$(files_of "$t")\"}"
 }
 
 JOBS="${SIEVE_FUZZ_JOBS:-1}"

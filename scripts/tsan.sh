@@ -25,5 +25,5 @@ run() {
 }
 run index/test_index 'Index.ThreadsSearchWhileAnAddCommits:Index.ReaderKeepsItsSnapshotWhileAddsCommit:Index.LeftoversOfAKilledAddLeaveTheBm25Statistics:Index.OverlappedWriterStoresWhatTurnByTurnStores:Index.InterruptedBuildCommitsWhatWasEncodedAndResumes:Index.AddEqualsBuildingAtOnce'
 run verify/test_verify_cli 'Pipeline.*'
-run serve/test_serve 'ServeTest.ConcurrentClientsGetTheSequentialAnswers:ServeTest.SeveralEncoderWorkersGiveTheSameAnswers:ServeDocuments.*:ServeBatching.*'
+run serve/test_serve 'ServeTest.ConcurrentClientsGetTheSequentialAnswers:ServeTest.SeveralEncoderWorkersGiveTheSameAnswers:ServeDocuments.*:ServeBatching.*:ServeHttp.AFailedLoadIsReportedToConcurrentRequests'
 exit $status

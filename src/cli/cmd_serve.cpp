@@ -45,7 +45,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key-file", o->api_key_file,
-                  "File holding the API key: every request but /health then needs 'Authorization: Bearer KEY'");
+                  "File of API keys, one 'KEY [SCOPE]' a line (read: search, embed, rerank, verify, explain; write: "
+                  "also add documents; admin or none: everything): every request but /health, / and /openapi.json "
+                  "then needs 'Authorization: Bearer KEY'. SIGHUP re-reads it");
   cmd->add_option("--max-body", o->h.max_body, "Largest request body in bytes (larger: 413)")->capture_default_str();
   cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
   cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")
@@ -69,13 +71,7 @@ void register_serve(CLI::App& app) {
   on_run(cmd, [o] {
     // An installed model's name, as every other command takes it.
     if (!o->s.model_dir.empty()) o->s.model_dir = resolve_model_dir(o->s.model_dir);
-    if (!o->api_key_file.empty()) {
-      std::ifstream f(o->api_key_file);
-      SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << o->api_key_file << "'");
-      std::getline(f, o->h.api_key);
-      while (!o->h.api_key.empty() && (o->h.api_key.back() == '\r' || o->h.api_key.back() == ' ')) o->h.api_key.pop_back();
-      SIEVE_THROW_IF_NOT(!o->h.api_key.empty(), "the API key file '" << o->api_key_file << "' is empty");
-    }
+    if (!o->api_key_file.empty()) o->h.api_keys = serve::read_api_keys(o->api_key_file);
     o->s.encoder = o->dev.options();
     serve::check_serve_options(o->s);  // before announcing an address that would then fail
     // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
@@ -87,6 +83,7 @@ void register_serve(CLI::App& app) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // re-reads the API key file
     serve::HttpServer server(o->h, [o] {
       auto s = std::make_unique<serve::Service>(o->s);
       std::fprintf(stderr, "sieve serve: ready\n");
@@ -95,10 +92,28 @@ void register_serve(CLI::App& app) {
     const int port = server.bind();
     std::fprintf(stderr, "sieve serve: listening on http://%s:%d (loading the model)\n", o->h.host.c_str(), port);
     std::thread waiter([&] {
-      int sig = 0;
-      if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
-      std::fprintf(stderr, "sieve serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-      server.stop();
+      while (true) {
+        int sig = 0;
+        if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
+        if (sig == SIGHUP) {  // new keys for the requests from now on; a broken file keeps the old ones
+          if (o->api_key_file.empty()) {
+            std::fprintf(stderr, "sieve serve: SIGHUP: no --api-key-file to re-read\n");
+            continue;
+          }
+          try {
+            auto keys = serve::read_api_keys(o->api_key_file);
+            const size_t n = keys.size();
+            server.set_api_keys(std::move(keys));
+            std::fprintf(stderr, "sieve serve: SIGHUP: %zu API key(s) read from %s\n", n, o->api_key_file.c_str());
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "sieve serve: SIGHUP: the old keys stay: %s\n", e.what());
+          }
+          continue;
+        }
+        std::fprintf(stderr, "sieve serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        server.stop();
+        return;
+      }
     });
     auto finish = [&] {
       const int zero = 0;  // wakes the waiter when no signal came
@@ -106,6 +121,7 @@ void register_serve(CLI::App& app) {
       waiter.join();
       signal(SIGTERM, SIG_DFL);
       signal(SIGINT, SIG_DFL);
+      signal(SIGHUP, SIG_DFL);
     };
     try {
       server.run();

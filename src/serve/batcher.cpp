@@ -27,13 +27,24 @@ Embeddings EmbedBatcher::encode(const std::vector<std::string>& texts, bool toke
   Job job;
   job.texts = texts;
   job.token_states = token_states;
+  return submit(job);
+}
+
+Embeddings EmbedBatcher::encode_ids(const std::vector<std::vector<int32_t>>& ids) {
+  if (ids.empty()) return enc_.encode_ids({}, {});
+  Job job;
+  job.ids = ids;
+  return submit(job);
+}
+
+Embeddings EmbedBatcher::submit(Job& job) {
   std::future<Embeddings> f = job.done.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (queued_texts_ > 0 && queued_texts_ + texts.size() > opt_.max_queue)
+    if (queued_texts_ > 0 && queued_texts_ + job.size() > opt_.max_queue)
       throw QueueFull("the encoder queue is full (" + std::to_string(queued_texts_) + " texts waiting)");
     queue_.push_back(&job);
-    queued_texts_ += texts.size();
+    queued_texts_ += job.size();
   }
   cv_.notify_one();
   return f.get();
@@ -60,9 +71,11 @@ void EmbedBatcher::loop() {
     if (queue_.empty()) continue;  // another worker took them
     std::vector<Job*> jobs;
     size_t n = 0;
-    while (!queue_.empty() && (jobs.empty() || n + queue_.front()->texts.size() <= opt_.max_batch)) {
+    // Texts gather into one pass; a token-id job runs alone.
+    while (!queue_.empty() && (jobs.empty() || (jobs.front()->ids.empty() && queue_.front()->ids.empty() &&
+                                                n + queue_.front()->size() <= opt_.max_batch))) {
       jobs.push_back(queue_.front());
-      n += queue_.front()->texts.size();
+      n += queue_.front()->size();
       queue_.pop_front();
     }
     queued_texts_ -= n;
@@ -82,6 +95,16 @@ void EmbedBatcher::loop() {
 }
 
 void EmbedBatcher::run(std::vector<Job*>& jobs) {
+  if (!jobs.front()->ids.empty()) {  // alone (loop)
+    try {
+      EncodeCall call;
+      call.batch_size = opt_.max_batch;
+      jobs.front()->done.set_value(enc_.encode_ids(jobs.front()->ids, call));
+    } catch (...) {
+      jobs.front()->done.set_exception(std::current_exception());
+    }
+    return;
+  }
   std::vector<std::string> texts;
   bool tokens = false;
   for (Job* j : jobs) {

@@ -51,14 +51,20 @@ class EmbedBatcher {
   /// Encodes `texts` (with token states when asked); QueueFull when the queue cannot take them;
   /// sieve::Error from the encoder otherwise.
   Embeddings encode(const std::vector<std::string>& texts, bool token_states);
+  /// The same for token-id lists (OpenAI's token-array input), used exactly as given: through
+  /// the same queue and its limit, each such request in a pass of its own.
+  Embeddings encode_ids(const std::vector<std::vector<int32_t>>& ids);
   BatcherStats stats() const;
 
  private:
   struct Job {
     std::vector<std::string> texts;
+    std::vector<std::vector<int32_t>> ids;  ///< a token-id job (texts empty)
     bool token_states = false;
     std::promise<Embeddings> done;
+    size_t size() const { return ids.empty() ? texts.size() : ids.size(); }
   };
+  Embeddings submit(Job& job);
   void loop();
   void run(std::vector<Job*>& jobs);
 

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "sieve/error.h"
 
@@ -68,8 +70,49 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+std::vector<ApiKey> read_api_keys(const std::string& path) {
+  std::ifstream f(path);
+  SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << path << "'");
+  std::vector<ApiKey> keys;
+  std::string line;
+  for (size_t n = 1; std::getline(f, line); ++n) {
+    std::istringstream words(line);
+    std::string key, scope, more;
+    words >> key >> scope >> more;
+    if (key.empty() || key[0] == '#') continue;
+    SIEVE_THROW_IF_NOT(more.empty(), "'" << path << "' line " << n << ": expected KEY [SCOPE], got more words");
+    ApiKey k;
+    k.key = key;
+    if (scope == "read") k.scope = KeyScope::Read;
+    else if (scope == "write") k.scope = KeyScope::Write;
+    else if (scope == "admin" || scope.empty()) k.scope = KeyScope::Admin;
+    else SIEVE_THROW("'" << path << "' line " << n << ": unknown scope '" << scope << "' (read, write or admin)");
+    for (const ApiKey& other : keys)
+      SIEVE_THROW_IF_NOT(other.key != k.key, "'" << path << "' line " << n << ": a key given twice");
+    keys.push_back(std::move(k));
+  }
+  SIEVE_THROW_IF_NOT(!keys.empty(), "the API key file '" << path << "' holds no key");
+  return keys;
+}
+
+std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path) {
+  if (path == "/health" || path == "/" || path == "/openapi.json") return std::nullopt;
+  if (path == "/metrics" || path == "/v1/info") return KeyScope::Admin;
+  if (path == "/v1/documents" && method == "POST") return KeyScope::Write;
+  return KeyScope::Read;
+}
+
+void HttpServer::set_api_keys(std::vector<ApiKey> keys) {
+  auto next = std::make_shared<const std::vector<ApiKey>>(std::move(keys));
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  keys_ = std::move(next);
+}
+
 HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
     : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
+  std::vector<ApiKey> keys = opt_.api_keys;
+  if (!opt_.api_key.empty()) keys.push_back({opt_.api_key, KeyScope::Admin});
+  set_api_keys(std::move(keys));
   const size_t threads = std::max<size_t>(4, opt_.connection_threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr_->set_payload_max_length(opt_.max_body);
@@ -82,21 +125,39 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
     std::shared_ptr<Service> s = std::atomic_load(&service_);
     auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     if (!s) {
-      Response r = error_response(503, "unavailable",
-                                  load_error_.empty() ? "the model is loading" : "loading failed: " + load_error_);
+      const std::string failed = load_error();
+      Response r = error_response(503, "unavailable", failed.empty() ? "the model is loading" : "loading failed: " + failed);
       r.headers.emplace_back("Retry-After", "5");
       send(res, r);
       return;
     }
-    // The page itself holds no data (it asks for the key and sends it with every API call).
-    if (!opt_.api_key.empty() && req.path != "/health" && req.path != "/") {
+    // The page and the spec hold no data (the page asks for the key and sends it with every call).
+    std::shared_ptr<const std::vector<ApiKey>> keys;
+    {
+      std::lock_guard<std::mutex> lock(keys_mu_);
+      keys = keys_;
+    }
+    const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
+    if (keys && !keys->empty() && needed) {
       const std::string auth = req.get_header_value("Authorization");
-      const std::string want = "Bearer " + opt_.api_key;
-      if (!equal_constant_time(auth, want)) {
+      // Every key is compared, in constant time each: the time says nothing of which matched.
+      int found = -1;
+      for (const ApiKey& k : *keys)
+        if (equal_constant_time(auth, "Bearer " + k.key)) found = static_cast<int>(k.scope);
+      if (found < 0) {
         Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");
         send(res, r);
         s->count(req.path, 401, seconds());
+        return;
+      }
+      if (found < static_cast<int>(*needed)) {
+        static const char* const kNames[] = {"read", "write", "admin"};
+        Response r = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
+                                                          kNames[static_cast<int>(*needed)] + "'; this key's is '" +
+                                                          kNames[found] + "'");
+        send(res, r);
+        s->count(req.path, 403, seconds());
         return;
       }
     }
@@ -144,7 +205,10 @@ void HttpServer::run() {
       std::atomic_store(&service_, s);
       ready_ = true;
     } catch (const std::exception& e) {
-      load_error_ = e.what();
+      {
+        std::lock_guard<std::mutex> lock(load_mu_);
+        load_error_ = e.what();
+      }
       stop();
     }
   });
@@ -152,7 +216,13 @@ void HttpServer::run() {
   if (!stop_requested_) svr_->listen_after_bind();
   in_run_ = false;
   loader_.join();
-  SIEVE_THROW_IF_NOT(load_error_.empty(), load_error_);
+  const std::string failed = load_error();
+  SIEVE_THROW_IF_NOT(failed.empty(), failed);
+}
+
+std::string HttpServer::load_error() const {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  return load_error_;
 }
 
 void HttpServer::stop() {

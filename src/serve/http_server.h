@@ -6,8 +6,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "serve/service.h"
 
@@ -17,11 +20,30 @@ class Server;
 
 namespace sieve::serve {
 
+/// What an API key may do: `read` searches, embeds, reranks, verifies, explains and reads
+/// documents; `write` also adds documents; `admin` does everything, /metrics and /v1/info included.
+enum class KeyScope { Read = 0, Write = 1, Admin = 2 };
+
+struct ApiKey {
+  std::string key;
+  KeyScope scope = KeyScope::Admin;
+};
+
+/// Reads an API key file: one `KEY [SCOPE]` a line (SCOPE read, write or admin; a key alone keeps
+/// the old meaning, everything); blank lines and lines starting with # are skipped. sieve::Error
+/// naming the file and line for an unknown scope, a line of more than two words, a repeated key,
+/// or a file with no key.
+std::vector<ApiKey> read_api_keys(const std::string& path);
+
+/// The scope a request needs; nullopt for the open routes (/health, / and /openapi.json).
+std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path);
+
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                  ///< 0: any free port (see HttpServer::port)
   size_t max_body = 16u << 20;      ///< request bodies over this many bytes: 413
-  std::string api_key;              ///< non-empty: every route but /health needs "Authorization: Bearer KEY"
+  std::string api_key;              ///< non-empty: one admin key (as a key file's line with no scope)
+  std::vector<ApiKey> api_keys;     ///< scoped keys; with api_key, every route but the open ones needs one
   size_t connection_threads = 96;   ///< requests served at once (each open connection holds one)
 };
 
@@ -37,6 +59,9 @@ class HttpServer {
   void run();
   /// Stops accepting and returns from run() once in-flight requests are answered. Thread-safe.
   void stop();
+  /// Replaces the API keys (SIGHUP in `sieve serve`): requests from now on are checked against
+  /// `keys`; an empty list leaves every route open. Thread-safe.
+  void set_api_keys(std::vector<ApiKey> keys);
   /// True once the service is loaded.
   bool ready() const { return ready_.load(); }
   int port() const { return port_; }
@@ -47,8 +72,13 @@ class HttpServer {
   std::unique_ptr<httplib::Server> svr_;
   std::shared_ptr<Service> service_;
   std::atomic<bool> ready_{false}, stop_requested_{false}, in_run_{false};
+  /// Why loading failed: written by the loader thread, read by request threads (load_mu_).
+  std::string load_error() const;
+  mutable std::mutex load_mu_;
   std::string load_error_;
   std::thread loader_;
+  mutable std::mutex keys_mu_;
+  std::shared_ptr<const std::vector<ApiKey>> keys_;  ///< null or empty: no key needed
   int port_ = 0;
 };
 

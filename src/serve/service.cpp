@@ -11,6 +11,7 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
+#include "serve/openapi_spec.h"
 #include "serve/web_page.h"
 #include "sieve/error.h"
 
@@ -53,7 +54,7 @@ std::string where_json_breaks(const std::string& body, size_t byte) {
 
 // The body as a JSON object whose keys are all among `fields` (a typo must not pass silently:
 // 422 naming the unknown ones and what is accepted).
-json parse_object(const std::string& body, std::initializer_list<const char*> fields) {
+json parse_object(const std::string& body, const std::vector<std::string>& fields) {
   json j;
   try {
     j = json::parse(body);
@@ -64,10 +65,10 @@ json parse_object(const std::string& body, std::initializer_list<const char*> fi
   }
   if (!j.is_object()) throw bad("the request body must be a JSON object");
   std::string unknown, accepted;
-  for (const char* f : fields) accepted += std::string(accepted.empty() ? "" : ", ") + f;
+  for (const std::string& f : fields) accepted += (accepted.empty() ? "" : ", ") + f;
   for (const auto& [key, value] : j.items()) {
     bool known = false;
-    for (const char* f : fields) known = known || key == f;
+    for (const std::string& f : fields) known = known || key == f;
     if (!known) unknown += std::string(unknown.empty() ? "'" : ", '") + key + "'";
   }
   if (!unknown.empty())
@@ -148,6 +149,39 @@ void check_tei_extras(const json& j) {
     throw too_much("'prompt_name': this model has no prompts (send the text as it should be embedded)");
 }
 
+// Every route: path, method and the fields its JSON body may hold (none: no JSON body). One
+// table for routing, for the 422 on unknown fields and for the test that holds docs/openapi.json
+// to the service.
+struct RouteSpec {
+  std::string path, method;
+  std::vector<std::string> fields;
+};
+const std::vector<RouteSpec>& route_table() {
+  static const std::vector<RouteSpec> table = {
+      {"/health", "GET", {}},
+      {"/", "GET", {}},
+      {"/openapi.json", "GET", {}},
+      {"/v1/info", "GET", {}},
+      {"/metrics", "GET", {}},
+      {"/v1/embeddings", "POST", {"input", "model", "encoding_format", "dimensions", "user"}},
+      {"/embed", "POST", {"inputs", "normalize", "truncate", "truncation_direction", "prompt_name"}},
+      {"/rerank", "POST", {"query", "texts", "return_text", "raw_scores", "truncate", "truncation_direction"}},
+      {"/v1/verify", "POST", {"pairs", "threshold"}},
+      {"/v1/search", "POST",
+       {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text"}},
+      {"/v1/documents", "POST", {"documents"}},
+      {"/v1/documents/{id}", "GET", {}},
+      {"/v1/explain", "POST", {"query", "candidate", "threshold"}},
+      {"/v1/explain.svg", "GET", {}},
+  };
+  return table;
+}
+const std::vector<std::string>& fields_of(const std::string& path) {
+  for (const RouteSpec& r : route_table())
+    if (r.path == path) return r.fields;
+  throw std::logic_error("internal: no route " + path);
+}
+
 Response json_response(const json& j, int status = 200) {
   Response r;
   r.status = status;
@@ -156,6 +190,14 @@ Response json_response(const json& j, int status = 200) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> Service::routes() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const RouteSpec& r : route_table()) out.emplace_back(r.path, r.method);
+  return out;
+}
+
+const std::vector<std::string>& Service::body_fields(const std::string& path) { return fields_of(path); }
 
 Response error_response(int status, const std::string& type, const std::string& message) {
   return json_response({{"error", {{"message", message}, {"type", type}}}}, status);
@@ -272,26 +314,23 @@ void Service::count(const std::string& path, int status, double seconds) { reque
 
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
                         const std::map<std::string, std::string>& query) {
-  struct Route {
-    const char* path;
-    const char* method;
-  };
-  static const Route kRoutes[] = {{"/health", "GET"},      {"/v1/info", "GET"}, {"/metrics", "GET"},
-                                  {"/v1/embeddings", "POST"}, {"/embed", "POST"},  {"/rerank", "POST"},
-                                  {"/v1/verify", "POST"},  {"/v1/search", "POST"}, {"/v1/documents", "POST"},
-                                  {"/", "GET"},            {"/v1/explain", "POST"}, {"/v1/explain.svg", "GET"}};
   static const std::string kDocPrefix = "/v1/documents/";
   if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0) {
     if (method != "GET") throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, not " + method);
     return get_document(path.substr(kDocPrefix.size()));
   }
-  const Route* found = nullptr;
-  for (const Route& r : kRoutes)
+  const RouteSpec* found = nullptr;
+  for (const RouteSpec& r : route_table())
     if (path == r.path) found = &r;
-  if (!found) throw HttpError(404, "not_found", "no route " + path);
+  if (!found || path == "/v1/documents/{id}") throw HttpError(404, "not_found", "no route " + path);
   if (method != found->method)
     throw HttpError(405, "method_not_allowed", path + " takes " + found->method + ", not " + method);
   if (path == "/health") return json_response({{"status", "ok"}});
+  if (path == "/openapi.json") {
+    Response r;
+    r.body = openapi_spec();
+    return r;
+  }
   if (path == "/") {
     Response r;
     r.body = web_page();
@@ -300,8 +339,15 @@ Response Service::route(const std::string& method, const std::string& path, cons
   }
   if ((path == "/v1/explain" || path == "/v1/explain.svg") && verifier_.cross)
     throw bad("the server's verifier is a cross-encoder, which reads texts: there is no token map to explain");
+  // Explanations run the encoder and the verifier: at most search_slots at once, as searches.
+  struct Release {
+    Slots& s;
+    ~Release() { s.release(); }
+  };
   if (path == "/v1/explain") {
-    const json j = parse_object(body, {"query", "candidate", "threshold"});
+    slots_->acquire();
+    Release release{*slots_};
+    const json j = parse_object(body, fields_of("/v1/explain"));
     if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
       throw bad("'query' and 'candidate' must be strings");
     const Explanation x = explain_pair(*encoder_, verifier_.verifier.get(), j.at("query").get<std::string>(),
@@ -313,6 +359,8 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/v1/explain.svg") {
     auto q = query.find("query"), c = query.find("candidate");
     if (q == query.end() || c == query.end()) throw bad("give ?query=...&candidate=...");
+    slots_->acquire();
+    Release release{*slots_};
     Response r;
     r.body = explanation_svg(explain_pair(*encoder_, verifier_.verifier.get(), q->second, c->second, std::nan("")));
     r.content_type = "image/svg+xml";
@@ -331,10 +379,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/v1/verify") return verify(body);
   if (path == "/v1/documents") return add_documents(body);
   slots_->acquire();
-  struct Release {
-    Slots& s;
-    ~Release() { s.release(); }
-  } release{*slots_};
+  Release release{*slots_};
   return search(body);
 }
 
@@ -367,7 +412,7 @@ Response Service::info() const {
 }
 
 Response Service::embeddings_openai(const std::string& body) {
-  const json j = parse_object(body, {"input", "model", "encoding_format", "dimensions", "user"});
+  const json j = parse_object(body, fields_of("/v1/embeddings"));
   if (!j.contains("input")) throw bad("missing field 'input'");
   const std::string format = string_of(j, "encoding_format", "float");
   if (format != "float" && format != "base64") throw bad("'encoding_format' must be \"float\" or \"base64\"");
@@ -402,7 +447,7 @@ Response Service::embeddings_openai(const std::string& body) {
       }
     }
     if (lists.size() > opt_.max_texts) throw too_much(std::to_string(lists.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = encoder_->encode_ids(lists);
+    e = batcher_->encode_ids(lists);  // the queue's limit and its 503 hold for token arrays too
   } else {
     const std::vector<std::string> texts = strings_of(j, "input", true);
     if (texts.empty()) throw bad("'input' is empty");
@@ -426,7 +471,7 @@ Response Service::embeddings_openai(const std::string& body) {
 }
 
 Response Service::embed_tei(const std::string& body) {
-  const json j = parse_object(body, {"inputs", "normalize", "truncate", "truncation_direction", "prompt_name"});
+  const json j = parse_object(body, fields_of("/embed"));
   const std::vector<std::string> texts = strings_of(j, "inputs", true);
   if (texts.empty()) throw bad("'inputs' is empty");
   if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
@@ -451,7 +496,7 @@ Response Service::embed_tei(const std::string& body) {
 }
 
 Response Service::rerank_tei(const std::string& body) {
-  const json j = parse_object(body, {"query", "texts", "return_text", "raw_scores", "truncate", "truncation_direction"});
+  const json j = parse_object(body, fields_of("/rerank"));
   if (!j.contains("query") || !j.at("query").is_string()) throw bad("'query' must be a string");
   std::vector<std::string> texts = strings_of(j, "texts", true);
   if (texts.empty()) throw bad("'texts' is empty");
@@ -487,7 +532,7 @@ Response Service::rerank_tei(const std::string& body) {
 }
 
 Response Service::verify(const std::string& body) {
-  const json j = parse_object(body, {"pairs", "threshold"});
+  const json j = parse_object(body, fields_of("/v1/verify"));
   if (!j.contains("pairs") || !j.at("pairs").is_array()) throw bad("'pairs' must be an array of [query, candidate]");
   const json& pairs = j.at("pairs");
   if (pairs.empty()) throw bad("'pairs' is empty");
@@ -527,7 +572,7 @@ Response Service::verify(const std::string& body) {
 Response Service::search(const std::string& body) {
   const std::shared_ptr<const Index> ix = snapshot();  // this request's snapshot
   if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  const json j = parse_object(body, {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text"});
+  const json j = parse_object(body, fields_of("/v1/search"));
   std::vector<std::string> queries = strings_of(j, "queries", false);
   if (j.contains("query")) {
     if (!queries.empty()) throw bad("give 'query' or 'queries', not both");
@@ -585,7 +630,7 @@ Response Service::search(const std::string& body) {
 
 Response Service::add_documents(const std::string& body) {
   if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  const json j = parse_object(body, {"documents"});
+  const json j = parse_object(body, fields_of("/v1/documents"));
   if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
   const json& docs = j.at("documents");
   if (docs.empty()) throw bad("'documents' is empty");

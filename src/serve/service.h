@@ -68,6 +68,12 @@ class Service {
   explicit Service(const ServeOptions& opt);
   ~Service();
 
+  /// Every route the service answers, as (path, method); the document route is
+  /// "/v1/documents/{id}". docs/openapi.json describes exactly these (a test holds it to them).
+  static std::vector<std::pair<std::string, std::string>> routes();
+  /// The fields a route's JSON body may hold (empty for routes without one); others are a 422.
+  static const std::vector<std::string>& body_fields(const std::string& path);
+
   /// Answers one request. `path` without the query string; `query` the decoded query parameters.
   /// Never throws: every failure is an error response.
   Response handle(const std::string& method, const std::string& path, const std::string& body,

@@ -1,8 +1,10 @@
 // Replays every file under tests/fuzz/seeds/<target>/ and tests/fuzz/regressions/<target>/
 // through its fuzz target, in the normal build (no libFuzzer): the seeds are small valid inputs,
-// the regressions every crash or hang a fuzzing run found (kept after the fix).
+// the regressions every crash or hang a fuzzing run found (kept after the fix). scripts/fuzz.sh
+// replays the regressions under ASan and UBSan as well.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +29,10 @@ std::vector<fs::path> inputs_of(const std::string& target) {
 
 class Replay : public ::testing::TestWithParam<std::string> {};
 
+// Each kept input must also finish in time: a hang the fuzzer found (libFuzzer's limit there is
+// 1 s, under ASan) must not come back as a slow test. 5 s here, for a loaded machine.
+constexpr double kSecondsPerInput = 5.0;
+
 TEST_P(Replay, EveryKeptInputRunsCleanly) {
   const auto target = sieve::fuzz::targets().at(GetParam());
   const auto files = inputs_of(GetParam());
@@ -34,7 +40,9 @@ TEST_P(Replay, EveryKeptInputRunsCleanly) {
     std::ifstream in(f, std::ios::binary);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     SCOPED_TRACE(f.string());
+    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(target(bytes.data(), bytes.size()), 0);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), kSecondsPerInput);
   }
   // The empty input and a few fixed ones, whatever the folders hold.
   for (const std::string& s : std::vector<std::string>{"", "\xff\xfe", "{", "[]", "\"", "a\tb\n", std::string(3, '\0')})

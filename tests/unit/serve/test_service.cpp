@@ -12,6 +12,8 @@
 #include <sstream>
 #include <condition_variable>
 #include <fstream>
+#include <cctype>
+#include <set>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <atomic>
@@ -283,6 +285,55 @@ TEST_F(ServeTest, ExplainIsTheCosineMapAndTheVerifiersVerdict) {
   EXPECT_NE(page.body.find("/v1/search"), std::string::npos);
   EXPECT_EQ(page.body.find("http://"), std::string::npos);  // nothing fetched from elsewhere
   EXPECT_EQ(page.body.find("https://"), std::string::npos);
+}
+
+// docs/openapi.json, served at /openapi.json, is the contract: it lists exactly the routes the
+// service answers (each with its method), each JSON body's schema lists exactly the fields the
+// service reads and forbids others, and every operation documents a 200 and its errors as the
+// Error schema.
+TEST_F(ServeTest, OpenApiSpecDescribesEveryRouteAndNoOther) {
+  Response r = service_->handle("GET", "/openapi.json", "");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "application/json");
+  const json spec = json::parse(r.body);
+  std::ifstream in(std::string(SIEVE_SOURCE_DIR) + "/docs/openapi.json");
+  EXPECT_EQ(spec, json::parse(in)) << "the served spec is not docs/openapi.json (rebuild)";
+  EXPECT_EQ(spec["openapi"].get<std::string>().rfind("3.", 0), 0u);
+  std::set<std::pair<std::string, std::string>> documented, served;
+  for (const auto& [path, ops] : spec["paths"].items())
+    for (const auto& [method, op] : ops.items()) {
+      std::string m = method;
+      std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      documented.emplace(path, m);
+      SCOPED_TRACE(path + " " + m);
+      ASSERT_TRUE(op.contains("responses"));
+      EXPECT_TRUE(op["responses"].contains("200"));
+      for (const auto& [status, resp] : op["responses"].items())
+        if (status != "200") EXPECT_EQ(resp, json({{"$ref", "#/components/responses/Error"}})) << status;
+      const std::vector<std::string>& fields = Service::body_fields(path);
+      if (fields.empty()) {
+        EXPECT_FALSE(op.contains("requestBody"));
+        continue;
+      }
+      const std::string ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"];
+      const json schema = spec["components"]["schemas"][ref.substr(ref.rfind('/') + 1)];
+      EXPECT_EQ(schema["additionalProperties"], false);
+      std::set<std::string> props;
+      for (const auto& [k, v] : schema["properties"].items()) props.insert(k);
+      EXPECT_EQ(props, std::set<std::string>(fields.begin(), fields.end()));
+    }
+  for (const auto& route : Service::routes()) served.insert(route);
+  EXPECT_EQ(documented, served);
+  // The routes the table names are the ones answered: each exists (no 404) with its method, and
+  // the other method is a 405.
+  for (const auto& [path, method] : served) {
+    const std::string p = path == "/v1/documents/{id}" ? "/v1/documents/d1" : path;
+    Response x = service_->handle(method, p, method == "POST" ? "{}" : "", {{"query", "a"}, {"candidate", "b"}});
+    EXPECT_EQ(x.body.find("no route"), std::string::npos) << path << " " << x.body;
+    EXPECT_NE(x.status, 405) << path;
+    EXPECT_EQ(service_->handle(method == "GET" ? "POST" : "GET", p, "").status, 405) << path;
+  }
+  EXPECT_EQ(service_->handle("GET", "/v1/documents/{id}", "").status, 404);
 }
 
 TEST_F(ServeTest, BadInputTable) {
@@ -729,19 +780,23 @@ TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
 
 // A full encoder queue answers 503 with Retry-After instead of growing; what was admitted is
 // answered normally, and the batches respect max_batch.
-TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
-  const std::string dir = test::make_temp_dir("serve_queue");
-  write_fixture_model(dir + "/model", test::tiny_model_options(28));
+// One encoder worker whose first text waits 3 s for company (the batch cannot fill: 64 > the
+// queue's 6), long enough for twelve concurrent requests to arrive even on a loaded machine.
+ServeOptions tight_queue(const std::string& model) {
   ServeOptions o;
-  o.model_dir = dir + "/model";
-  // The first text waits 3 s for company (the batch cannot fill: 64 > the queue's 6), long
-  // enough for all twelve requests to arrive even on a loaded machine, so the queue admits three
-  // 2-text requests and refuses the rest, and the three run as one pass.
+  o.model_dir = model;
   o.encoder_workers = 1;
   o.batching.max_batch = 64;
   o.batching.max_wait_ms = 3000;
   o.batching.max_queue = 6;
-  Service s(o);
+  return o;
+}
+
+TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
+  const std::string dir = test::make_temp_dir("serve_queue");
+  write_fixture_model(dir + "/model", test::tiny_model_options(28));
+  // The queue admits three 2-text requests and refuses the rest, and the three run as one pass.
+  Service s(tight_queue(dir + "/model"));
   std::vector<std::future<Response>> calls;
   for (int i = 0; i < 12; ++i)
     calls.push_back(std::async(std::launch::async, [&s, i] {
@@ -768,6 +823,41 @@ TEST(ServeBatching, FullQueueAnswers503AndBatchesStayBounded) {
   EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"4\"} 0\n"), std::string::npos) << m;
   EXPECT_NE(m.find("sieve_batch_size_bucket{le=\"8\"} 1\n"), std::string::npos) << m;
   EXPECT_NE(m.find("sieve_batch_size_count 1\n"), std::string::npos) << m;
+}
+
+// Token arrays (OpenAI's other /v1/embeddings input) go through the same queue: its limit gives
+// them the same 503, and each admitted request runs as a pass of its own, exactly encode_ids'.
+TEST(ServeBatching, TokenArraysQueueToo) {
+  const std::string dir = test::make_temp_dir("serve_queue_ids");
+  write_fixture_model(dir + "/model", test::tiny_model_options(29));
+  Service s(tight_queue(dir + "/model"));
+  const std::vector<std::vector<int32_t>> ids = {{2, 7, 9, 3}, {2, 11, 3}};
+  std::vector<std::future<Response>> calls;
+  for (int i = 0; i < 12; ++i)
+    calls.push_back(std::async(std::launch::async, [&s, &ids] {
+      return s.handle("POST", "/v1/embeddings", json{{"input", ids}}.dump());
+    }));
+  const Embeddings want = Encoder::load(dir + "/model")->encode_ids(ids);
+  int ok = 0, full = 0;
+  for (auto& c : calls) {
+    Response r = c.get();
+    if (r.status == 200) {
+      ++ok;
+      const json data = json::parse(r.body)["data"];
+      ASSERT_EQ(data.size(), 2u);
+      for (size_t t = 0; t < 2; ++t)
+        for (size_t d = 0; d < want.dim; ++d)
+          EXPECT_NEAR(data[t]["embedding"][d].get<double>(), want.pooled[t * want.dim + d], 1e-6);
+    } else {
+      ++full;
+      EXPECT_EQ(r.status, 503) << r.body;
+      EXPECT_NE(r.body.find("queue is full"), std::string::npos) << r.body;
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(full, 9);
+  const std::string m = s.handle("GET", "/metrics", "").body;
+  EXPECT_NE(m.find("sieve_batch_size_count 3\n"), std::string::npos) << m;  // one pass each
 }
 
 }  // namespace
