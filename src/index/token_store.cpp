@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/multiversion.h"
 #include "core/file_util.h"
 #include "core/vec_math.h"
 #include "sieve/error.h"
 
 namespace sieve::index {
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_rows(float* x, size_t rows, size_t dim) {
+SIEVE_MULTIVERSION void normalize_rows(float* x, size_t rows, size_t dim) {
   for (size_t r = 0; r < rows; ++r) {
     float* v = x + r * dim;
     const double ss = dot8(v, v, dim);

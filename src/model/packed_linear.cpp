@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "core/multiversion.h"
 #include "core/omp_threads.h"
 #include "sieve/error.h"
 
@@ -50,7 +51,7 @@ enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };
 // The per-row loops of the int8 path, compiled for AVX-512, AVX2 and the baseline, chosen at load
 // time by the CPU (ifunc): they are memory-bound sweeps that the baseline's SSE2 runs at a
 // fraction of the speed.
-#define SIEVE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SIEVE_CLONES SIEVE_MULTIVERSION
 
 // One row to uint8 with its own scale and zero point; returns {scale, zero}.
 SIEVE_CLONES std::pair<float, int32_t> quantize_row(const float* row, int64_t k, uint8_t* out) {

@@ -5,7 +5,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +45,16 @@ void send(httplib::Response& res, const Response& r) {
   res.status = r.status;
   for (const auto& [k, v] : r.headers) res.set_header(k, v);
   res.set_content(r.body, r.content_type.c_str());
+}
+
+// httplib reads no body for some methods (a GET or an OPTIONS with Content-Length): the bytes
+// left would be read as the next request on the connection, so such a connection closes.
+void send(httplib::Response& res, const Response& r, const httplib::Request& req) {
+  send(res, r);
+  const std::string length = req.get_header_value("Content-Length");
+  if (!length.empty() && length.find_first_not_of("0123456789") == std::string::npos && length.size() < 19 &&
+      std::stoull(length) > req.body.size())
+    res.set_header("Connection", "close");
 }
 
 const char* error_type(int status) {
@@ -128,7 +140,7 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       const std::string failed = load_error();
       Response r = error_response(503, "unavailable", failed.empty() ? "the model is loading" : "loading failed: " + failed);
       r.headers.emplace_back("Retry-After", "5");
-      send(res, r);
+      send(res, r, req);
       return;
     }
     // The page and the spec hold no data (the page asks for the key and sends it with every call).
@@ -147,7 +159,7 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       if (found < 0) {
         Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");
-        send(res, r);
+        send(res, r, req);
         s->count(req.path, 401, seconds());
         return;
       }
@@ -156,26 +168,44 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
         Response r = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
                                                           kNames[static_cast<int>(*needed)] + "'; this key's is '" +
                                                           kNames[found] + "'");
-        send(res, r);
+        send(res, r, req);
         s->count(req.path, 403, seconds());
         return;
       }
     }
     std::map<std::string, std::string> query;
     for (const auto& [k, v] : req.params) query[k] = v;
-    send(res, s->handle(req.method, req.path, req.body, query));
+    send(res, s->handle(req.method, req.path, req.body, query), req);
   };
   svr_->Get(".*", handler);
   svr_->Post(".*", handler);
   svr_->Put(".*", handler);
   svr_->Delete(".*", handler);
   svr_->Patch(".*", handler);
+  svr_->Options(".*", handler);  // answered 405 by the service (no route takes OPTIONS)
   // Errors httplib answers itself (413 for a body over the limit, 400 for a bad request line).
   svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string msg = res.status == 413 ? "the request body is larger than " + std::to_string(opt_.max_body) + " bytes"
-                                        : "request rejected (HTTP " + std::to_string(res.status) + ")";
-    send(res, error_response(res.status, error_type(res.status), msg));
+    // A method httplib does not route (TRACE, CONNECT, ...) is a 405 like any other wrong method.
+    static const char* const kRouted[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+    // (Only a method-shaped word: bytes httplib left unread, such as an OPTIONS request's body,
+    // can be parsed as the next request line; that stays a 400.)
+    const bool method_word = !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
+      return c >= 'A' && c <= 'Z';
+    });
+    if (res.status == 400 && method_word &&
+        (std::find(std::begin(kRouted), std::end(kRouted), req.method) == std::end(kRouted) ||
+         Service::allowed_method(req.path) != req.method))  // e.g. a GET with a body on a POST route
+      res.status = 405;
+    std::string msg = res.status == 413   ? "the request body is larger than " + std::to_string(opt_.max_body) + " bytes"
+                      : res.status == 405 ? req.method + " is not a method this server answers"
+                                          : "request rejected (HTTP " + std::to_string(res.status) + ")";
+    Response r = error_response(res.status, error_type(res.status), msg);
+    if (res.status == 405) r.headers.emplace_back("Allow", Service::allowed_method(req.path));
+    // httplib rejected the request before reading its body: the connection closes, or the body's
+    // bytes would be read as the next request.
+    r.headers.emplace_back("Connection", "close");
+    send(res, r);
     if (auto s = std::atomic_load(&service_)) s->count(req.path, res.status, 0);
   });
 }

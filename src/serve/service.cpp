@@ -99,11 +99,26 @@ bool bool_of(const json& j, const char* field, bool def) {
   return j.at(field).get<bool>();
 }
 
+// A JSON integer, also written with a zero fraction (187.0 is the integer 187, as JSON Schema
+// says); false for anything else.
+bool whole_number(const json& v, int64_t* out) {
+  if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+    return true;
+  }
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  if (!(std::floor(d) == d && std::fabs(d) < 9.0e15)) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
 size_t count_of(const json& j, const char* field, size_t def, size_t max) {
   if (!j.contains(field) || j.at(field).is_null()) return def;
   const json& v = j.at(field);
-  if (!v.is_number_integer() || v.get<int64_t>() < 1) throw bad(std::string("'") + field + "' must be a positive integer");
-  const auto n = v.get<uint64_t>();
+  int64_t whole = 0;
+  if (!whole_number(v, &whole) || whole < 1) throw bad(std::string("'") + field + "' must be a positive integer");
+  const auto n = static_cast<uint64_t>(whole);
   if (n > max) throw too_much(std::string("'") + field + "' is " + std::to_string(n) + ", more than the limit " + std::to_string(max));
   return static_cast<size_t>(n);
 }
@@ -198,6 +213,12 @@ std::vector<std::pair<std::string, std::string>> Service::routes() {
 }
 
 const std::vector<std::string>& Service::body_fields(const std::string& path) { return fields_of(path); }
+
+std::string Service::allowed_method(const std::string& path) {
+  for (const RouteSpec& r : route_table())
+    if (r.path == path) return r.method;
+  return "GET";  // the document route, /v1/documents/{id}
+}
 
 Response error_response(int status, const std::string& type, const std::string& message) {
   return json_response({{"error", {{"message", message}, {"type", type}}}}, status);
@@ -295,6 +316,7 @@ Response Service::handle(const std::string& method, const std::string& path, con
     r = route(method, path, body, query);
   } catch (const HttpError& e) {
     r = error_response(e.status, e.type, e.what());
+    if (e.status == 405) r.headers.emplace_back("Allow", allowed_method(path));
   } catch (const QueueFull& e) {
     r = error_response(503, "overloaded", e.what());
     r.headers.emplace_back("Retry-After", "1");
@@ -327,9 +349,13 @@ Response Service::route(const std::string& method, const std::string& path, cons
     throw HttpError(405, "method_not_allowed", path + " takes " + found->method + ", not " + method);
   if (path == "/health") return json_response({{"status", "ok"}});
   if (path == "/openapi.json") {
-    Response r;
-    r.body = openapi_spec();
-    return r;
+    // docs/openapi.json, with what only the running server knows: the one `dimensions` it takes
+    // and the largest token id of its vocabulary.
+    static const json spec = json::parse(openapi_spec());
+    json served = spec;
+    served["components"]["schemas"]["EmbeddingsRequest"]["properties"]["dimensions"]["oneOf"][0]["enum"] = {encoder_->dim()};
+    served["components"]["schemas"]["TokenId"]["maximum"] = encoder_->info().config.vocab_size - 1;
+    return json_response(served);
   }
   if (path == "/") {
     Response r;
@@ -417,28 +443,28 @@ Response Service::embeddings_openai(const std::string& body) {
   const std::string format = string_of(j, "encoding_format", "float");
   if (format != "float" && format != "base64") throw bad("'encoding_format' must be \"float\" or \"base64\"");
   if (j.contains("dimensions") && !j.at("dimensions").is_null()) {  // OpenAI's: only the model's own width
-    const json& d = j.at("dimensions");
-    if (!d.is_number_integer() || d.get<int64_t>() != static_cast<int64_t>(encoder_->dim()))
+    int64_t d = 0;
+    if (!whole_number(j.at("dimensions"), &d) || d != static_cast<int64_t>(encoder_->dim()))
       throw too_much("'dimensions' must be the model's " + std::to_string(encoder_->dim()) + " (it cannot be shortened)");
   }
   string_of(j, "user", "");  // OpenAI's end-user id: checked as a string, not used
   const json& in = j.at("input");
   Embeddings e;
   // OpenAI's input: a string, strings, or token arrays (one array of ints, or arrays of them).
-  const bool ids = in.is_array() && !in.empty() && (in[0].is_number_integer() || in[0].is_array());
+  const bool ids = in.is_array() && !in.empty() && (in[0].is_number() || in[0].is_array());
   if (ids) {
     std::vector<std::vector<int32_t>> lists;
     auto take = [&](const json& a) {
       std::vector<int32_t> l;
       for (const auto& x : a) {
-        if (!x.is_number_integer()) throw bad("'input' token arrays must hold integers");
-        const auto v = x.get<int64_t>();
+        int64_t v = 0;
+        if (!whole_number(x, &v)) throw bad("'input' token arrays must hold integers");
         if (v < 0 || v > INT32_MAX) throw too_much("token id " + std::to_string(v) + " is out of range");
         l.push_back(static_cast<int32_t>(v));
       }
       lists.push_back(std::move(l));
     };
-    if (in[0].is_number_integer()) {
+    if (in[0].is_number()) {
       take(in);
     } else {
       for (const auto& a : in) {
@@ -645,6 +671,8 @@ Response Service::add_documents(const std::string& body) {
         if (key != "_id" && key != "id" && key != "title" && key != "text")
           throw too_much("documents[" + std::to_string(i) + "]: unknown field '" + key + "' (accepted: _id or id, title, text)");
     if (!d.is_object()) throw bad("documents[" + std::to_string(i) + "] must be an object");
+    if (d.contains("_id") && d.contains("id"))
+      throw bad("documents[" + std::to_string(i) + "]: give \"_id\" or \"id\", not both");
     const std::string id = d.contains("_id") ? string_of(d, "_id", "") : string_of(d, "id", "");
     if (id.empty()) throw bad("documents[" + std::to_string(i) + "] needs a non-empty \"_id\"");
     if (!d.contains("text") || !d.at("text").is_string()) throw bad("documents[" + std::to_string(i) + "] needs a \"text\" string");

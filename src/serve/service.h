@@ -71,6 +71,9 @@ class Service {
   /// Every route the service answers, as (path, method); the document route is
   /// "/v1/documents/{id}". docs/openapi.json describes exactly these (a test holds it to them).
   static std::vector<std::pair<std::string, std::string>> routes();
+  /// The method `path` takes ("GET" for the document route and for unknown paths), for a 405's
+  /// Allow header.
+  static std::string allowed_method(const std::string& path);
   /// The fields a route's JSON body may hold (empty for routes without one); others are a 422.
   static const std::vector<std::string>& body_fields(const std::string& path);
 
