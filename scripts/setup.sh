@@ -55,7 +55,7 @@ finish() {
     SIEVE_REFERENCE_STRICT=$strict "$ROOT/tests/reference/install.sh" "$ROOT/build/npm" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, ray.serve, starlette, pyarrow" || ok=0
-    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/contract-venv" "$ROOT/tests/contract/requirements.txt" "schemathesis" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/contract-venv" "$ROOT/tests/contract/requirements.txt" "schemathesis, openai, huggingface_hub" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi
