@@ -48,6 +48,17 @@ def _ray():
     return ray
 
 
+def runtime_env(*extra):
+    """Ray's runtime_env for sieve's workers: they import `sieve` from where the driver did, and
+    see the driver's model folders (and the variables named in `extra`, when set)."""
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {"PYTHONPATH": os.pathsep.join([pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    for k in (*extra, "SIEVE_MODELS_DIR", "SIEVE_MODEL_DIR"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return {"env_vars": env}
+
+
 def _format_of(corpus, fmt):
     if fmt and fmt != "auto":
         return fmt
@@ -155,13 +166,7 @@ def build(corpus, out, shards, model=None, *, address=None, fmt="auto", vector_f
     started = False
     if not ray.is_initialized():
         kwargs = {"address": address} if address else {"num_cpus": num_cpus}
-        # Workers import `sieve` from where the driver did.
-        pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = {"PYTHONPATH": os.pathsep.join([pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-        for k in (_KILL_ENV, "SIEVE_MODELS_DIR", "SIEVE_MODEL_DIR"):
-            if k in os.environ:
-                env[k] = os.environ[k]
-        ray.init(include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env}, **kwargs)
+        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env(_KILL_ENV), **kwargs)
         started = True
     try:
         ds = read_corpus(str(corpus), fmt)

@@ -32,6 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _sieve
+from .ray import runtime_env
 
 ROUTER = "sieve-router"
 APP = "sieve"
@@ -154,15 +155,6 @@ def _check_set(index):
     return index
 
 
-def _runtime_env():
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {"PYTHONPATH": os.pathsep.join([pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    for k in ("SIEVE_MODELS_DIR", "SIEVE_MODEL_DIR"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    return {"env_vars": env}
-
-
 def run(index, *, host="127.0.0.1", port=8000, address=None, node_ip_address=None, **options):
     """Deploys the application of `index` (see application()) on the Ray cluster at `address` (a
     local one when None and none is running) with the HTTP proxy on host:port; returns when every
@@ -174,7 +166,7 @@ def run(index, *, host="127.0.0.1", port=8000, address=None, node_ip_address=Non
         kwargs = {"address": address} if address else {}
         if node_ip_address:
             kwargs["_node_ip_address"] = node_ip_address
-        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **kwargs)
+        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env(), **kwargs)
     serve.start(http_options={"host": host, "port": port})
     serve.run(application(index, **options), name=APP, route_prefix="/")
     return f"http://{host}:{port}"

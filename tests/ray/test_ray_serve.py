@@ -151,10 +151,13 @@ def replicas_of(shard):
 
 
 def test_shards_run_on_the_other_node(world):
-    head = ray.get_runtime_context().get_node_id()
+    # The node with the "shardhost" resource (not the driver's: on one machine both raylets share
+    # an address, and the driver may attach to either).
+    hosts = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "shardhost" in n["Resources"]]
+    assert len(hosts) == 1 and len([n for n in ray.nodes() if n["Alive"]]) == 2
     for shard in range(3):
         for info in replicas_of(shard).values():
-            assert info["node"] != head
+            assert info["node"] == hosts[0]
 
 
 def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
