@@ -35,6 +35,7 @@ PACKAGES=(
 # transformers / sentence-transformers.
 if ((ORACLES)); then
   PACKAGES+=(python3-torch python3-venv)
+  PACKAGES+=(nginx-light)  # the TLS reverse proxy in front of sieve serve (contract.tls_proxy)
   # Debian's nodejs and npm, unless a Node with npm is already there (e.g. NodeSource's nodejs,
   # which carries its own npm and conflicts with Debian's npm package).
   command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)

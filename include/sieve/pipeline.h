@@ -2,6 +2,7 @@
 // and the calibration of a verifier's identity gate.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,9 @@ struct PipelineParams {
   bool rerank = false;      ///< order by verifier score (else keep the stage-1 order: every face's default)
   bool gate = false;        ///< drop candidates the verifier rejects (score < threshold)
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< NaN = the verifier file's
+  /// Stage 2 runs only when stage 1 (and the candidates' decoding) end before this time; past it,
+  /// the top k of stage 1 come back unverified (Stage2Timing::skipped). Default: none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// A stage-1 hit with the verifier's verdict.
@@ -66,6 +70,9 @@ nlohmann::ordered_json hit_json(const Index& index, const VerifiedHit& hit, size
 /// building the maps, running the verifier.
 struct Stage2Timing {
   double decode = 0, map = 0, verify = 0;
+  /// The deadline (PipelineParams::deadline) passed before the verifier ran: the hits are stage
+  /// 1's top k in its order, each with a NaN verifier_score and accepted = true.
+  bool skipped = false;
 };
 
 /// Runs stage 1 for `query`, then the verifier over the top `candidates` (their stored token
@@ -77,7 +84,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
 /// The same with the pooled stage-1 cosine as the verifier ("cosine"): each candidate's stored
 /// key against the query's key; `threshold` must come from params (no file holds it).
 std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
-                                                const PipelineParams& params = {});
+                                                const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
 /// search_verified with a resolved verifier (resolve_verifier): search_verified_cosine when it is
 /// the pooled cosine (`timing` then stays zero), the cross-encoder's search when it is one.

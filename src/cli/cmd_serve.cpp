@@ -45,9 +45,29 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key-file", o->api_key_file,
-                  "File of API keys, one 'KEY [SCOPE]' a line (read: search, embed, rerank, verify, explain; write: "
-                  "also add documents; admin or none: everything): every request but /health, / and /openapi.json "
-                  "then needs 'Authorization: Bearer KEY'. SIGHUP re-reads it");
+                  "File of API keys, one 'KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]' a line (read: search, embed, "
+                  "rerank, verify, explain; write: also add documents; admin or none: everything; the limits replace "
+                  "--rate-limit, --burst and --max-concurrent for that key): every request but /health, / and "
+                  "/openapi.json then needs 'Authorization: Bearer KEY'. SIGHUP re-reads it");
+  cmd->add_option("--rate-limit", o->h.limits.rate,
+                  "Requests per second each client may sustain (per key; per address without keys); more: 429 with "
+                  "Retry-After. 0: no limit")
+      ->capture_default_str()
+      ->check(kNonNegative);
+  cmd->add_option("--burst", o->h.limits.burst, "Requests a client may send at once after idling (0: the rate, at least 1)")
+      ->capture_default_str()
+      ->check(kNonNegative);
+  cmd->add_option("--max-concurrent", o->h.limits.concurrent,
+                  "Requests of one client in flight at once; more: 429 with Retry-After. 0: no limit")
+      ->capture_default_str();
+  cmd->add_option("--client-address-header", o->h.client_header,
+                  "Behind a reverse proxy: the header holding the client's address (e.g. X-Real-IP, set by the "
+                  "proxy), for the per-address limits; only a proxy that always sets it can be trusted");
+  cmd->add_option("--request-timeout-ms", o->s.request_timeout_ms,
+                  "A request's deadline when its body gives no timeout_ms, and the most one may ask: a search still "
+                  "waiting for a slot then is 504; one whose stage 1 ends past it answers stage 1's hits with "
+                  "\"deadline_exceeded\": true. 0: none")
+      ->capture_default_str();
   cmd->add_option("--max-body", o->h.max_body, "Largest request body in bytes (larger: 413)")->capture_default_str();
   cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
   cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")

@@ -22,18 +22,20 @@ EmbedBatcher::~EmbedBatcher() {
   for (auto& w : workers_) w.join();
 }
 
-Embeddings EmbedBatcher::encode(const std::vector<std::string>& texts, bool token_states) {
+Embeddings EmbedBatcher::encode(const std::vector<std::string>& texts, bool token_states, Clock::time_point deadline) {
   if (texts.empty()) return enc_.encode({}, {});
   Job job;
   job.texts = texts;
   job.token_states = token_states;
+  job.deadline = deadline;
   return submit(job);
 }
 
-Embeddings EmbedBatcher::encode_ids(const std::vector<std::vector<int32_t>>& ids) {
+Embeddings EmbedBatcher::encode_ids(const std::vector<std::vector<int32_t>>& ids, Clock::time_point deadline) {
   if (ids.empty()) return enc_.encode_ids({}, {});
   Job job;
   job.ids = ids;
+  job.deadline = deadline;
   return submit(job);
 }
 
@@ -67,6 +69,19 @@ void EmbedBatcher::loop() {
     if (opt_.max_wait_ms > 0) {
       const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(opt_.max_wait_ms * 1000));
       cv_.wait_until(lock, deadline, [&] { return stop_ || queued_texts_ >= opt_.max_batch; });
+    }
+    // Requests whose deadline passed while they waited are answered so, and never encoded.
+    const auto now = Clock::now();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if ((*it)->deadline >= now) {
+        ++it;
+        continue;
+      }
+      queued_texts_ -= (*it)->size();
+      ++stats_.expired;
+      (*it)->done.set_exception(std::make_exception_ptr(
+          DeadlineExceeded("the request's deadline passed while its texts waited for the encoder")));
+      it = queue_.erase(it);
     }
     if (queue_.empty()) continue;  // another worker took them
     std::vector<Job*> jobs;

@@ -2,6 +2,7 @@
 // concurrent requests wait briefly in one bounded queue and are encoded together.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/limits.h"
 #include "sieve/encoder.h"
 
 namespace sieve::serve {
@@ -29,6 +31,7 @@ struct BatcherStats {
   size_t queued_texts = 0;   ///< texts waiting now
   size_t batches = 0;        ///< forward passes run
   size_t texts = 0;          ///< texts encoded
+  size_t expired = 0;        ///< requests whose deadline passed in the queue (never encoded)
   double busy_seconds = 0;   ///< time spent inside the encoder
   std::vector<size_t> batch_sizes;  ///< histogram: texts per pass, buckets 1, 2, 4, ... 256, more
 };
@@ -48,12 +51,15 @@ class EmbedBatcher {
   EmbedBatcher(const EmbedBatcher&) = delete;
   EmbedBatcher& operator=(const EmbedBatcher&) = delete;
 
+  using Clock = std::chrono::steady_clock;
   /// Encodes `texts` (with token states when asked); QueueFull when the queue cannot take them;
+  /// DeadlineExceeded when `deadline` passes before a worker takes them (they are never encoded);
   /// sieve::Error from the encoder otherwise.
-  Embeddings encode(const std::vector<std::string>& texts, bool token_states);
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states,
+                    Clock::time_point deadline = Clock::time_point::max());
   /// The same for token-id lists (OpenAI's token-array input), used exactly as given: through
   /// the same queue and its limit, each such request in a pass of its own.
-  Embeddings encode_ids(const std::vector<std::vector<int32_t>>& ids);
+  Embeddings encode_ids(const std::vector<std::vector<int32_t>>& ids, Clock::time_point deadline = Clock::time_point::max());
   BatcherStats stats() const;
 
  private:
@@ -61,6 +67,7 @@ class EmbedBatcher {
     std::vector<std::string> texts;
     std::vector<std::vector<int32_t>> ids;  ///< a token-id job (texts empty)
     bool token_states = false;
+    Clock::time_point deadline = Clock::time_point::max();
     std::promise<Embeddings> done;
     size_t size() const { return ids.empty() ? texts.size() : ids.size(); }
   };

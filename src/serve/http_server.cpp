@@ -9,6 +9,7 @@
 #include <atomic>
 #include <iterator>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,14 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+ClientLimits ApiKey::limits(const ClientLimits& server) const {
+  ClientLimits l = server;
+  if (rate) l.rate = *rate;
+  if (burst) l.burst = *burst;
+  if (concurrent) l.concurrent = *concurrent;
+  return l;
+}
+
 std::vector<ApiKey> read_api_keys(const std::string& path) {
   std::ifstream f(path);
   SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << path << "'");
@@ -89,16 +98,36 @@ std::vector<ApiKey> read_api_keys(const std::string& path) {
   std::string line;
   for (size_t n = 1; std::getline(f, line); ++n) {
     std::istringstream words(line);
-    std::string key, scope, more;
-    words >> key >> scope >> more;
+    std::string key, word;
+    words >> key;
     if (key.empty() || key[0] == '#') continue;
-    SIEVE_THROW_IF_NOT(more.empty(), "'" << path << "' line " << n << ": expected KEY [SCOPE], got more words");
     ApiKey k;
     k.key = key;
-    if (scope == "read") k.scope = KeyScope::Read;
-    else if (scope == "write") k.scope = KeyScope::Write;
-    else if (scope == "admin" || scope.empty()) k.scope = KeyScope::Admin;
-    else SIEVE_THROW("'" << path << "' line " << n << ": unknown scope '" << scope << "' (read, write or admin)");
+    bool scoped = false;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      if (eq == std::string::npos) {
+        SIEVE_THROW_IF_NOT(!scoped, "'" << path << "' line " << n << ": two scopes ('" << word << "')");
+        scoped = true;
+        if (word == "read") k.scope = KeyScope::Read;
+        else if (word == "write") k.scope = KeyScope::Write;
+        else if (word == "admin") k.scope = KeyScope::Admin;
+        else SIEVE_THROW("'" << path << "' line " << n << ": unknown scope '" << word << "' (read, write or admin)");
+        continue;
+      }
+      const std::string name = word.substr(0, eq), value = word.substr(eq + 1);
+      char* end = nullptr;
+      const double x = std::strtod(value.c_str(), &end);
+      SIEVE_THROW_IF_NOT(!value.empty() && end && *end == '\0' && std::isfinite(x) && x >= 0,
+                         "'" << path << "' line " << n << ": '" << word << "' needs a number >= 0");
+      if (name == "rate") k.rate = x;
+      else if (name == "burst") k.burst = x;
+      else if (name == "concurrent") {
+        SIEVE_THROW_IF_NOT(x == std::floor(x), "'" << path << "' line " << n << ": concurrent= takes a whole number");
+        k.concurrent = static_cast<size_t>(x);
+      } else
+        SIEVE_THROW("'" << path << "' line " << n << ": unknown limit '" << name << "' (rate=, burst=, concurrent=)");
+    }
     for (const ApiKey& other : keys)
       SIEVE_THROW_IF_NOT(other.key != k.key, "'" << path << "' line " << n << ": a key given twice");
     keys.push_back(std::move(k));
@@ -123,7 +152,11 @@ void HttpServer::set_api_keys(std::vector<ApiKey> keys) {
 HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
     : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
   std::vector<ApiKey> keys = opt_.api_keys;
-  if (!opt_.api_key.empty()) keys.push_back({opt_.api_key, KeyScope::Admin});
+  if (!opt_.api_key.empty()) {
+    ApiKey k;
+    k.key = opt_.api_key;
+    keys.push_back(std::move(k));
+  }
   set_api_keys(std::move(keys));
   const size_t threads = std::max<size_t>(4, opt_.connection_threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -150,32 +183,58 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       keys = keys_;
     }
     const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
+    // Who the request is, for its limits: its key when the server has keys, else its address.
+    std::string client = "address " + req.remote_addr;
+    if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str()))
+      client = "address " + req.get_header_value(opt_.client_header.c_str());
+    ClientLimits limits = opt_.limits;
     if (keys && !keys->empty() && needed) {
       const std::string auth = req.get_header_value("Authorization");
       // Every key is compared, in constant time each: the time says nothing of which matched.
-      int found = -1;
+      const ApiKey* found = nullptr;
       for (const ApiKey& k : *keys)
-        if (equal_constant_time(auth, "Bearer " + k.key)) found = static_cast<int>(k.scope);
-      if (found < 0) {
+        if (equal_constant_time(auth, "Bearer " + k.key)) found = &k;
+      if (!found) {
         Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");
         send(res, r, req);
         s->count(req.path, 401, seconds());
         return;
       }
-      if (found < static_cast<int>(*needed)) {
+      if (found->scope < *needed) {
         static const char* const kNames[] = {"read", "write", "admin"};
         Response r = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
                                                           kNames[static_cast<int>(*needed)] + "'; this key's is '" +
-                                                          kNames[found] + "'");
+                                                          kNames[static_cast<int>(found->scope)] + "'");
         send(res, r, req);
         s->count(req.path, 403, seconds());
         return;
       }
+      client = "key " + found->key;
+      limits = found->limits(opt_.limits);
     }
+    // The open routes (health probes, the page, the spec) are never limited.
+    const bool limited = needed.has_value() && (limits.rate > 0 || limits.concurrent > 0);
+    if (limited) {
+      const ClientLimiter::Verdict v = limiter_.admit(client, limits);
+      if (!v.admitted) {
+        Response r = error_response(429, "rate_limited", v.why);
+        r.headers.emplace_back("Retry-After", std::to_string(retry_after_header(v.retry_after)));
+        send(res, r, req);
+        s->count(req.path, 429, seconds());
+        return;
+      }
+    }
+    struct InFlight {
+      ClientLimiter* limiter;
+      const std::string& client;
+      ~InFlight() {
+        if (limiter) limiter->release(client);
+      }
+    } in_flight{limited && limits.concurrent > 0 ? &limiter_ : nullptr, client};
     std::map<std::string, std::string> query;
     for (const auto& [k, v] : req.params) query[k] = v;
-    send(res, s->handle(req.method, req.path, req.body, query), req);
+    send(res, s->handle(req.method, req.path, req.body, query, t0), req);
   };
   svr_->Get(".*", handler);
   svr_->Post(".*", handler);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/limits.h"
 #include "serve/service.h"
 
 namespace httplib {
@@ -27,12 +28,18 @@ enum class KeyScope { Read = 0, Write = 1, Admin = 2 };
 struct ApiKey {
   std::string key;
   KeyScope scope = KeyScope::Admin;
+  /// This key's own limits (rate=, burst=, concurrent= on its line); unset: the server's.
+  std::optional<double> rate, burst;
+  std::optional<size_t> concurrent;
+  /// The server's limits with this key's own in their place.
+  ClientLimits limits(const ClientLimits& server) const;
 };
 
-/// Reads an API key file: one `KEY [SCOPE]` a line (SCOPE read, write or admin; a key alone keeps
-/// the old meaning, everything); blank lines and lines starting with # are skipped. sieve::Error
-/// naming the file and line for an unknown scope, a line of more than two words, a repeated key,
-/// or a file with no key.
+/// Reads an API key file: one `KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]` a line (SCOPE read,
+/// write or admin; a key with no scope keeps the old meaning, everything; a limit given replaces
+/// the server's for that key, 0 lifts it); blank lines and lines starting with # are skipped.
+/// sieve::Error naming the file and line for an unknown scope or word, a bad number, a repeated
+/// key, or a file with no key.
 std::vector<ApiKey> read_api_keys(const std::string& path);
 
 /// The scope a request needs; nullopt for the open routes (/health, / and /openapi.json).
@@ -45,6 +52,12 @@ struct HttpOptions {
   std::string api_key;              ///< non-empty: one admin key (as a key file's line with no scope)
   std::vector<ApiKey> api_keys;     ///< scoped keys; with api_key, every route but the open ones needs one
   size_t connection_threads = 96;   ///< requests served at once (each open connection holds one)
+  /// Every client's limits (a key's own, from its line, replace them): per key when the server has
+  /// keys, else per client address. /health, / and /openapi.json are never limited.
+  ClientLimits limits;
+  /// Behind a reverse proxy every request comes from the proxy's address: name the header in which
+  /// the (trusted) proxy puts the client's, e.g. X-Real-IP, and per-address limits read it there.
+  std::string client_header;
 };
 
 class HttpServer {
@@ -80,6 +93,7 @@ class HttpServer {
   mutable std::mutex keys_mu_;
   std::shared_ptr<const std::vector<ApiKey>> keys_;  ///< null or empty: no key needed
   int port_ = 0;
+  ClientLimiter limiter_;
 };
 
 /// cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -183,10 +184,11 @@ const std::vector<RouteSpec>& route_table() {
       {"/rerank", "POST", {"query", "texts", "return_text", "raw_scores", "truncate", "truncation_direction"}},
       {"/v1/verify", "POST", {"pairs", "threshold"}},
       {"/v1/search", "POST",
-       {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text"}},
+       {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text",
+        "timeout_ms"}},
       {"/v1/documents", "POST", {"documents"}},
       {"/v1/documents/{id}", "GET", {}},
-      {"/v1/explain", "POST", {"query", "candidate", "threshold"}},
+      {"/v1/explain", "POST", {"query", "candidate", "threshold", "timeout_ms"}},
       {"/v1/explain.svg", "GET", {}},
   };
   return table;
@@ -282,8 +284,9 @@ Service::~Service() = default;
 
 std::shared_ptr<const Index> Service::snapshot() const { return index_ ? index_->snapshot() : nullptr; }
 
-Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states, const char* route) {
-  Embeddings e = batcher_->encode(texts, token_states);
+Embeddings Service::encode(const std::vector<std::string>& texts, bool token_states, const char* route,
+                           Clock::time_point deadline) {
+  Embeddings e = batcher_->encode(texts, token_states, deadline);
   if (route != nullptr && e.truncated > 0) {
     std::string which;
     size_t listed = 0;
@@ -309,14 +312,16 @@ void Service::require_finite(const std::vector<float>& scores, const char* item)
 double Service::threshold_or(double given) const { return std::isnan(given) ? verifier_.threshold() : given; }
 
 Response Service::handle(const std::string& method, const std::string& path, const std::string& body,
-                         const std::map<std::string, std::string>& query) {
+                         const std::map<std::string, std::string>& query, Clock::time_point arrived) {
   const auto t0 = std::chrono::steady_clock::now();
   Response r;
   try {
-    r = route(method, path, body, query);
+    r = route(method, path, body, query, arrived);
   } catch (const HttpError& e) {
     r = error_response(e.status, e.type, e.what());
     if (e.status == 405) r.headers.emplace_back("Allow", allowed_method(path));
+  } catch (const DeadlineExceeded& e) {
+    r = error_response(504, "deadline_exceeded", e.what());
   } catch (const QueueFull& e) {
     r = error_response(503, "overloaded", e.what());
     r.headers.emplace_back("Retry-After", "1");
@@ -334,8 +339,47 @@ Response Service::handle(const std::string& method, const std::string& path, con
 
 void Service::count(const std::string& path, int status, double seconds) { requests_.count(path, status, seconds); }
 
+Service::Clock::time_point Service::deadline_of(const json* body, Clock::time_point arrived) const {
+  size_t ms = opt_.request_timeout_ms;
+  if (body && body->contains("timeout_ms") && !body->at("timeout_ms").is_null()) {
+    const size_t most = opt_.request_timeout_ms ? opt_.request_timeout_ms : size_t{86400000};
+    try {
+      ms = count_of(*body, "timeout_ms", ms, most);
+    } catch (const HttpError& e) {
+      if (e.status != 422) throw;
+      throw too_much(std::string(e.what()) + " ms, the server's maximum (sieve serve --request-timeout-ms)");
+    }
+  }
+  if (ms == 0) return Clock::time_point::max();
+  return arrived + std::chrono::milliseconds(ms);
+}
+
+namespace {
+
+// A search slot taken until the deadline (504 when it passes first), given back on return.
+class SlotHold {
+ public:
+  template <class Slots>
+  SlotHold(Slots& slots, std::chrono::steady_clock::time_point deadline, std::chrono::steady_clock::time_point arrived)
+      : release_([&slots] { slots.release(); }) {
+    if (!slots.acquire_until(deadline)) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - arrived);
+      throw DeadlineExceeded("the request's deadline passed after " + std::to_string(waited.count()) +
+                             " ms, before a search slot was free (the server is busy; retry, or give a larger timeout_ms)");
+    }
+  }
+  ~SlotHold() { release_(); }
+  SlotHold(const SlotHold&) = delete;
+  SlotHold& operator=(const SlotHold&) = delete;
+
+ private:
+  std::function<void()> release_;
+};
+
+}  // namespace
+
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
-                        const std::map<std::string, std::string>& query) {
+                        const std::map<std::string, std::string>& query, Clock::time_point arrived) {
   static const std::string kDocPrefix = "/v1/documents/";
   if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0) {
     if (method != "GET") throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, not " + method);
@@ -355,6 +399,11 @@ Response Service::route(const std::string& method, const std::string& path, cons
     json served = spec;
     served["components"]["schemas"]["EmbeddingsRequest"]["properties"]["dimensions"]["oneOf"][0]["enum"] = {encoder_->dim()};
     served["components"]["schemas"]["TokenId"]["maximum"] = encoder_->info().config.vocab_size - 1;
+    for (const char* schema : {"SearchRequest", "ExplainRequest"}) {  // the most a timeout_ms may ask
+      json& t = served["components"]["schemas"][schema]["properties"]["timeout_ms"]["oneOf"][0];
+      if (opt_.request_timeout_ms) t["maximum"] = opt_.request_timeout_ms;
+      else t.erase("maximum");
+    }
     return json_response(served);
   }
   if (path == "/") {
@@ -366,14 +415,9 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if ((path == "/v1/explain" || path == "/v1/explain.svg") && verifier_.cross)
     throw bad("the server's verifier is a cross-encoder, which reads texts: there is no token map to explain");
   // Explanations run the encoder and the verifier: at most search_slots at once, as searches.
-  struct Release {
-    Slots& s;
-    ~Release() { s.release(); }
-  };
   if (path == "/v1/explain") {
-    slots_->acquire();
-    Release release{*slots_};
     const json j = parse_object(body, fields_of("/v1/explain"));
+    SlotHold slot(*slots_, deadline_of(&j, arrived), arrived);
     if (!j.contains("query") || !j.at("query").is_string() || !j.contains("candidate") || !j.at("candidate").is_string())
       throw bad("'query' and 'candidate' must be strings");
     const Explanation x = explain_pair(*encoder_, verifier_.verifier.get(), j.at("query").get<std::string>(),
@@ -385,8 +429,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/v1/explain.svg") {
     auto q = query.find("query"), c = query.find("candidate");
     if (q == query.end() || c == query.end()) throw bad("give ?query=...&candidate=...");
-    slots_->acquire();
-    Release release{*slots_};
+    SlotHold slot(*slots_, deadline_of(nullptr, arrived), arrived);
     Response r;
     r.body = explanation_svg(explain_pair(*encoder_, verifier_.verifier.get(), q->second, c->second, std::nan("")));
     r.content_type = "image/svg+xml";
@@ -399,14 +442,13 @@ Response Service::route(const std::string& method, const std::string& path, cons
     r.content_type = "text/plain; version=0.0.4";
     return r;
   }
-  if (path == "/v1/embeddings") return embeddings_openai(body);
-  if (path == "/embed") return embed_tei(body);
-  if (path == "/rerank") return rerank_tei(body);
-  if (path == "/v1/verify") return verify(body);
+  const Clock::time_point deadline = deadline_of(nullptr, arrived);
+  if (path == "/v1/embeddings") return embeddings_openai(body, deadline);
+  if (path == "/embed") return embed_tei(body, deadline);
+  if (path == "/rerank") return rerank_tei(body, deadline);
+  if (path == "/v1/verify") return verify(body, deadline);
   if (path == "/v1/documents") return add_documents(body);
-  slots_->acquire();
-  Release release{*slots_};
-  return search(body);
+  return search(body, arrived);
 }
 
 Response Service::info() const {
@@ -422,7 +464,7 @@ Response Service::info() const {
               {"kind", verifier_.kind()},
               {"threshold", std::isnan(verifier_.threshold()) ? json(nullptr) : json(verifier_.threshold())}}},
             {"limits", {{"max_texts", opt_.max_texts}, {"max_k", opt_.max_k}, {"max_batch", opt_.batching.max_batch},
-                        {"max_queue", opt_.batching.max_queue}}},
+                        {"max_queue", opt_.batching.max_queue}, {"request_timeout_ms", opt_.request_timeout_ms}}},
             {"compute", {{"encoder_workers", opt_.batching.workers}, {"threads", compute_threads()}, {"search_slots", slots_->capacity()}}}};
   if (auto index = snapshot()) {
     const IndexStats& s = index->stats();
@@ -437,7 +479,7 @@ Response Service::info() const {
   return json_response(j);
 }
 
-Response Service::embeddings_openai(const std::string& body) {
+Response Service::embeddings_openai(const std::string& body, Clock::time_point deadline) {
   const json j = parse_object(body, fields_of("/v1/embeddings"));
   if (!j.contains("input")) throw bad("missing field 'input'");
   const std::string format = string_of(j, "encoding_format", "float");
@@ -473,12 +515,12 @@ Response Service::embeddings_openai(const std::string& body) {
       }
     }
     if (lists.size() > opt_.max_texts) throw too_much(std::to_string(lists.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = batcher_->encode_ids(lists);  // the queue's limit and its 503 hold for token arrays too
+    e = batcher_->encode_ids(lists, deadline);  // the queue's limit and its 503 hold for token arrays too
   } else {
     const std::vector<std::string> texts = strings_of(j, "input", true);
     if (texts.empty()) throw bad("'input' is empty");
     if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = encode(texts, false, "POST /v1/embeddings");
+    e = encode(texts, false, "POST /v1/embeddings", deadline);
   }
   json data = json::array();
   size_t tokens = 0;
@@ -496,14 +538,14 @@ Response Service::embeddings_openai(const std::string& body) {
                         {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 
-Response Service::embed_tei(const std::string& body) {
+Response Service::embed_tei(const std::string& body, Clock::time_point deadline) {
   const json j = parse_object(body, fields_of("/embed"));
   const std::vector<std::string> texts = strings_of(j, "inputs", true);
   if (texts.empty()) throw bad("'inputs' is empty");
   if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
   const bool normalize = bool_of(j, "normalize", true), truncate = bool_of(j, "truncate", false);
   check_tei_extras(j);
-  Embeddings e = encode(texts, !normalize, "POST /embed");
+  Embeddings e = encode(texts, !normalize, "POST /embed", deadline);
   if (!truncate && e.truncated > 0)
     throw too_much("an input is longer than the model's " + std::to_string(encoder_->max_length()) +
                    " tokens; send \"truncate\": true to cut it");
@@ -521,7 +563,7 @@ Response Service::embed_tei(const std::string& body) {
   return json_response(out);
 }
 
-Response Service::rerank_tei(const std::string& body) {
+Response Service::rerank_tei(const std::string& body, Clock::time_point deadline) {
   const json j = parse_object(body, fields_of("/rerank"));
   if (!j.contains("query") || !j.at("query").is_string()) throw bad("'query' must be a string");
   std::vector<std::string> texts = strings_of(j, "texts", true);
@@ -540,7 +582,7 @@ Response Service::rerank_tei(const std::string& body) {
     for (const auto& t : texts) pairs.emplace_back(all[0], t);
     s = raw ? rv.cross->logits(pairs) : sigmoid_scores(rv.cross->logits(pairs));
   } else {
-    s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine()));
+    s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline));
   }
   require_finite(s, "text");
   std::vector<size_t> order(s.size());
@@ -557,7 +599,7 @@ Response Service::rerank_tei(const std::string& body) {
   return json_response(out);
 }
 
-Response Service::verify(const std::string& body) {
+Response Service::verify(const std::string& body, Clock::time_point deadline) {
   const json j = parse_object(body, fields_of("/v1/verify"));
   if (!j.contains("pairs") || !j.at("pairs").is_array()) throw bad("'pairs' must be an array of [query, candidate]");
   const json& pairs = j.at("pairs");
@@ -583,7 +625,7 @@ Response Service::verify(const std::string& body) {
     for (size_t i = 0; i + 1 < texts.size(); i += 2) text_pairs.emplace_back(texts[i], texts[i + 1]);
     scores = verifier_.cross->score_pairs(text_pairs);
   } else {
-    scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine()));
+    scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine(), nullptr, deadline));
   }
   require_finite(scores, "pair");
   json results = json::array();
@@ -595,10 +637,11 @@ Response Service::verify(const std::string& body) {
                         {"verifier", verifier_.name}});
 }
 
-Response Service::search(const std::string& body) {
+Response Service::search(const std::string& body, Clock::time_point arrived) {
   const std::shared_ptr<const Index> ix = snapshot();  // this request's snapshot
   if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
   const json j = parse_object(body, fields_of("/v1/search"));
+  const Clock::time_point deadline = deadline_of(&j, arrived);
   std::vector<std::string> queries = strings_of(j, "queries", false);
   if (j.contains("query")) {
     if (!queries.empty()) throw bad("give 'query' or 'queries', not both");
@@ -622,20 +665,32 @@ Response Service::search(const std::string& body) {
   pp.threshold = number_of(j, "threshold", std::nan(""));
   pp.k = sp.k;
   pp.stage1 = sp;
+  pp.deadline = deadline;
   const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
   const ResolvedVerifier& stage2_verifier = pp.rerank && !pp.gate ? reranker() : verifier_;
   HitJsonOptions ho;  // the keys `sieve search` prints, at full precision
   ho.text = bool_of(j, "with_text", false);
+  SlotHold slot(*slots_, deadline, arrived);  // 504 when the deadline passes first
   json results = json::array();
-  using Clock = std::chrono::steady_clock;
-  for (const std::string& q : queries) {
+  bool cut = false;
+  for (size_t qi = 0; qi < queries.size(); ++qi) {
+    const std::string& q = queries[qi];
     const auto t0 = Clock::now();
     json hits = json::array();
     json timings;
-    if (stage2) {
+    int stages_run = stage2 ? 2 : 1;
+    if (qi > 0 && t0 >= deadline) {
+      stages_run = 0;  // not searched: the deadline passed while earlier queries ran
+      timings = {{"total_ms", 0.0}};
+    } else if (stage2) {
       Stage2Timing st;
       auto vh = search_verified(*ix, stage2_verifier, q, pp, &st);
-      for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
+      if (st.skipped) {  // stage 1 ended past the deadline: its hits, unverified
+        stages_run = 1;
+        for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r].hit, r + 1, ho)));
+      } else {
+        for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
+      }
       const double total = std::chrono::duration<double>(Clock::now() - t0).count();
       timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
                  {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
@@ -645,13 +700,20 @@ Response Service::search(const std::string& body) {
       timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
     }
     json result = {{"query", q}, {"hits", hits}, {"timings", timings}};
-    if (pp.gate && stage2)
+    if (pp.gate && stage2 && stages_run == 2)
       if (const std::string note = gate_question_note(q); !note.empty()) result["note"] = note;
+    if (stages_run < (stage2 ? 2 : 1)) {
+      result["deadline_exceeded"] = true;
+      result["stages_run"] = stages_run;
+      cut = true;
+    }
     results.push_back(std::move(result));
   }
-  return json_response({{"results", results},
-                        {"mode", search_mode_name(sp.mode)},
-                        {"verifier", stage2 ? json(stage2_verifier.name) : json(nullptr)}});
+  json out = {{"results", results},
+              {"mode", search_mode_name(sp.mode)},
+              {"verifier", stage2 ? json(stage2_verifier.name) : json(nullptr)}};
+  if (cut) out["deadline_exceeded"] = true;
+  return json_response(out);
 }
 
 Response Service::add_documents(const std::string& body) {
@@ -690,7 +752,9 @@ Response Service::add_documents(const std::string& body) {
       throw HttpError(409, "conflict", e.what());
     throw;
   }
-  return json_response({{"added", rep.added}, {"documents", rep.documents}});
+  json added = json::array();
+  for (const Document& d : batch) added.push_back(d.id);
+  return json_response({{"added", rep.added}, {"documents", rep.documents}, {"ids", added}});
 }
 
 Response Service::get_document(const std::string& id) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -36,6 +37,11 @@ struct ServeOptions {
   /// Searches and explanations computed at once (0: the compute threads); the others wait for a
   /// slot, so that many connections do not oversubscribe the cores.
   size_t search_slots = 0;
+  /// Every request's deadline, from its arrival, when its body gives no `timeout_ms`, and the most
+  /// a body may ask (more: 422); 0: no deadline. A search or explanation still waiting for a slot,
+  /// or texts still waiting for the encoder, at the deadline: 504. A search whose stage 1 ends past
+  /// it: stage 1's hits, flagged, without stage 2 (docs/server.md, "Limits").
+  size_t request_timeout_ms = 30000;
   /// A shard set's shards served elsewhere (IndexOpenOptions::remote; Ray Serve's router).
   std::shared_ptr<const ShardRemote> remote;
 };
@@ -79,8 +85,10 @@ class Service {
 
   /// Answers one request. `path` without the query string; `query` the decoded query parameters.
   /// Never throws: every failure is an error response.
+  /// `arrived`: when the request arrived (its deadline counts from then).
   Response handle(const std::string& method, const std::string& path, const std::string& body,
-                  const std::map<std::string, std::string>& query = {});
+                  const std::map<std::string, std::string>& query = {},
+                  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now());
 
   /// Counts a response that the HTTP layer produced itself (413, 401, 503 while loading).
   void count(const std::string& path, int status, double seconds);
@@ -89,21 +97,26 @@ class Service {
   std::string metrics() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   Response route(const std::string& method, const std::string& path, const std::string& body,
-                 const std::map<std::string, std::string>& query);
+                 const std::map<std::string, std::string>& query, Clock::time_point arrived);
+  /// The request's deadline: `arrived` plus the body's timeout_ms (checked against the server's
+  /// maximum) or the server's request_timeout_ms; time_point::max() when there is none.
+  Clock::time_point deadline_of(const nlohmann::json* body, Clock::time_point arrived) const;
   Response info() const;
-  Response embeddings_openai(const std::string& body);
-  Response embed_tei(const std::string& body);
-  Response rerank_tei(const std::string& body);
-  Response verify(const std::string& body);
-  Response search(const std::string& body);
+  Response embeddings_openai(const std::string& body, Clock::time_point deadline);
+  Response embed_tei(const std::string& body, Clock::time_point deadline);
+  Response rerank_tei(const std::string& body, Clock::time_point deadline);
+  Response verify(const std::string& body, Clock::time_point deadline);
+  Response search(const std::string& body, Clock::time_point arrived);
   Response add_documents(const std::string& body);
   Response get_document(const std::string& id) const;
   /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
   std::shared_ptr<const Index> snapshot() const;
   /// Through the batcher; with `route`, a truncated input is logged naming the route and the
   /// inputs' positions (the encoder's own warning names no request and comes once).
-  Embeddings encode(const std::vector<std::string>& texts, bool token_states, const char* route = nullptr);
+  Embeddings encode(const std::vector<std::string>& texts, bool token_states, const char* route = nullptr,
+                    Clock::time_point deadline = Clock::time_point::max());
   double threshold_or(double given) const;
   /// Throws sieve::Error (422) naming the first NaN or infinite verifier score ("text 2", "pair 0").
   void require_finite(const std::vector<float>& scores, const char* item) const;
@@ -131,6 +144,13 @@ class Service {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return free_ > 0; });
       --free_;
+    }
+    /// acquire() until `deadline`; false (and no slot) when it passes first.
+    bool acquire_until(std::chrono::steady_clock::time_point deadline) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_until(lock, deadline, [&] { return free_ > 0; })) return false;
+      --free_;
+      return true;
     }
     void release() {
       {

@@ -4,6 +4,7 @@
 #include <set>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/omp_threads.h"
 #include "core/parallel.h"
@@ -43,15 +44,37 @@ std::vector<VerifiedHit> decide(const std::vector<Hit>& hits, const std::vector<
   return out;
 }
 
+// Past the deadline: stage 1's top k, unverified (and the timing says so).
+bool past_deadline(const std::vector<Hit>& hits, const PipelineParams& params, Stage2Timing* timing,
+                   std::vector<VerifiedHit>* out) {
+  if (params.deadline == std::chrono::steady_clock::time_point::max() || std::chrono::steady_clock::now() < params.deadline)
+    return false;
+  out->clear();
+  for (size_t i = 0; i < hits.size() && i < params.k; ++i) {
+    VerifiedHit v;
+    v.hit = hits[i];
+    v.verifier_score = std::numeric_limits<float>::quiet_NaN();
+    v.stage1_rank = i + 1;
+    out->push_back(v);
+  }
+  if (timing) {
+    *timing = Stage2Timing{};
+    timing->skipped = true;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
-                                                const PipelineParams& params) {
+                                                const PipelineParams& params, Stage2Timing* timing) {
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
   SIEVE_THROW_IF_NOT(index.encoder() != nullptr, "the cosine verifier needs the index's encoder");
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
   SearchResult r = index.search(query, sp);
+  std::vector<VerifiedHit> cut;
+  if (past_deadline(r.hits, params, timing, &cut)) return cut;
   Embeddings e = index.encoder()->encode({query});
   std::vector<float> scores;
   for (const Hit& h : r.hits) {
@@ -66,7 +89,7 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
 std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
   if (verifier.cross) return search_verified(index, *verifier.cross, query, params, timing);
-  return verifier.cosine() ? search_verified_cosine(index, query, params)
+  return verifier.cosine() ? search_verified_cosine(index, query, params, timing)
                            : search_verified(index, *verifier.verifier, query, params, timing);
 }
 
@@ -76,6 +99,8 @@ std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder&
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
   SearchResult r = index.search(query, sp);
+  std::vector<VerifiedHit> cut;
+  if (past_deadline(r.hits, params, timing, &cut)) return cut;
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   // The candidates' texts as the encoder read them (title and text), from the corpus store.
@@ -106,6 +131,8 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   sp.k = params.candidates;
   sp.query_tokens = true;
   SearchResult r = index.search(query, sp);
+  std::vector<VerifiedHit> cut;
+  if (past_deadline(r.hits, params, timing, &cut)) return cut;
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
@@ -119,6 +146,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
         cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
       }
     });
+  if (past_deadline(r.hits, params, timing, &cut)) return cut;  // decoding K candidates can take a while
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;
   for (const auto& c : cands) ptrs.push_back(&c);

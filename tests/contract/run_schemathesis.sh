@@ -2,7 +2,8 @@
 # The service contract under schemathesis: a running `sieve serve` on the default model (the real
 # all-MiniLM-L6-v2 with its calibrated gate) over a small index, tested from the spec it serves
 # (GET /openapi.json, docs/openapi.json): every operation, positive and negative generated cases,
-# the stateful links of the spec, every check (no 5xx, responses match their schemas, errors are
+# the stateful links of the spec (add documents, then get the first; search, then get its first
+# hit), every check (no 5xx, responses match their schemas, errors are
 # the documented JSON, undeclared methods are 405 with Allow, ...). Fixed seed and budget, so a
 # run is repeatable. Exit status 0: no failure; 77: skipped (no schemathesis or no model).
 #   tests/contract/run_schemathesis.sh [MAX_EXAMPLES=150] [SEED=20261203]
@@ -45,6 +46,7 @@ done
 [[ -n "$port" ]] || { echo "contract: the server did not start"; cat "$work/serve.log"; exit 1; }
 echo "contract: schemathesis against http://127.0.0.1:$port (max examples $MAX, seed $SEED)"
 set +e
+cd "$work"  # schemathesis keeps a cache in the working folder
 "$ST" run "http://127.0.0.1:$port/openapi.json" --checks all --max-examples "$MAX" --seed "$SEED" \
   --phases examples,coverage,fuzzing,stateful --no-color > "$work/st.log" 2>&1
 rc=$?

@@ -8,7 +8,10 @@
 #include <string>
 #include <thread>
 
+#include "serve/http_server.h"
+#include "serve/service.h"
 #include "sieve/index.h"
+#include "sieve/verify.h"
 #include "support/fixtures.h"
 #include "support/test_util.h"
 
@@ -32,6 +35,32 @@ inline void write_text_index(const std::string& dir, uint64_t seed) {
   }
   build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
 }
+
+/// A learned verifier (F4, threshold 0) at `path` for the index at `index_dir`, so that the gate's
+/// decisions are exercised.
+inline void write_test_verifier(const std::string& index_dir, const std::string& path) {
+  VerifierConfig c;
+  c.kind = VerifierKind::F4;
+  c.encoder_dim = 32;
+  c.encoder_identity = Index::open(index_dir)->stats().model_identity;
+  c.threshold = 0.0;
+  Verifier::create(c, 3)->save(path);
+}
+
+/// An HttpServer over a Service made from `o`, running on its own thread until destroyed.
+struct RunningServer {
+  RunningServer(const HttpOptions& h, const ServeOptions& o)
+      : server(h, [o] { return std::make_unique<Service>(o); }), port(server.bind()), thread([this] { server.run(); }) {
+    for (int i = 0; i < 1000 && !server.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ~RunningServer() {
+    server.stop();
+    thread.join();
+  }
+  HttpServer server;
+  int port;
+  std::thread thread;
+};
 
 /// `sieve serve ARGS --port 0` in the background, logging to `log`: its pid, and the port once it
 /// says "ready" (0 when it did not within 10 s).

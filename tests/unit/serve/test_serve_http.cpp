@@ -80,21 +80,6 @@ TEST(ServeHttp, AFailedLoadIsReportedToConcurrentRequests) {
   EXPECT_EQ(thrown, "the model folder is damaged");
 }
 
-// An HttpServer over a Service made from `o`, running on its own thread until destroyed.
-struct RunningServer {
-  RunningServer(const HttpOptions& h, const ServeOptions& o)
-      : server(h, [o] { return std::make_unique<Service>(o); }), port(server.bind()), thread([this] { server.run(); }) {
-    for (int i = 0; i < 1000 && !server.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ~RunningServer() {
-    server.stop();
-    thread.join();
-  }
-  HttpServer server;
-  int port;
-  std::thread thread;
-};
-
 // Raw bytes to the server on one connection; what comes back until it closes or 5 s pass.
 std::string raw_http(int port, const std::string& bytes) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -191,14 +176,20 @@ TEST(ServeHttp, ScopedKeysAndRotation) {
   EXPECT_EQ(cli.Post("/v1/search", search, "application/json")->status, 401);
   for (const char* open : {"/health", "/", "/openapi.json"}) EXPECT_EQ(cli.Get(open)->status, 200) << open;
   // Rotation: the old read key stops working, the new one works, at once.
-  server.set_api_keys({{"r2-key", KeyScope::Read}});
+  ApiKey r2;
+  r2.key = "r2-key";
+  r2.scope = KeyScope::Read;
+  server.set_api_keys({r2});
   EXPECT_EQ(cli.Post("/v1/search", as("r-key"), search, "application/json")->status, 401);
   EXPECT_EQ(cli.Post("/v1/search", as("r2-key"), search, "application/json")->status, 200);
   running.reset();
   // Broken key files are refused naming the line.
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
            {"k1 reader\n", "line 1: unknown scope 'reader'"},
-           {"k1 read\nk2 read extra\n", "line 2: expected KEY [SCOPE]"},
+           {"k1 read\nk2 read extra\n", "line 2: two scopes ('extra')"},
+           {"k1 read rate=fast\n", "line 1: 'rate=fast' needs a number >= 0"},
+           {"k1 read speed=3\n", "line 1: unknown limit 'speed'"},
+           {"k1 concurrent=1.5\n", "line 1: concurrent= takes a whole number"},
            {"k1 read\nk1 write\n", "line 2: a key given twice"},
            {"# nothing\n\n", "holds no key"}}) {
     std::ofstream(dir + "/bad") << text;

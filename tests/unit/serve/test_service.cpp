@@ -47,13 +47,7 @@ class ServeTest : public ::testing::Test {
       for (int i = 0; i < 7; ++i) f << "d" << i << "\t" << kTexts[i] << "\n";
     }
     build_index(*dir_ + "/model", *dir_ + "/c.tsv", *dir_ + "/ix");
-    // A learned verifier with a threshold, so that decisions are exercised.
-    VerifierConfig c;
-    c.kind = VerifierKind::F4;
-    c.encoder_dim = 32;
-    c.encoder_identity = Index::open(*dir_ + "/ix")->stats().model_identity;
-    c.threshold = 0.0;
-    Verifier::create(c, 3)->save(*dir_ + "/v.safetensors");
+    write_test_verifier(*dir_ + "/ix", *dir_ + "/v.safetensors");
     ServeOptions o;
     o.index_dir = *dir_ + "/ix";
     o.verifier = *dir_ + "/v.safetensors";

@@ -1,0 +1,79 @@
+#include "serve/limits.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace sieve::serve {
+
+long retry_after_header(double seconds) {
+  if (!(seconds > 1)) return 1;
+  return static_cast<long>(std::ceil(std::min(seconds, 86400.0)));
+}
+
+ClientLimiter::Verdict ClientLimiter::admit(const std::string& client, const ClientLimits& limits,
+                                            Clock::time_point now) {
+  Verdict v;
+  if (limits.rate <= 0 && limits.concurrent == 0) return v;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (clients_.size() > 4096) forget_idle(now);
+  const double burst = limits.burst > 0 ? limits.burst : std::max(1.0, limits.rate);
+  auto [it, added] = clients_.try_emplace(client);
+  State& s = it->second;
+  if (added) {  // a new client starts with a full bucket
+    s.tokens = burst;
+    s.refilled = now;
+  }
+  s.rate = limits.rate;
+  s.burst = burst;
+  if (limits.rate > 0) {
+    const double elapsed = std::max(0.0, std::chrono::duration<double>(now - s.refilled).count());
+    s.tokens = std::min(burst, s.tokens + elapsed * limits.rate);
+    s.refilled = std::max(s.refilled, now);
+  }
+  if (limits.concurrent > 0 && s.in_flight >= limits.concurrent) {
+    v.admitted = false;
+    v.retry_after = 1;
+    std::ostringstream why;
+    why << s.in_flight << " requests of this client are in flight, its limit is " << limits.concurrent;
+    v.why = why.str();
+    return v;
+  }
+  if (limits.rate > 0) {
+    if (s.tokens < 1) {
+      v.admitted = false;
+      v.retry_after = (1 - s.tokens) / limits.rate;
+      std::ostringstream why;
+      why << "this client is over its rate of " << limits.rate << " requests/s (burst " << burst << "); the next is "
+          << "admitted in " << static_cast<long>(std::ceil(v.retry_after * 1000)) << " ms";
+      v.why = why.str();
+      return v;
+    }
+    s.tokens -= 1;
+  }
+  if (limits.concurrent > 0) ++s.in_flight;
+  return v;
+}
+
+void ClientLimiter::release(const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_.find(client);
+  if (it != clients_.end() && it->second.in_flight > 0) --it->second.in_flight;
+}
+
+size_t ClientLimiter::clients() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clients_.size();
+}
+
+void ClientLimiter::forget_idle(Clock::time_point now) {
+  // A client with nothing in flight and a bucket that has refilled is as good as a new one.
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    const State& s = it->second;
+    const double elapsed = std::chrono::duration<double>(now - s.refilled).count();
+    const bool full = s.rate <= 0 || s.tokens + elapsed * s.rate >= s.burst;
+    it = s.in_flight == 0 && full ? clients_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace sieve::serve

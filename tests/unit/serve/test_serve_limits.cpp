@@ -1,0 +1,333 @@
+// What keeps `sieve serve` up (docs/server.md, "Limits"): per-client token buckets and requests in
+// flight (429 with Retry-After), and deadlines (504 in the encoder queue; a search past its
+// deadline answers stage 1's hits, flagged).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "serve/http_server.h"
+#include "serve/limits.h"
+#include "serve/service.h"
+#include "sieve/index.h"
+#include "sieve/pipeline.h"
+#include "sieve/verify.h"
+#include "support/fixtures.h"
+#include "support/test_util.h"
+#include "unit/serve/serve_test_util.h"
+
+namespace sieve::serve {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace test_util;
+
+Clock::time_point at(double seconds) {
+  return Clock::time_point{} + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)) + std::chrono::hours(1);
+}
+
+// A hand-worked schedule: rate 2/s, burst 3.
+TEST(ClientLimiter, TokenBucketFollowsAHandSchedule) {
+  ClientLimiter l;
+  ClientLimits lim;
+  lim.rate = 2;
+  lim.burst = 3;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(l.admit("a", lim, at(0)).admitted) << i;  // the burst
+  ClientLimiter::Verdict v = l.admit("a", lim, at(0));
+  EXPECT_FALSE(v.admitted);
+  EXPECT_NEAR(v.retry_after, 0.5, 1e-9);  // one token takes 1/rate
+  EXPECT_NE(v.why.find("rate of 2 requests/s"), std::string::npos) << v.why;
+  v = l.admit("a", lim, at(0.25));
+  EXPECT_FALSE(v.admitted);
+  EXPECT_NEAR(v.retry_after, 0.25, 1e-6);
+  EXPECT_TRUE(l.admit("a", lim, at(0.5)).admitted);
+  EXPECT_FALSE(l.admit("a", lim, at(0.5)).admitted);
+  EXPECT_TRUE(l.admit("b", lim, at(0.5)).admitted);  // clients are apart
+  // Ten idle seconds refill the bucket to its burst, not to 20.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(l.admit("a", lim, at(10.5)).admitted) << i;
+  EXPECT_FALSE(l.admit("a", lim, at(10.5)).admitted);
+  // No burst given: the rate, at least 1.
+  ClientLimits slow;
+  slow.rate = 0.5;
+  EXPECT_TRUE(l.admit("c", slow, at(0)).admitted);
+  v = l.admit("c", slow, at(0));
+  EXPECT_FALSE(v.admitted);
+  EXPECT_NEAR(v.retry_after, 2.0, 1e-9);
+  EXPECT_EQ(retry_after_header(v.retry_after), 2);
+  EXPECT_EQ(retry_after_header(0.01), 1);
+  EXPECT_EQ(retry_after_header(1.2), 2);
+}
+
+// Against an independent formulation: the generic cell rate algorithm (virtual scheduling, as in
+// ATM traffic policing) admits exactly what a token bucket of rate r and burst b admits.
+TEST(ClientLimiter, TokenBucketEqualsGenericCellRateAlgorithm) {
+  std::mt19937_64 rng(20261203);
+  for (const auto& [rate, burst] : std::vector<std::pair<double, double>>{{1, 1}, {5, 5}, {10, 3}, {0.7, 4}, {50, 20}}) {
+    ClientLimiter l;
+    ClientLimits lim;
+    lim.rate = rate;
+    lim.burst = burst;
+    const double T = 1 / rate, tau = (burst - 1) * T;
+    double tat = 0, t = 0;
+    bool first = true;
+    std::exponential_distribution<double> gap(rate * 1.6);  // arrivals faster than the rate: many refusals
+    size_t admitted = 0, refused = 0;
+    for (int i = 0; i < 4000; ++i) {
+      t += gap(rng);
+      const double tq = std::round(t * 1e6) / 1e6;  // the limiter's clock has microseconds
+      const double limit = first ? -1e300 : tat - tau;  // GCRA: admitted when t >= TAT - tau
+      bool want = tq >= limit;
+      const bool got = l.admit("c", lim, at(tq)).admitted;
+      // Within a microsecond of the boundary the two roundings may differ: follow the limiter.
+      if (std::fabs(tq - limit) < 1e-5) want = got;
+      ASSERT_EQ(got, want) << "rate " << rate << " burst " << burst << " request " << i << " at " << tq;
+      if (want) {
+        tat = (first ? tq : std::max(tat, tq)) + T;
+        first = false;
+      }
+      (got ? admitted : refused) += 1;
+    }
+    EXPECT_GT(admitted, 100u);
+    EXPECT_GT(refused, 100u);
+  }
+}
+
+TEST(ClientLimiter, RequestsInFlightAreCappedAndGivenBack) {
+  ClientLimiter l;
+  ClientLimits lim;
+  lim.concurrent = 2;
+  EXPECT_TRUE(l.admit("a", lim).admitted);
+  EXPECT_TRUE(l.admit("a", lim).admitted);
+  const ClientLimiter::Verdict v = l.admit("a", lim);
+  EXPECT_FALSE(v.admitted);
+  EXPECT_EQ(v.retry_after, 1);
+  EXPECT_NE(v.why.find("2 requests of this client are in flight, its limit is 2"), std::string::npos) << v.why;
+  EXPECT_TRUE(l.admit("b", lim).admitted);
+  l.release("a");
+  EXPECT_TRUE(l.admit("a", lim).admitted);
+  EXPECT_FALSE(l.admit("a", lim).admitted);
+  // Idle clients with full buckets are forgotten once there are many.
+  ClientLimits rate;
+  rate.rate = 1000;
+  for (int i = 0; i < 5000; ++i) l.admit("addr" + std::to_string(i), rate, at(0));
+  l.admit("late", rate, at(60));
+  EXPECT_LT(l.clients(), 100u);
+}
+
+httplib::Headers as(const std::string& key) { return {{"Authorization", "Bearer " + key}}; }
+
+// A key's own rate (from its line) over HTTP: 429 with Retry-After and a JSON error, other keys
+// and the open routes untouched; without keys, the server's limits hold per address.
+TEST(ServeLimits, RatesPerKeyAndPerAddress) {
+  const std::string dir = test::make_temp_dir("serve_rates");
+  write_text_index(dir, 41);
+  std::ofstream(dir + "/keys") << "slow read rate=0.5 burst=2\nfree read\n";
+  HttpOptions h;
+  h.port = 0;
+  h.api_keys = read_api_keys(dir + "/keys");
+  ASSERT_EQ(h.api_keys[0].rate.value_or(-1), 0.5);
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  o.encoder_workers = 1;
+  {
+    RunningServer running(h, o);
+    ASSERT_TRUE(running.server.ready());
+    httplib::Client cli("127.0.0.1", running.port);
+    EXPECT_EQ(cli.Get("/v1/documents/d0", as("slow"))->status, 200);
+    EXPECT_EQ(cli.Get("/v1/documents/d1", as("slow"))->status, 200);
+    auto r = cli.Get("/v1/documents/d2", as("slow"));  // the burst is spent; a token takes 2 s
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 429);
+    EXPECT_EQ(r->get_header_value("Retry-After"), "2");
+    const json err = json::parse(r->body);
+    EXPECT_EQ(err["error"]["type"], "rate_limited");
+    EXPECT_NE(err["error"]["message"].get<std::string>().find("rate of 0.5 requests/s"), std::string::npos) << r->body;
+    EXPECT_EQ(err["error"]["message"].get<std::string>().find("slow"), std::string::npos) << "names the key";
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(cli.Get("/v1/documents/d0", as("free"))->status, 200) << i;
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(cli.Get("/health")->status, 200) << i;
+    EXPECT_EQ(cli.Get("/v1/documents/d0", as("nobody"))->status, 401);  // a wrong key is not limited, but refused
+  }
+  HttpOptions open;
+  open.port = 0;
+  open.limits.rate = 0.5;
+  RunningServer running(open, o);
+  ASSERT_TRUE(running.server.ready());
+  httplib::Client cli("127.0.0.1", running.port);
+  EXPECT_EQ(cli.Get("/v1/documents/d0")->status, 200);
+  EXPECT_EQ(cli.Get("/v1/documents/d0")->status, 429);
+  EXPECT_EQ(cli.Get("/openapi.json")->status, 200);
+}
+
+// A client's requests in flight: one held in the encoder queue (its batching window is 1.5 s)
+// makes the client's next a 429, and its place comes back when it ends.
+TEST(ServeLimits, RequestsInFlightPerClient) {
+  const std::string dir = test::make_temp_dir("serve_inflight");
+  write_fixture_model(dir + "/model", test::tiny_model_options(42));
+  HttpOptions h;
+  h.port = 0;
+  h.limits.concurrent = 1;
+  ServeOptions o;
+  o.model_dir = dir + "/model";
+  o.encoder_workers = 1;
+  o.batching.max_batch = 64;
+  o.batching.max_wait_ms = 1500;
+  RunningServer running(h, o);
+  ASSERT_TRUE(running.server.ready());
+  auto held = std::async(std::launch::async, [&] {
+    httplib::Client cli("127.0.0.1", running.port);
+    cli.set_read_timeout(30, 0);
+    auto r = cli.Post("/embed", R"({"inputs": ["held in the queue"]})", "application/json");
+    return r ? r->status : -1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  httplib::Client cli("127.0.0.1", running.port);
+  auto r = cli.Post("/embed", R"({"inputs": ["second"]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_NE(r->body.find("in flight, its limit is 1"), std::string::npos) << r->body;
+  EXPECT_EQ(cli.Get("/health")->status, 200);
+  EXPECT_EQ(held.get(), 200);
+  EXPECT_EQ(cli.Post("/embed", R"({"inputs": ["third"]})", "application/json")->status, 200);
+}
+
+// Texts that wait in the encoder queue past their deadline are answered 504 and never encoded.
+TEST(ServeLimits, ADeadlineInTheEncoderQueueIs504) {
+  const std::string dir = test::make_temp_dir("serve_deadline_queue");
+  write_fixture_model(dir + "/model", test::tiny_model_options(43));
+  ServeOptions o;
+  o.model_dir = dir + "/model";
+  o.encoder_workers = 1;
+  o.batching.max_batch = 64;
+  o.batching.max_wait_ms = 800;  // a lone text waits this long for company
+  o.request_timeout_ms = 100;
+  Service s(o);
+  for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/embed", R"({"inputs": ["late"]})"},
+           {"/v1/embeddings", R"({"input": ["late"]})"},
+           {"/v1/embeddings", R"({"input": [[2, 7, 3]]})"},
+           {"/v1/verify", R"({"pairs": [["a", "b"]]})"}}) {
+    const Response r = s.handle("POST", path, body);
+    EXPECT_EQ(r.status, 504) << path << " " << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["type"], "deadline_exceeded") << r.body;
+  }
+  const std::string m = s.handle("GET", "/metrics", "").body;
+  EXPECT_NE(m.find("sieve_batch_size_count 0\n"), std::string::npos) << m;  // nothing was encoded
+  o.request_timeout_ms = 0;  // no deadline
+  Service patient(o);
+  EXPECT_EQ(patient.handle("POST", "/embed", R"({"inputs": ["late"]})").status, 200);
+}
+
+class DeadlineSearch : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(test::make_temp_dir("serve_deadline"));
+    write_text_index(*dir_, 44);
+    write_test_verifier(*dir_ + "/ix", *dir_ + "/v.safetensors");
+    ServeOptions o;
+    o.index_dir = *dir_ + "/ix";
+    o.verifier = *dir_ + "/v.safetensors";
+    o.encoder_workers = 1;
+    o.request_timeout_ms = 30000;
+    service_ = new Service(o);
+  }
+  static void TearDownTestSuite() {
+    delete service_;
+    delete dir_;
+  }
+  static json search(json body, Clock::time_point arrived = Clock::now(), int want = 200) {
+    const Response r = service_->handle("POST", "/v1/search", body.dump(), {}, arrived);
+    EXPECT_EQ(r.status, want) << body.dump() << " -> " << r.body;
+    return json::parse(r.body);
+  }
+  static std::string* dir_;
+  static Service* service_;
+};
+std::string* DeadlineSearch::dir_ = nullptr;
+Service* DeadlineSearch::service_ = nullptr;
+
+// A request that arrived long ago: its first query's stage 1 runs and its hits come back as a
+// stage-1 search's (same ids, scores and keys), flagged; later queries are not searched.
+TEST_F(DeadlineSearch, PastTheDeadlineStageOneHitsComeBackFlagged) {
+  for (const char* mode : {"dense", "hybrid", "bm25"}) {
+    const json stage1 = search({{"queries", {kTexts[0], kTexts[1]}}, {"k", 3}, {"mode", mode}});
+    const json gated = search({{"queries", {kTexts[0], kTexts[1]}}, {"k", 3}, {"mode", mode}, {"gate", true}});
+    EXPECT_FALSE(gated.contains("deadline_exceeded"));
+    EXPECT_TRUE(gated["results"][0]["hits"][0].contains("verifier_score"));
+    const json late = search({{"queries", {kTexts[0], kTexts[1]}}, {"k", 3}, {"mode", mode}, {"gate", true}, {"timeout_ms", 1000}},
+                             Clock::now() - std::chrono::seconds(5));
+    EXPECT_EQ(late["deadline_exceeded"], true);
+    const json& first = late["results"][0];
+    EXPECT_EQ(first["deadline_exceeded"], true);
+    EXPECT_EQ(first["stages_run"], 1);
+    EXPECT_EQ(first["hits"], stage1["results"][0]["hits"]) << mode;
+    EXPECT_FALSE(first.contains("note"));
+    const json& second = late["results"][1];
+    EXPECT_EQ(second["stages_run"], 0);
+    EXPECT_TRUE(second["hits"].empty());
+    EXPECT_EQ(second["query"], kTexts[1]);
+    // Stage 1 alone past the deadline: the first query is whole (nothing was cut), the second not run.
+    const json plain = search({{"queries", {kTexts[0], kTexts[1]}}, {"k", 3}, {"mode", mode}, {"timeout_ms", 1000}},
+                              Clock::now() - std::chrono::seconds(5));
+    EXPECT_FALSE(plain["results"][0].contains("deadline_exceeded"));
+    EXPECT_EQ(plain["results"][0]["hits"], stage1["results"][0]["hits"]);
+    EXPECT_EQ(plain["results"][1]["stages_run"], 0);
+  }
+}
+
+TEST_F(DeadlineSearch, TimeoutsAreChecked) {
+  const json over = search({{"query", "x"}, {"timeout_ms", 40000}}, Clock::now(), 422);
+  EXPECT_NE(over["error"]["message"].get<std::string>().find("--request-timeout-ms"), std::string::npos) << over.dump();
+  search({{"query", "x"}, {"timeout_ms", 0}}, Clock::now(), 400);
+  search({{"query", "x"}, {"timeout_ms", "soon"}}, Clock::now(), 400);
+  const json ok = search({{"query", "x"}, {"timeout_ms", 30000}, {"gate", true}});
+  EXPECT_FALSE(ok.contains("deadline_exceeded"));
+  const Response r = service_->handle("POST", "/v1/explain", json{{"query", "a"}, {"candidate", "b"}, {"timeout_ms", 5}}.dump());
+  EXPECT_EQ(r.status, 200) << r.body;  // a free slot: the explanation runs
+  const json info = json::parse(service_->handle("GET", "/v1/info", "").body);
+  EXPECT_EQ(info["limits"]["request_timeout_ms"], 30000);
+  const json spec = json::parse(service_->handle("GET", "/openapi.json", "").body);
+  EXPECT_EQ(spec["components"]["schemas"]["SearchRequest"]["properties"]["timeout_ms"]["oneOf"][0]["maximum"], 30000);
+}
+
+// The library's side: a deadline already passed gives stage 1's top k with every verifier kind.
+TEST_F(DeadlineSearch, SearchVerifiedSkipsStageTwoPastItsDeadline) {
+  auto ix = Index::open(*dir_ + "/ix");
+  PipelineParams pp;
+  pp.k = 3;
+  pp.candidates = 5;
+  pp.gate = true;
+  pp.threshold = 0.5;
+  pp.deadline = Clock::now() - std::chrono::milliseconds(1);
+  SearchParams sp = pp.stage1;
+  sp.k = 5;
+  const SearchResult want = ix->search(kTexts[2], sp);
+  for (const std::string spec : {*dir_ + "/v.safetensors", std::string("cosine")}) {
+    const ResolvedVerifier v = resolve_verifier(spec, VerifierContext{*dir_ + "/model", ""});
+    Stage2Timing st;
+    const auto hits = search_verified(*ix, v, kTexts[2], pp, &st);
+    EXPECT_TRUE(st.skipped) << spec;
+    ASSERT_EQ(hits.size(), 3u) << spec;
+    for (size_t i = 0; i < hits.size(); ++i) {
+      EXPECT_EQ(hits[i].hit.id, want.hits[i].id);
+      EXPECT_EQ(hits[i].hit.score, want.hits[i].score);
+      EXPECT_EQ(hits[i].stage1_rank, i + 1);
+      EXPECT_TRUE(std::isnan(hits[i].verifier_score));
+    }
+    pp.deadline = Clock::time_point::max();
+    Stage2Timing none;
+    search_verified(*ix, v, kTexts[2], pp, &none);
+    EXPECT_FALSE(none.skipped);
+    pp.deadline = Clock::now() - std::chrono::milliseconds(1);
+  }
+}
+
+}  // namespace
+}  // namespace sieve::serve
