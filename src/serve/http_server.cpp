@@ -137,7 +137,7 @@ std::vector<ApiKey> read_api_keys(const std::string& path) {
 }
 
 std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path) {
-  if (path == "/health" || path == "/" || path == "/openapi.json") return std::nullopt;
+  if (path == "/health" || (path == "/" && method == "GET") || path == "/openapi.json") return std::nullopt;
   if (path == "/metrics" || path == "/v1/info") return KeyScope::Admin;
   if (path == "/v1/documents" && method == "POST") return KeyScope::Write;
   return KeyScope::Read;
@@ -254,7 +254,7 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
     });
     if (res.status == 400 && method_word &&
         (std::find(std::begin(kRouted), std::end(kRouted), req.method) == std::end(kRouted) ||
-         Service::allowed_method(req.path) != req.method))  // e.g. a GET with a body on a POST route
+         !Service::allows(req.path, req.method)))  // e.g. a GET with a body on a POST route
       res.status = 405;
     std::string msg = res.status == 413   ? "the request body is larger than " + std::to_string(opt_.max_body) + " bytes"
                       : res.status == 405 ? req.method + " is not a method this server answers"

@@ -172,15 +172,20 @@ struct RouteSpec {
   std::string path, method;
   std::vector<std::string> fields;
 };
+const std::vector<std::string> kTeiEmbedFields = {"inputs", "normalize", "truncate", "truncation_direction", "prompt_name"};
 const std::vector<RouteSpec>& route_table() {
   static const std::vector<RouteSpec> table = {
       {"/health", "GET", {}},
       {"/", "GET", {}},
+      // TEI's own aliases of /embed for an embedding model: its root route (LangChain's
+      // HuggingFaceEndpointEmbeddings posts there) and SageMaker's /invocations.
+      {"/", "POST", kTeiEmbedFields},
+      {"/invocations", "POST", kTeiEmbedFields},
       {"/openapi.json", "GET", {}},
       {"/v1/info", "GET", {}},
       {"/metrics", "GET", {}},
       {"/v1/embeddings", "POST", {"input", "model", "encoding_format", "dimensions", "user"}},
-      {"/embed", "POST", {"inputs", "normalize", "truncate", "truncation_direction", "prompt_name"}},
+      {"/embed", "POST", kTeiEmbedFields},
       {"/rerank", "POST", {"query", "texts", "return_text", "raw_scores", "truncate", "truncation_direction"}},
       {"/v1/verify", "POST", {"pairs", "threshold"}},
       {"/v1/search", "POST",
@@ -193,9 +198,12 @@ const std::vector<RouteSpec>& route_table() {
   };
   return table;
 }
-const std::vector<std::string>& fields_of(const std::string& path) {
+const std::vector<std::string>& fields_of(const std::string& path, const std::string& method = "POST") {
   for (const RouteSpec& r : route_table())
-    if (r.path == path) return r.fields;
+    if (r.path == path && r.method == method) return r.fields;
+  static const std::vector<std::string> none;
+  for (const RouteSpec& r : route_table())
+    if (r.path == path) return none;
   throw std::logic_error("internal: no route " + path);
 }
 
@@ -214,12 +222,24 @@ std::vector<std::pair<std::string, std::string>> Service::routes() {
   return out;
 }
 
-const std::vector<std::string>& Service::body_fields(const std::string& path) { return fields_of(path); }
+const std::vector<std::string>& Service::body_fields(const std::string& path, const std::string& method) {
+  return fields_of(path, method);
+}
 
 std::string Service::allowed_method(const std::string& path) {
+  std::string methods;
   for (const RouteSpec& r : route_table())
-    if (r.path == path) return r.method;
-  return "GET";  // the document route, /v1/documents/{id}
+    if (r.path == path) methods += (methods.empty() ? "" : ", ") + r.method;
+  return methods.empty() ? "GET" : methods;  // none: the document route, /v1/documents/{id}
+}
+
+bool Service::allows(const std::string& path, const std::string& method) {
+  static const std::string kDocPrefix = "/v1/documents/";
+  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 && path != "/v1/documents/{id}")
+    return method == "GET";
+  for (const RouteSpec& r : route_table())
+    if (r.path == path && r.method == method) return true;
+  return false;
 }
 
 Response error_response(int status, const std::string& type, const std::string& message) {
@@ -386,11 +406,13 @@ Response Service::route(const std::string& method, const std::string& path, cons
     return get_document(path.substr(kDocPrefix.size()));
   }
   const RouteSpec* found = nullptr;
-  for (const RouteSpec& r : route_table())
-    if (path == r.path) found = &r;
-  if (!found || path == "/v1/documents/{id}") throw HttpError(404, "not_found", "no route " + path);
-  if (method != found->method)
-    throw HttpError(405, "method_not_allowed", path + " takes " + found->method + ", not " + method);
+  bool known = false;
+  for (const RouteSpec& r : route_table()) {
+    known = known || path == r.path;
+    if (path == r.path && method == r.method) found = &r;
+  }
+  if (!known || path == "/v1/documents/{id}") throw HttpError(404, "not_found", "no route " + path);
+  if (!found) throw HttpError(405, "method_not_allowed", path + " takes " + allowed_method(path) + ", not " + method);
   if (path == "/health") return json_response({{"status", "ok"}});
   if (path == "/openapi.json") {
     // docs/openapi.json, with what only the running server knows: the one `dimensions` it takes
@@ -406,7 +428,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
     }
     return json_response(served);
   }
-  if (path == "/") {
+  if (path == "/" && method == "GET") {
     Response r;
     r.body = web_page();
     r.content_type = "text/html; charset=utf-8";
@@ -444,7 +466,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   }
   const Clock::time_point deadline = deadline_of(nullptr, arrived);
   if (path == "/v1/embeddings") return embeddings_openai(body, deadline);
-  if (path == "/embed") return embed_tei(body, deadline);
+  if (path == "/embed" || path == "/" || path == "/invocations") return embed_tei(body, deadline);
   if (path == "/rerank") return rerank_tei(body, deadline);
   if (path == "/v1/verify") return verify(body, deadline);
   if (path == "/v1/documents") return add_documents(body);

@@ -77,11 +77,13 @@ class Service {
   /// Every route the service answers, as (path, method); the document route is
   /// "/v1/documents/{id}". docs/openapi.json describes exactly these (a test holds it to them).
   static std::vector<std::pair<std::string, std::string>> routes();
-  /// The method `path` takes ("GET" for the document route and for unknown paths), for a 405's
-  /// Allow header.
+  /// The methods `path` takes, as a 405's Allow header lists them ("GET, POST" for /; "GET" for
+  /// the document route and for unknown paths).
   static std::string allowed_method(const std::string& path);
+  /// Whether the route table has `method` on `path`.
+  static bool allows(const std::string& path, const std::string& method);
   /// The fields a route's JSON body may hold (empty for routes without one); others are a 422.
-  static const std::vector<std::string>& body_fields(const std::string& path);
+  static const std::vector<std::string>& body_fields(const std::string& path, const std::string& method = "POST");
 
   /// Answers one request. `path` without the query string; `query` the decoded query parameters.
   /// Never throws: every failure is an error response.

@@ -7,9 +7,9 @@ import base64
 import json
 import os
 import subprocess
-import time
 
 import pytest
+from conftest import sieve_serve
 
 openai = pytest.importorskip("openai")
 hub = pytest.importorskip("huggingface_hub")
@@ -22,20 +22,8 @@ TEXTS = ["the dog bit the man", "the man bit the dog", "a red car is left of the
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("clients") / "serve.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen([CLI, "serve", "--port", "0"], stderr=f, stdout=subprocess.DEVNULL)
-    port = None
-    for _ in range(600):
-        text = log.read_text()
-        if "ready" in text:
-            port = int(text.split("127.0.0.1:")[1].split()[0].rstrip(")"))
-            break
-        time.sleep(0.1)
-    assert port, log.read_text()
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(30)
+    with sieve_serve(CLI, [], tmp_path_factory.mktemp("clients") / "serve.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

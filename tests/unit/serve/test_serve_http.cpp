@@ -175,6 +175,9 @@ TEST(ServeHttp, ScopedKeysAndRotation) {
   EXPECT_EQ(cli.Post("/v1/search", as("nobody"), search, "application/json")->status, 401);
   EXPECT_EQ(cli.Post("/v1/search", search, "application/json")->status, 401);
   for (const char* open : {"/health", "/", "/openapi.json"}) EXPECT_EQ(cli.Get(open)->status, 200) << open;
+  // POST / is TEI's /embed, not the page: it needs a key.
+  EXPECT_EQ(cli.Post("/", R"({"inputs": "x"})", "application/json")->status, 401);
+  EXPECT_EQ(cli.Post("/", as("r-key"), R"({"inputs": "x"})", "application/json")->status, 200);
   // Rotation: the old read key stops working, the new one works, at once.
   ApiKey r2;
   r2.key = "r2-key";

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <cctype>
+#include <map>
 #include <set>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -311,7 +312,7 @@ TEST_F(ServeTest, OpenApiSpecDescribesEveryRouteAndNoOther) {
       EXPECT_TRUE(op["responses"].contains("200"));
       for (const auto& [status, resp] : op["responses"].items())
         if (status != "200") EXPECT_EQ(resp, json({{"$ref", "#/components/responses/Error"}})) << status;
-      const std::vector<std::string>& fields = Service::body_fields(path);
+      const std::vector<std::string>& fields = Service::body_fields(path, m);
       if (fields.empty()) {
         EXPECT_FALSE(op.contains("requestBody"));
         continue;
@@ -326,16 +327,27 @@ TEST_F(ServeTest, OpenApiSpecDescribesEveryRouteAndNoOther) {
   for (const auto& route : Service::routes()) served.insert(route);
   EXPECT_EQ(documented, served);
   // The routes the table names are the ones answered: each exists (no 404) with its method, and
-  // the other method is a 405.
+  // a method it does not take is a 405 whose Allow lists those it takes.
+  std::map<std::string, std::string> allow;
+  for (const auto& [path, method] : served) allow[path] += (allow[path].empty() ? "" : ", ") + method;
   for (const auto& [path, method] : served) {
     const std::string p = path == "/v1/documents/{id}" ? "/v1/documents/d1" : path;
     Response x = service_->handle(method, p, method == "POST" ? "{}" : "", {{"query", "a"}, {"candidate", "b"}});
     EXPECT_EQ(x.body.find("no route"), std::string::npos) << path << " " << x.body;
     EXPECT_NE(x.status, 405) << path;
-    Response wrong = service_->handle(method == "GET" ? "POST" : "GET", p, "");
+    EXPECT_TRUE(Service::allows(p, method)) << path;
+    const std::string other = allow[path].find("GET") == std::string::npos ? "GET" : allow[path].find("POST") == std::string::npos ? "POST" : "PUT";
+    EXPECT_FALSE(Service::allows(p, other)) << path;
+    Response wrong = service_->handle(other, p, "");
     EXPECT_EQ(wrong.status, 405) << path;
-    EXPECT_EQ(wrong.headers, (std::vector<std::pair<std::string, std::string>>{{"Allow", method}})) << path;
+    EXPECT_EQ(wrong.headers, (std::vector<std::pair<std::string, std::string>>{{"Allow", allow[path]}})) << path;
   }
+  EXPECT_EQ(allow["/"], "GET, POST");
+  // TEI's aliases of /embed answer exactly what /embed does.
+  const std::string embed = R"({"inputs": ["the dog bit the man", "a red car"]})";
+  const std::string want = service_->handle("POST", "/embed", embed).body;
+  EXPECT_EQ(service_->handle("POST", "/", embed).body, want);
+  EXPECT_EQ(service_->handle("POST", "/invocations", embed).body, want);
   EXPECT_EQ(service_->handle("GET", "/v1/documents/{id}", "").status, 404);
 }
 
