@@ -68,6 +68,15 @@ struct Framing {
   std::vector<FramePart> pair;    ///< template for a pair
 };
 
+class Tokenizer;
+
+/// The first `n` pieces of `tokenizer.tokenize(text)` (all of them when there are fewer), reading
+/// no more of a long text than it needs: prefixes of it that end where whitespace follows a word,
+/// growing until one gives more than `n` pieces. Every pre-tokenizer sieve reads (BERT's, byte-level
+/// BPE's, Metaspace's, SentencePiece's) splits there, so a prefix's pieces are the whole text's
+/// first ones; encode() uses it, so that a megabyte of text costs what the model reads of it.
+std::vector<TokenPiece> tokenize_prefix(const Tokenizer& tokenizer, std::string_view text, size_t n);
+
 /// Turns text into vocabulary ids. Immutable after construction; safe to share across threads.
 class Tokenizer {
  public:
@@ -88,6 +97,10 @@ class Tokenizer {
   /// The framing encode()/encode_pair() apply; null (the default) means BERT's
   /// [CLS] a [SEP] b [SEP] with the ids of special_tokens().
   virtual const Framing* framing() const { return nullptr; }
+  /// True when no token spans a space: cut where a space follows a non-space, a text's prefix
+  /// tokenizes to the whole text's first tokens (tokenize_prefix relies on it; false: it
+  /// tokenizes the whole text).
+  virtual bool splits_at_spaces() const { return false; }
 
   /// Frames one text as [CLS] tokens [SEP] (or as framing() says), truncating the tokens to fit
   /// max_length.

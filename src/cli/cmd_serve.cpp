@@ -60,6 +60,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-concurrent", o->h.limits.concurrent,
                   "Requests of one client in flight at once; more: 429 with Retry-After. 0: no limit")
       ->capture_default_str();
+  cmd->add_option("--refusal-delay-ms", o->h.refusal_delay_ms,
+                  "A 429 is answered after this long (at most its Retry-After; 16 held at once per client, more "
+                  "answered at once and their connection closed), so that a client ignoring Retry-After cannot make "
+                  "the server spend its cores refusing it. 0: at once")
+      ->capture_default_str();
   cmd->add_option("--client-address-header", o->h.client_header,
                   "Behind a reverse proxy: the header holding the client's address (e.g. X-Real-IP, set by the "
                   "proxy), for the per-address limits; only a proxy that always sets it can be trusted");

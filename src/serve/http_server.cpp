@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "sieve/error.h"
 
@@ -42,20 +44,62 @@ int widen_listen_backlog(int port) {
 
 namespace {
 
+// httplib (0.11) keeps a connection open whatever the answer's Connection header says, and reads
+// the next request from it: after a refusal whose body was not read, that is the body's bytes (a
+// client streaming 64 MB after its 413 had them all read as one request line). Shutting the
+// socket for reading once the answer is written (before, httplib would not write it: it sees the
+// socket as dead) ends the connection. The socket is found by its peer's address and port among
+// this process's descriptors.
+void stop_reading(const httplib::Request& req) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == ::dirfd(d)) continue;
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof host, port, sizeof port,
+                      NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+      continue;
+    if (req.remote_addr == host && std::to_string(req.remote_port) == port) {
+      ::shutdown(fd, SHUT_RD);
+      break;
+    }
+  }
+  ::closedir(d);
+}
+
+// Bytes of the request's declared body that were not read (its Content-Length past the body
+// read; SIZE_MAX for a length that is not a number).
+size_t unread_bytes(const httplib::Request& req) {
+  const std::string length = req.get_header_value("Content-Length");
+  if (length.empty()) return 0;
+  if (length.find_first_not_of("0123456789") != std::string::npos || length.size() >= 19) return SIZE_MAX;
+  const size_t n = std::stoull(length);
+  return n > req.body.size() ? n - req.body.size() : 0;
+}
+
+// A refusal is answered before the body is read only when reading it would cost: below this,
+// the body is read (and dropped) as usual, so that every client reads its answer (one that
+// writes its whole body before reading meets a reset when the server stops reading first).
+constexpr size_t kEarlyRefusalBytes = 1u << 20;
+
 void send(httplib::Response& res, const Response& r) {
   res.status = r.status;
   for (const auto& [k, v] : r.headers) res.set_header(k, v);
   res.set_content(r.body, r.content_type.c_str());
 }
 
-// httplib reads no body for some methods (a GET or an OPTIONS with Content-Length): the bytes
-// left would be read as the next request on the connection, so such a connection closes.
+// httplib reads no body for some methods (a GET or an OPTIONS with Content-Length), nor for a
+// request refused before its body: the bytes left would be read as the next request on the
+// connection, so such a connection closes.
 void send(httplib::Response& res, const Response& r, const httplib::Request& req) {
   send(res, r);
-  const std::string length = req.get_header_value("Content-Length");
-  if (!length.empty() && length.find_first_not_of("0123456789") == std::string::npos && length.size() < 19 &&
-      std::stoull(length) > req.body.size())
-    res.set_header("Connection", "close");
+  bool closing = unread_bytes(req) > 0;
+  for (const auto& [k, v] : r.headers) closing = closing || (k == "Connection" && v == "close");
+  if (closing) res.set_header("Connection", "close");  // the logger below ends the connection
 }
 
 const char* error_type(int status) {
@@ -149,6 +193,49 @@ void HttpServer::set_api_keys(std::vector<ApiKey> keys) {
   keys_ = std::move(next);
 }
 
+HttpServer::Caller HttpServer::identify(const httplib::Request& req) const {
+  Caller c;
+  if (!std::atomic_load(&service_)) {
+    const std::string failed = load_error();
+    Response r = error_response(503, "unavailable", failed.empty() ? "the model is loading" : "loading failed: " + failed);
+    r.headers.emplace_back("Retry-After", "5");
+    c.refusal = std::move(r);
+    return c;
+  }
+  // The page and the spec hold no data (the page asks for the key and sends it with every call).
+  std::shared_ptr<const std::vector<ApiKey>> keys;
+  {
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    keys = keys_;
+  }
+  const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
+  // Who the request is, for its limits: its key when the server has keys, else its address.
+  c.client = "address " + req.remote_addr;
+  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str()))
+    c.client = "address " + req.get_header_value(opt_.client_header.c_str());
+  c.limits = opt_.limits;
+  if (!keys || keys->empty() || !needed) return c;
+  const std::string auth = req.get_header_value("Authorization");
+  // Every key is compared, in constant time each: the time says nothing of which matched.
+  const ApiKey* found = nullptr;
+  for (const ApiKey& k : *keys)
+    if (equal_constant_time(auth, "Bearer " + k.key)) found = &k;
+  if (!found) {
+    Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    c.refusal = std::move(r);
+  } else if (found->scope < *needed) {
+    static const char* const kNames[] = {"read", "write", "admin"};
+    c.refusal = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
+                                                     kNames[static_cast<int>(*needed)] + "'; this key's is '" +
+                                                     kNames[static_cast<int>(found->scope)] + "'");
+  } else {
+    c.client = "key " + found->key;
+    c.limits = found->limits(opt_.limits);
+  }
+  return c;
+}
+
 HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
     : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
   std::vector<ApiKey> keys = opt_.api_keys;
@@ -165,54 +252,41 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
   // Small JSON answers must leave at once: with Nagle's algorithm every answer waited for the
   // client's delayed ACK (a flat 40 ms per request in bench/bench_serve.sh).
   svr_->set_tcp_nodelay(true);
+  // What can be refused before a large body (1 MB or more) is read is refused then, and the
+  // connection closed without reading the body: a body declared over twice --max-body (httplib
+  // would read and drop all of it first), a request while loading, a missing or wrong key, a key
+  // without the scope.
+  svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const size_t declared = unread_bytes(req);  // nothing of the body is read yet
+    if (declared < kEarlyRefusalBytes) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string length = req.get_header_value("Content-Length");
+    // Up to twice --max-body, httplib reads the body and answers 413 itself (error handler).
+    if (declared / 2 > opt_.max_body) {
+      Response r = error_response(413, "payload_too_large", "the request body (" + length + " bytes) is larger than " +
+                                                                std::to_string(opt_.max_body) + " bytes (--max-body)");
+      send(res, r, req);
+      if (auto s = std::atomic_load(&service_)) s->count(req.path, 413, 0);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const Caller c = identify(req);
+    if (!c.refusal) return httplib::Server::HandlerResponse::Unhandled;
+    send(res, *c.refusal, req);
+    if (auto s = std::atomic_load(&service_)) s->count(req.path, c.refusal->status, 0);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<Service> s = std::atomic_load(&service_);
     auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    if (!s) {
-      const std::string failed = load_error();
-      Response r = error_response(503, "unavailable", failed.empty() ? "the model is loading" : "loading failed: " + failed);
-      r.headers.emplace_back("Retry-After", "5");
-      send(res, r, req);
+    const Caller c = identify(req);  // again: the keys may have changed while the body was read
+    if (c.refusal || !s) {
+      send(res, c.refusal ? *c.refusal : error_response(503, "unavailable", "the model is loading"), req);
+      if (s) s->count(req.path, c.refusal->status, seconds());
       return;
     }
-    // The page and the spec hold no data (the page asks for the key and sends it with every call).
-    std::shared_ptr<const std::vector<ApiKey>> keys;
-    {
-      std::lock_guard<std::mutex> lock(keys_mu_);
-      keys = keys_;
-    }
     const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
-    // Who the request is, for its limits: its key when the server has keys, else its address.
-    std::string client = "address " + req.remote_addr;
-    if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str()))
-      client = "address " + req.get_header_value(opt_.client_header.c_str());
-    ClientLimits limits = opt_.limits;
-    if (keys && !keys->empty() && needed) {
-      const std::string auth = req.get_header_value("Authorization");
-      // Every key is compared, in constant time each: the time says nothing of which matched.
-      const ApiKey* found = nullptr;
-      for (const ApiKey& k : *keys)
-        if (equal_constant_time(auth, "Bearer " + k.key)) found = &k;
-      if (!found) {
-        Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
-        r.headers.emplace_back("WWW-Authenticate", "Bearer");
-        send(res, r, req);
-        s->count(req.path, 401, seconds());
-        return;
-      }
-      if (found->scope < *needed) {
-        static const char* const kNames[] = {"read", "write", "admin"};
-        Response r = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
-                                                          kNames[static_cast<int>(*needed)] + "'; this key's is '" +
-                                                          kNames[static_cast<int>(found->scope)] + "'");
-        send(res, r, req);
-        s->count(req.path, 403, seconds());
-        return;
-      }
-      client = "key " + found->key;
-      limits = found->limits(opt_.limits);
-    }
+    const std::string& client = c.client;
+    const ClientLimits& limits = c.limits;
     // The open routes (health probes, the page, the spec) are never limited.
     const bool limited = needed.has_value() && (limits.rate > 0 || limits.concurrent > 0);
     if (limited) {
@@ -220,6 +294,15 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       if (!v.admitted) {
         Response r = error_response(429, "rate_limited", v.why);
         r.headers.emplace_back("Retry-After", std::to_string(retry_after_header(v.retry_after)));
+        if (opt_.refusal_delay_ms > 0) {
+          if (limiter_.begin_hold(client, opt_.refusals_held)) {
+            const double ms = std::min<double>(static_cast<double>(opt_.refusal_delay_ms), 1000 * v.retry_after);
+            std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
+            limiter_.end_hold(client);
+          } else {
+            r.headers.emplace_back("Connection", "close");  // past the refusals held: no more of its requests here
+          }
+        }
         send(res, r, req);
         s->count(req.path, 429, seconds());
         return;
@@ -236,6 +319,11 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
     for (const auto& [k, v] : req.params) query[k] = v;
     send(res, s->handle(req.method, req.path, req.body, query, t0), req);
   };
+  // httplib calls its logger once an answer is written: an answer that says Connection: close
+  // ends its connection there.
+  svr_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    if (res.get_header_value("Connection") == "close" && unread_bytes(req) >= kEarlyRefusalBytes) stop_reading(req);
+  });
   svr_->Get(".*", handler);
   svr_->Post(".*", handler);
   svr_->Put(".*", handler);
@@ -264,7 +352,7 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
     // httplib rejected the request before reading its body: the connection closes, or the body's
     // bytes would be read as the next request.
     r.headers.emplace_back("Connection", "close");
-    send(res, r);
+    send(res, r, req);
     if (auto s = std::atomic_load(&service_)) s->count(req.path, res.status, 0);
   });
 }

@@ -17,6 +17,7 @@
 
 namespace httplib {
 class Server;
+struct Request;
 }
 
 namespace sieve::serve {
@@ -58,6 +59,11 @@ struct HttpOptions {
   /// Behind a reverse proxy every request comes from the proxy's address: name the header in which
   /// the (trusted) proxy puts the client's, e.g. X-Real-IP, and per-address limits read it there.
   std::string client_header;
+  /// A 429 is answered after min(this, Retry-After) ms, up to refusals_held at once per client
+  /// (more are answered at once and their connection closed): a client that ignores Retry-After
+  /// then cannot make the server spend its cores refusing it. 0: at once.
+  size_t refusal_delay_ms = 1000;
+  size_t refusals_held = 16;
 };
 
 class HttpServer {
@@ -80,6 +86,15 @@ class HttpServer {
   int port() const { return port_; }
 
  private:
+  /// Who asks (its key, or its address) and under which limits, or why it is refused before its
+  /// request is served: 503 while loading, 401 without a known key, 403 for a key whose scope
+  /// does not cover the route.
+  struct Caller {
+    std::optional<Response> refusal;
+    std::string client;
+    ClientLimits limits;
+  };
+  Caller identify(const httplib::Request& req) const;
   HttpOptions opt_;
   std::function<std::unique_ptr<Service>()> load_;
   std::unique_ptr<httplib::Server> svr_;

@@ -61,6 +61,20 @@ void ClientLimiter::release(const std::string& client) {
   if (it != clients_.end() && it->second.in_flight > 0) --it->second.in_flight;
 }
 
+bool ClientLimiter::begin_hold(const std::string& client, size_t most) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end() || it->second.held >= most) return false;
+  ++it->second.held;
+  return true;
+}
+
+void ClientLimiter::end_hold(const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_.find(client);
+  if (it != clients_.end() && it->second.held > 0) --it->second.held;
+}
+
 size_t ClientLimiter::clients() const {
   std::lock_guard<std::mutex> lock(mu_);
   return clients_.size();
@@ -72,7 +86,7 @@ void ClientLimiter::forget_idle(Clock::time_point now) {
     const State& s = it->second;
     const double elapsed = std::chrono::duration<double>(now - s.refilled).count();
     const bool full = s.rate <= 0 || s.tokens + elapsed * s.rate >= s.burst;
-    it = s.in_flight == 0 && full ? clients_.erase(it) : std::next(it);
+    it = s.in_flight == 0 && s.held == 0 && full ? clients_.erase(it) : std::next(it);
   }
 }
 

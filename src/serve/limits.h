@@ -42,6 +42,11 @@ class ClientLimiter {
   Verdict admit(const std::string& client, const ClientLimits& limits, Clock::time_point now = Clock::now());
   /// Ends an admitted request of a client with a `concurrent` limit.
   void release(const std::string& client);
+  /// A refused request of `client` may be held (its answer delayed) when the client has fewer
+  /// than `most` held already: true, and end_hold() must follow. Holding the 429 keeps a client
+  /// that ignores Retry-After from making the server spend its cores refusing it.
+  bool begin_hold(const std::string& client, size_t most);
+  void end_hold(const std::string& client);
   /// Clients tracked now (idle ones with full buckets are forgotten past 4,096 clients).
   size_t clients() const;
 
@@ -50,6 +55,7 @@ class ClientLimiter {
     double tokens = 0;
     Clock::time_point refilled{};
     size_t in_flight = 0;
+    size_t held = 0;  ///< refusals being held (begin_hold)
     double rate = 0, burst = 0;  ///< of its last request (to tell when its bucket is full again)
   };
   void forget_idle(Clock::time_point now);

@@ -176,6 +176,7 @@ class Replace final : public Normalizer {
  public:
   Replace(const std::string& pattern, bool literal, std::string content, const std::string& where)
       : re_(pattern, literal, where + ".pattern"), content_(std::move(content)) {}
+  bool keeps_spaces() const override { return false; }  // its pattern may take them
   void normalize(NStr& s) const override {
     if (s.empty()) return;
     std::vector<MatchSpan> m = regex_matches(re_, s);
@@ -253,6 +254,7 @@ class BertNormalizer final : public Normalizer {
 
 class ByteLevelNormalizer final : public Normalizer {
  public:
+  bool keeps_spaces() const override { return false; }  // a space becomes U+0120
   void normalize(NStr& s) const override {
     const char32_t* alpha = byte_level_alphabet();
     NStr out;
@@ -270,6 +272,9 @@ class ByteLevelNormalizer final : public Normalizer {
 class Sequence final : public Normalizer {
  public:
   explicit Sequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
+  bool keeps_spaces() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->keeps_spaces(); });
+  }
   void normalize(NStr& s) const override {
     for (const auto& p : parts_) p->normalize(s);
   }

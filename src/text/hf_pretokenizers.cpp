@@ -33,6 +33,7 @@ class ByteLevel final : public PreTokenizer {
   ByteLevel(bool add_prefix_space, bool use_regex, const std::string& where)
       : add_prefix_space_(add_prefix_space),
         re_(use_regex ? std::make_unique<Regex>(kGpt2Pattern, false, where) : nullptr) {}
+  bool splits_at_space() const override { return re_ != nullptr; }  // GPT-2's pattern splits before a space
   void pre_tokenize(std::vector<NStr>& splits) const override {
     each_split(splits, [&](NStr& s, std::vector<NStr>& out) {
       // The prepended space covers no original bytes (tokenizers reports (0, 0) for a lone
@@ -86,6 +87,7 @@ class Metaspace final : public PreTokenizer {
  public:
   Metaspace(char32_t rep, PrependScheme scheme, bool split)
       : rep_(rep), scheme_(scheme), split_(split) {}
+  bool splits_at_space() const override { return split_; }  // spaces become rep_, split before
   void pre_tokenize(std::vector<NStr>& splits) const override {
     each_split(splits, [&](NStr& s, std::vector<NStr>& out) {
       for (NChar& c : s)
@@ -117,6 +119,7 @@ class Whitespace final : public PreTokenizer {
       : re_(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}]+|)"
             R"([^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\p{White_Space}]+)",
             false, where) {}
+  bool splits_at_space() const override { return true; }
   void pre_tokenize(std::vector<NStr>& splits) const override {
     each_split(splits, [&](NStr& s, std::vector<NStr>& out) {
       std::vector<MatchSpan> m = regex_matches(re_, s);
@@ -133,7 +136,8 @@ class Whitespace final : public PreTokenizer {
 template <class Pred>
 class CharSplit final : public PreTokenizer {
  public:
-  CharSplit(Pred pred, SplitBehavior behavior) : pred_(pred), behavior_(behavior) {}
+  CharSplit(Pred pred, SplitBehavior behavior, bool at_space) : pred_(pred), behavior_(behavior), at_space_(at_space) {}
+  bool splits_at_space() const override { return at_space_; }
   void pre_tokenize(std::vector<NStr>& splits) const override {
     each_split(splits, [&](NStr& s, std::vector<NStr>& out) {
       split_by(s, char_matches(s, pred_), behavior_, out);
@@ -143,16 +147,20 @@ class CharSplit final : public PreTokenizer {
  private:
   Pred pred_;
   SplitBehavior behavior_;
+  bool at_space_;
 };
 
 template <class Pred>
 std::unique_ptr<PreTokenizer> char_split(Pred pred, SplitBehavior behavior) {
-  return std::make_unique<CharSplit<Pred>>(pred, behavior);
+  return std::make_unique<CharSplit<Pred>>(pred, behavior, pred(U' '));
 }
 
 class Sequence final : public PreTokenizer {
  public:
   explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  bool splits_at_space() const override {  // later parts only split further
+    return std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->splits_at_space(); });
+  }
   void pre_tokenize(std::vector<NStr>& splits) const override {
     for (const auto& p : parts_) p->pre_tokenize(splits);
   }

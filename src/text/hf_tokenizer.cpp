@@ -137,7 +137,15 @@ class HfTokenizer final : public Tokenizer {
     }
     if (!max_length_) max_length_ = kDefaultMaxLength;
     find_special_tokens(j);
+    // Tokens never span a space when the pre-tokenizer splits there, the normalizer keeps every
+    // space where it was, and no added token holds one.
+    splits_at_spaces_ = pre_ && pre_->splits_at_space() && (!normalizer_ || normalizer_->keeps_spaces()) &&
+                        std::none_of(added_.begin(), added_.end(), [](const AddedToken& a) {
+                          return a.content.find_first_of(" \t\n\r") != std::string::npos;
+                        });
   }
+
+  bool splits_at_spaces() const override { return splits_at_spaces_; }
 
   std::vector<TokenPiece> tokenize(std::string_view text) const override {
     std::vector<CodePoint> cps = decode_utf8(text);
@@ -420,6 +428,7 @@ class HfTokenizer final : public Tokenizer {
   bool trim_offsets_ = false, trim_add_prefix_space_ = false;
   SpecialTokens special_;
   size_t max_length_ = 0;
+  bool splits_at_spaces_ = false;
 };
 
 }  // namespace

@@ -98,6 +98,8 @@ class Normalizer {
  public:
   virtual ~Normalizer() = default;
   virtual void normalize(NStr& s) const = 0;
+  /// False when it may remove or rewrite spaces (Replace, ByteLevel), which pre-tokenizers split at.
+  virtual bool keeps_spaces() const { return true; }
 };
 
 class PreTokenizer {
@@ -105,6 +107,8 @@ class PreTokenizer {
   virtual ~PreTokenizer() = default;
   /// Replaces each split by its sub-splits (empty ones dropped).
   virtual void pre_tokenize(std::vector<NStr>& splits) const = 0;
+  /// True when no split it makes holds a space with characters on both sides (it splits there).
+  virtual bool splits_at_space() const { return false; }
 };
 
 /// A token of one split: its id, string and characters [begin, end) of the split.

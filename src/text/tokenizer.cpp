@@ -86,6 +86,27 @@ void emit_template(Encoding& e, const std::vector<FramePart>& parts, bool add_sp
 
 }  // namespace
 
+std::vector<TokenPiece> tokenize_prefix(const Tokenizer& tokenizer, std::string_view text, size_t n) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  // Most pieces cover a few bytes, so a prefix of 8 bytes a piece usually holds n; each try
+  // doubles, so the bytes tokenized stay under three times the text's.
+  size_t want = n < text.size() / 8 ? std::max<size_t>(1024, 8 * (n + 1)) : text.size();
+  while (tokenizer.splits_at_spaces() && want < text.size()) {
+    size_t cut = want;  // the first space after a byte that is not blank, from `want` on
+    while (cut < text.size() && !(text[cut] == ' ' && !blank(text[cut - 1]))) ++cut;
+    if (cut >= text.size()) break;
+    std::vector<TokenPiece> pieces = tokenizer.tokenize(text.substr(0, cut));
+    if (pieces.size() > n) {
+      pieces.resize(n);
+      return pieces;
+    }
+    want = 2 * cut;
+  }
+  std::vector<TokenPiece> pieces = tokenizer.tokenize(text);
+  if (pieces.size() > n) pieces.resize(n);
+  return pieces;
+}
+
 Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) const {
   const Framing* fr = framing();
   const size_t max_len = effective_max_length(*this, opt);
@@ -95,7 +116,8 @@ Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& opt) cons
                                    "use at least " << std::max<size_t>(n_special, 1));
   SpecialTokens sp = fr ? SpecialTokens{} : special_tokens();
   if (opt.add_special_tokens && !fr) require_framing_specials(sp);
-  std::vector<TokenPiece> pieces = tokenize(text);
+  // One piece past what fits tells whether the text was cut.
+  std::vector<TokenPiece> pieces = tokenize_prefix(*this, text, max_len - n_special + 1);
   Encoding e;
   size_t keep = pieces.size();
   if (keep > max_len - n_special) {

@@ -171,6 +171,8 @@ class WordPieceTokenizer final : public Tokenizer {
     }
   }
 
+  // BERT splits words at whitespace before anything else (its specials hold none).
+  bool splits_at_spaces() const override { return true; }
   std::vector<TokenPiece> tokenize(std::string_view text) const override {
     SIEVE_THROW_IF_NOT(text.size() < size_t(UINT32_MAX), "text too long to tokenize ("
                                                              << text.size() << " bytes)");

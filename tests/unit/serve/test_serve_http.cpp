@@ -80,8 +80,9 @@ TEST(ServeHttp, AFailedLoadIsReportedToConcurrentRequests) {
   EXPECT_EQ(thrown, "the model folder is damaged");
 }
 
-// Raw bytes to the server on one connection; what comes back until it closes or 5 s pass.
-std::string raw_http(int port, const std::string& bytes) {
+// Raw bytes to the server on one connection; what comes back until it closes or 5 s pass (with
+// `one`: until one whole response has come).
+std::string raw_http(int port, const std::string& bytes, bool one = false) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -99,7 +100,13 @@ std::string raw_http(int port, const std::string& bytes) {
   }
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
+    out.append(buf, static_cast<size_t>(n));
+    const size_t head = out.find("\r\n\r\n"), length = out.find("Content-Length: ");
+    if (one && head != std::string::npos && length != std::string::npos && length < head &&
+        out.size() >= head + 4 + std::stoul(out.substr(length + 16)))
+      break;
+  }
   ::close(fd);
   return out;
 }
@@ -133,6 +140,47 @@ TEST(ServeHttp, UnroutedMethodsAre405AndUnreadBodiesCloseTheConnection) {
   // Either the body was read and /health answered, or the connection closed after the 405; never
   // a 400 made of the body's bytes.
   EXPECT_EQ(two.find("HTTP/1.1 400"), std::string::npos) << two;
+}
+
+// What can be refused before a large body (1 MB or more) is read is refused without reading it: a
+// body declared over twice --max-body (413), a missing key (401), each answered with Connection:
+// close, and the server then closes the connection itself (stop_reading: httplib would read the
+// body's bytes as the next request). The requests below send their headers and no body; a server
+// that waited for the body would answer nothing within raw_http's 5 s. A small body over the
+// limit is read and dropped, and the 413 comes after it (every client reads it).
+TEST(ServeHttp, RefusalsComeBeforeTheBodyIsRead) {
+  const std::string dir = test::make_temp_dir("serve_prebody");
+  write_fixture_model(dir + "/model", test::tiny_model_options(34));
+  HttpOptions h;
+  h.port = 0;
+  h.max_body = 1u << 20;
+  h.api_key = "k3y";
+  ServeOptions o;
+  o.model_dir = dir + "/model";
+  o.encoder_workers = 1;
+  RunningServer running(h, o);
+  ASSERT_TRUE(running.server.ready());
+  const std::string big = raw_http(running.port, "POST /embed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k3y\r\n"
+                                                 "Content-Length: 100000000\r\n\r\n");  // read until it closes
+  EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
+  EXPECT_NE(big.find("Connection: close"), std::string::npos) << big;
+  EXPECT_NE(big.find("larger than 1048576 bytes"), std::string::npos) << big;
+  const std::string nokey = raw_http(running.port, "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
+  EXPECT_EQ(nokey.rfind("HTTP/1.1 401", 0), 0u) << nokey;
+  EXPECT_NE(nokey.find("Connection: close"), std::string::npos) << nokey;
+  // The server closed both connections itself (raw_http read until the end, well within its 5 s:
+  // one answer each, nothing read as a next request).
+  EXPECT_EQ(big.find("HTTP/1.1", 1), std::string::npos) << big;
+  EXPECT_EQ(nokey.find("HTTP/1.1", 1), std::string::npos) << nokey;
+  httplib::Client small("127.0.0.1", running.port);
+  auto over = small.Post("/embed", httplib::Headers{{"Authorization", "Bearer k3y"}}, std::string(1500000, 'x'), "application/json");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 413);
+  // A whole request is still answered, on a connection that stays open.
+  httplib::Client cli("127.0.0.1", running.port);
+  auto r = cli.Post("/embed", httplib::Headers{{"Authorization", "Bearer k3y"}}, R"({"inputs": "x"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
 }
 
 // Scoped keys: a read key searches and embeds but cannot add documents (403, JSON) nor read

@@ -165,6 +165,42 @@ TEST(ServeLimits, RatesPerKeyAndPerAddress) {
   EXPECT_EQ(cli.Get("/openapi.json")->status, 200);
 }
 
+// Refusals are held (the 429 answered after min(--refusal-delay-ms, Retry-After)), at most
+// refusals_held (here 4) at once per client: more are answered at once and their connection closed.
+TEST(ServeLimits, RefusalsAreHeldAFewAtATime) {
+  const std::string dir = test::make_temp_dir("serve_hold");
+  write_text_index(dir, 45);
+  HttpOptions h;
+  h.port = 0;
+  h.limits.rate = 0.01;  // one request, then a refusal for 100 s
+  h.refusal_delay_ms = 1500;
+  h.refusals_held = 4;
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  o.encoder_workers = 1;
+  RunningServer running(h, o);
+  ASSERT_TRUE(running.server.ready());
+  httplib::Client first("127.0.0.1", running.port);
+  EXPECT_EQ(first.Get("/v1/documents/d0")->status, 200);
+  std::vector<std::future<std::pair<int, std::string>>> calls;
+  for (int i = 0; i < 8; ++i)
+    calls.push_back(std::async(std::launch::async, [&] {
+      httplib::Client cli("127.0.0.1", running.port);
+      cli.set_keep_alive(true);  // else every answer says Connection: close
+      auto r = cli.Get("/v1/documents/d1");
+      return r ? std::make_pair(r->status, r->get_header_value("Connection")) : std::make_pair(-1, std::string());
+    }));
+  int held = 0, closed = 0;
+  for (auto& c : calls) {
+    const auto [status, connection] = c.get();
+    EXPECT_EQ(status, 429);
+    (connection == "close" ? closed : held) += 1;
+  }
+  EXPECT_EQ(held, 4);
+  EXPECT_EQ(closed, 4);
+  EXPECT_EQ(first.Get("/health")->status, 200);
+}
+
 // A client's requests in flight: one held in the encoder queue (its batching window is 1.5 s)
 // makes the client's next a 429, and its place comes back when it ends.
 TEST(ServeLimits, RequestsInFlightPerClient) {

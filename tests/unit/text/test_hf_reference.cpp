@@ -24,6 +24,7 @@
 #include "sieve/tokenizer.h"
 #include "support/test_util.h"
 #include "text/utf8.h"
+#include "unit/text/prefix_check.h"
 
 namespace sieve {
 namespace {
@@ -311,6 +312,41 @@ class HfReference : public ::testing::Test {
                 name.c_str(), n, id_bad, tok_bad, off_bad, require_offsets ? "" : " (not required)",
                 errors);
     EXPECT_EQ(id_bad, 0u) << name;
+    check_prefixes(name, *tok);
+  }
+
+  // tokenize_prefix (what encode() reads of a long text) against the whole tokenization: on
+  // every single input long enough for it to cut (over 1 KB), and on the inputs joined into
+  // long texts (by a space, a newline, or nothing; 24 KB each), for a few piece counts; and,
+  // when the tokenizer says it splits at spaces, the property tokenize_prefix relies on, at 12
+  // cuts of each joined text.
+  void check_prefixes(const std::string& name, const Tokenizer& tok) {
+    size_t bad = 0;
+    std::string joined[3];
+    for (const Input& x : *inputs_) {
+      if (x.pair) continue;
+      if (x.a.size() > 1024) {
+        const std::vector<TokenPiece> all = tok.tokenize(x.a);
+        for (size_t n : {3, 40})
+          if (const std::string why = test::prefix_mismatch(tok, x.a, n, &all); !why.empty() && ++bad <= 3)
+            ADD_FAILURE() << name << ": tokenize_prefix differs on "
+                          << json(x.a).dump(-1, ' ', false, json::error_handler_t::replace) << ": " << why;
+      }
+      if (joined[2].size() > 24000) continue;
+      joined[0] += x.a + " ";
+      joined[1] += x.a + "\n";
+      joined[2] += x.a;
+    }
+    for (const std::string& text : joined) {
+      const std::vector<TokenPiece> all = tok.tokenize(text);
+      for (size_t n : {1, 127, 254, 2000})
+        if (const std::string why = test::prefix_mismatch(tok, text, n, &all); !why.empty() && ++bad <= 3)
+          ADD_FAILURE() << name << ": tokenize_prefix differs on the joined inputs (" << text.size() << " bytes): " << why;
+      if (tok.splits_at_spaces())
+        if (const std::string why = test::cut_mismatch(tok, text, all, 12); !why.empty() && ++bad <= 3)
+          ADD_FAILURE() << name << ": says it splits at spaces, but " << why;
+    }
+    EXPECT_EQ(bad, 0u) << name;
   }
 
   static std::string* dir_;
@@ -374,6 +410,9 @@ TEST_F(HfReference, Llama3StyleSplitAndIgnoreMerges) {
                                        {tspecial("<|endoftext|>", 0), tseq("A", 0), tspecial("<|endoftext|>", 1), tseq("B", 1)});
   tj["model"] = gpt2_model(true);
   compare("llama3-style", tj);
+  // Its Split pattern is not one sieve knows to split at spaces: encode() reads all of a text.
+  EXPECT_FALSE(load_tokenizer_json(*dir_ + "/llama3-style.json")->splits_at_spaces());
+  EXPECT_TRUE(load_tokenizer_json(*dir_ + "/modernbert.json")->splits_at_spaces());
 }
 
 TEST_F(HfReference, BertBaseUncasedWordPiece) {

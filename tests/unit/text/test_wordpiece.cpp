@@ -16,6 +16,7 @@
 #include "core/file_util.h"
 #include "sieve/error.h"
 #include "sieve/tokenizer.h"
+#include "unit/text/prefix_check.h"
 
 namespace sieve {
 namespace {
@@ -248,6 +249,32 @@ TEST_F(BertUncased, OffsetsGiveTheSurfaceOfEveryToken) {
 }
 
 // --- options ----------------------------------------------------------------------------------
+
+// A long text is tokenized only as far as the model reads (tokenize_prefix): the pieces, and
+// encode()'s ids and truncation, are those of the whole text's tokenization, whatever sits at
+// the cut (tabs, newlines, no-break spaces, control characters, CJK, accents, [SEP], overlong
+// words, runs of spaces).
+TEST_F(BertUncased, PrefixTokenizationIsTheWholeTextsStart) {
+  const std::vector<std::string> parts = {"The dog bit the man.", "\t", "\n\n", "  ", "caf\xC3\xA9",
+                                          "\xC2\xA0", "\x0C", "\x07x", "\xE4\xBD\xA0\xE5\xA5\xBD", "[SEP]",
+                                          std::string(150, 'q'), "don't!", "   ", "1,234.5"};
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += parts[(i * 5) % parts.size()] + (i % 3 ? " " : "");
+  ASSERT_GT(text.size(), 30000u);
+  const std::vector<TokenPiece> all = tok_->tokenize(text);
+  for (size_t n : {1, 2, 10, 126, 254, 510, 3000, 100000})
+    EXPECT_EQ(test::prefix_mismatch(*tok_, text, n), "") << n;
+  for (size_t cut = 1000; cut < 1300; cut += 7)  // every kind of byte at the first cut
+    EXPECT_EQ(test::prefix_mismatch(*tok_, std::string_view(text).substr(cut), 126), "") << cut;
+  EXPECT_EQ(test::cut_mismatch(*tok_, text, all, 40), "");
+  EncodeOptions eo;
+  eo.max_length = 128;
+  const Encoding e = tok_->encode(text, eo);
+  ASSERT_EQ(e.ids.size(), 128u);
+  EXPECT_TRUE(e.truncated);
+  for (size_t i = 0; i < 126; ++i) EXPECT_EQ(e.ids[i + 1], all[i].id) << i;
+  EXPECT_TRUE(tok_->splits_at_spaces());
+}
 
 TEST_F(BertUncased, CasedOptionsOnUncasedVocab) {
   WordPieceOptions cased;
