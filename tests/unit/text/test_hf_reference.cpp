@@ -395,6 +395,7 @@ TEST_F(HfReference, ModernBertStyle) {
                                         tseq("B", 1), tspecial("[SEP]", 1)});
   tj["model"] = gpt2_model();
   compare("modernbert", tj);
+  EXPECT_TRUE(load_tokenizer_json(*dir_ + "/modernbert.json")->splits_at_spaces());  // encode() reads a prefix
 }
 
 TEST_F(HfReference, Llama3StyleSplitAndIgnoreMerges) {
@@ -412,7 +413,6 @@ TEST_F(HfReference, Llama3StyleSplitAndIgnoreMerges) {
   compare("llama3-style", tj);
   // Its Split pattern is not one sieve knows to split at spaces: encode() reads all of a text.
   EXPECT_FALSE(load_tokenizer_json(*dir_ + "/llama3-style.json")->splits_at_spaces());
-  EXPECT_TRUE(load_tokenizer_json(*dir_ + "/modernbert.json")->splits_at_spaces());
 }
 
 TEST_F(HfReference, BertBaseUncasedWordPiece) {
