@@ -47,7 +47,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--api-key-file", o->api_key_file,
                   "File of API keys, one 'KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]' a line (read: search, embed, "
                   "rerank, verify, explain; write: also add documents; admin or none: everything; the limits replace "
-                  "--rate-limit, --burst and --max-concurrent for that key): every request but /health, / and "
+                  "--rate-limit, --burst and --max-concurrent for that key): every request but /health, GET / and "
                   "/openapi.json then needs 'Authorization: Bearer KEY'. SIGHUP re-reads it");
   cmd->add_option("--rate-limit", o->h.limits.rate,
                   "Requests per second each client may sustain (per key; per address without keys); more: 429 with "
