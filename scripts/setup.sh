@@ -43,9 +43,9 @@ if ((ORACLES)); then
   command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 fi
 # Extras for the benchmarks (wrk for the service, Boost.Beast for the HTTP library comparison,
-# clang's libFuzzer and coverage tools for scripts/fuzz.sh).
+# clang's libFuzzer, OpenMP and coverage tools for scripts/fuzz.sh).
 if ((BENCH)); then
-  PACKAGES+=(wrk libboost-dev clang libclang-rt-14-dev llvm)
+  PACKAGES+=(wrk libboost-dev clang libclang-rt-14-dev libomp-14-dev llvm)
 fi
 
 # After the packages: the real model (fatal on failure), then the oracles when asked.
