@@ -151,7 +151,7 @@ RetrievalEvalResult evaluate_retrieval(const Index& index, const std::vector<eva
                                                         << verifier.name
                                                         << "' has none (calibrate it with sieve verify calibrate, or give one)");
       r.system += "-gate";
-      r.gate.emplace();
+      r.gate = RetrievalEvalResult::GateCount();  // (clang 14 refuses emplace() of this nested struct)
       r.gate->threshold = pp.threshold;
     }
     if (opt.rerank && opt.gate) r.system += "-rerank";
