@@ -142,12 +142,7 @@ class Service {
    public:
     explicit Slots(size_t n) : capacity_(n), free_(n) {}
     size_t capacity() const { return capacity_; }
-    void acquire() {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return free_ > 0; });
-      --free_;
-    }
-    /// acquire() until `deadline`; false (and no slot) when it passes first.
+    /// Takes a slot, waiting until one is free or `deadline` passes (false: no slot taken).
     bool acquire_until(std::chrono::steady_clock::time_point deadline) {
       std::unique_lock<std::mutex> lock(mu_);
       if (!cv_.wait_until(lock, deadline, [&] { return free_ > 0; })) return false;
