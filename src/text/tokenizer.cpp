@@ -327,14 +327,40 @@ void read_normalizer(const json& n, WordPieceOptions& o) {
   }
 }
 
-// Builds a WordPiece tokenizer from tokenizer.json, or returns null when its model is not
-// WordPiece (the caller then tries the other files).
-std::unique_ptr<Tokenizer> from_tokenizer_json(const json& j, const std::string& path, const DirConfig& c) {
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return nullptr;
+bool is_wordpiece_json(const json& j) {
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return false;
   const json& m = j["model"];
-  std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>()
-                                                                 : "";
-  if (type != "WordPiece") return nullptr;  // the caller uses load_tokenizer_json
+  return m.contains("type") && m["type"].is_string() && m["type"].get<std::string>() == "WordPiece";
+}
+
+// True when tokenizer.json frames a text as BERT does, [CLS] ... [SEP] (or names no framing):
+// what sieve's WordPiece tokenizer does. MPNet's WordPiece vocabulary comes with RoBERTa's
+// framing instead (RobertaProcessing: <s> ... </s>), which only the full tokenizer.json reader has.
+bool bert_framed(const json& j) {
+  if (!j.contains("post_processor") || j["post_processor"].is_null()) return true;
+  const json& p = j["post_processor"];
+  if (!p.is_object()) return true;  // the full reader reports it
+  const auto t = p.find("type");
+  const std::string type = t != p.end() && t->is_string() ? t->get<std::string>() : "";
+  auto bert_token = [](const json& pair) {  // ["[CLS]", 101] as BertProcessing writes it
+    return pair.is_array() && !pair.empty() && pair[0].is_string() &&
+           (pair[0].get<std::string>() == "[CLS]" || pair[0].get<std::string>() == "[SEP]");
+  };
+  if (type == "BertProcessing") return bert_token(p.value("cls", json())) && bert_token(p.value("sep", json()));
+  if (type == "TemplateProcessing") {
+    if (!p.contains("special_tokens") || !p["special_tokens"].is_object()) return true;
+    for (auto it = p["special_tokens"].begin(); it != p["special_tokens"].end(); ++it)
+      if (it.key() != "[CLS]" && it.key() != "[SEP]") return false;
+    return true;
+  }
+  return false;  // RobertaProcessing, Sequence, ...: the full reader
+}
+
+// Builds a WordPiece tokenizer from tokenizer.json, or returns null when its model is not
+// WordPiece or it frames texts otherwise than BERT (the caller then tries the other files).
+std::unique_ptr<Tokenizer> from_tokenizer_json(const json& j, const std::string& path, const DirConfig& c) {
+  if (!is_wordpiece_json(j) || !bert_framed(j)) return nullptr;  // the caller uses load_tokenizer_json
+  const json& m = j["model"];
   SIEVE_THROW_IF_NOT(m.contains("vocab") && m["vocab"].is_object(),
                      "'" << path << "' has a WordPiece model without a vocab object");
   const json& v = m["vocab"];
@@ -424,7 +450,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& dir) {
     const json j = read_json(tj);
     if (auto tok = from_tokenizer_json(j, tj, c)) return tok;
     std::string sp = find_sentencepiece_model(dir);
-    if (is_file(vt)) {
+    // (a WordPiece tokenizer.json with its own framing, MPNet's, is read whole, never vocab.txt)
+    if (is_file(vt) && !is_wordpiece_json(j)) {
       log_debug("tokenizer.json is not WordPiece and the folder has vocab.txt; using vocab.txt");
       WordPieceOptions o;
       apply_config(c, o);

