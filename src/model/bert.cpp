@@ -99,9 +99,9 @@ void BertLayerImpl::prepare_inference(Precision precision) {
   out_packed_ = pack(output->dense->weight, output->dense->bias);
 }
 
-at::Tensor BertLayerImpl::dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer,
-                                const at::Tensor& x) {
-  if (packed && !is_training()) return packed->forward(x);
+at::Tensor packed_or_module(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer,
+                            const at::Tensor& x, bool training) {
+  if (packed && !training) return packed->forward(x);
   return layer->forward(x);
 }
 

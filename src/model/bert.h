@@ -66,6 +66,10 @@ struct BertIntermediateImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertIntermediate);
 
+/// A dense layer: its packed copy (oneDNN) in inference when there is one, else the module.
+at::Tensor packed_or_module(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer,
+                            const at::Tensor& x, bool training);
+
 struct BertLayerImpl : torch::nn::Module {
   explicit BertLayerImpl(const BertOptions& opt);
   /// x: [B, L, H]; mask_bias: [B, 1, 1, L] additive (0 or a large negative number).
@@ -94,8 +98,9 @@ struct BertLayerImpl : torch::nn::Module {
   at::Tensor qkv_weight_, qkv_bias_;  // inference-only fused copies (not parameters)
   // Inference on the CPU: query/key/value, attention output, intermediate, output (null elsewhere).
   std::shared_ptr<const PackedLinear> qkv_packed_, attn_out_packed_, inter_packed_, out_packed_;
-  // A dense layer in inference: its packed copy when there is one, else the module.
-  at::Tensor dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer, const at::Tensor& x);
+  at::Tensor dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer, const at::Tensor& x) {
+    return packed_or_module(packed, layer, x, is_training());
+  }
 };
 TORCH_MODULE(BertLayer);
 

@@ -31,28 +31,57 @@ MpnetLayerImpl::MpnetLayerImpl(const BertOptions& opt) : cfg_(opt.config), dropo
   output = register_module("output", BertDenseLayerNorm(opt, opt.config.intermediate_size));
 }
 
+void MpnetLayerImpl::prepare_inference(Precision precision) {
+  at::NoGradGuard no_grad;
+  auto& s = *attention->attn;
+  qkv_packed_ = o_packed_ = inter_packed_ = out_packed_ = nullptr;
+  if (!s.q->weight.device().is_cpu() || s.q->weight.scalar_type() != at::kFloat) return;
+  auto pack = [precision](const at::Tensor& w, const at::Tensor& b) {
+    return std::make_shared<const PackedLinear>(w, b, precision);
+  };
+  qkv_packed_ = pack(at::cat({s.q->weight, s.k->weight, s.v->weight}, 0).contiguous(),
+                     at::cat({s.q->bias, s.k->bias, s.v->bias}, 0).contiguous());
+  o_packed_ = pack(s.o->weight, s.o->bias);
+  inter_packed_ = pack(intermediate->dense->weight, intermediate->dense->bias);
+  out_packed_ = pack(output->dense->weight, output->dense->bias);
+}
+
 at::Tensor MpnetLayerImpl::forward(const at::Tensor& x, const at::Tensor& bias) {
   const bool train = is_training() && dropout_ > 0;
   const int64_t B = x.size(0), L = x.size(1), H = cfg_.hidden_size, nh = cfg_.num_attention_heads, dh = H / nh;
   auto& s = *attention->attn;
   auto split = [&](const at::Tensor& t) { return t.view({B, L, nh, dh}).permute({0, 2, 1, 3}); };
-  at::Tensor q = split(s.q->forward(x)), k = split(s.k->forward(x)), v = split(s.v->forward(x));
+  at::Tensor q, k, v;
+  if (qkv_packed_ && !is_training()) {
+    at::Tensor qkv = qkv_packed_->forward(x);  // [B, L, 3H]: one product instead of three
+    q = split(qkv.narrow(-1, 0, H));
+    k = split(qkv.narrow(-1, H, H));
+    v = split(qkv.narrow(-1, 2 * H, H));
+  } else {
+    q = split(s.q->forward(x));
+    k = split(s.k->forward(x));
+    v = split(s.v->forward(x));
+  }
   at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(1.0 / std::sqrt(static_cast<double>(dh))).add_(bias);
   at::Tensor probs = at::softmax(scores, -1);
   if (train) probs = at::dropout(probs, dropout_, true);
-  at::Tensor a = s.o->forward(at::matmul(probs, v).permute({0, 2, 1, 3}).reshape({B, L, H}));
+  at::Tensor a = dense(o_packed_, s.o, at::matmul(probs, v).permute({0, 2, 1, 3}).reshape({B, L, H}));
   if (train) a = at::dropout(a, dropout_, true);
   at::Tensor h = attention->LayerNorm->forward(a + x);
-  at::Tensor inter = intermediate->dense->forward(h);
+  at::Tensor inter = dense(inter_packed_, intermediate->dense, h);
   if (cfg_.hidden_act == "gelu")
     inter = at::gelu(inter);
   else if (cfg_.hidden_act == "relu")
     inter = at::relu(inter);
   else
     inter = at::gelu(inter, "tanh");
-  at::Tensor out = output->dense->forward(inter);
+  at::Tensor out = dense(out_packed_, output->dense, inter);
   if (train) out = at::dropout(out, dropout_, true);
   return output->LayerNorm->forward(out + h);
+}
+
+void MpnetModelImpl::prepare_inference(Precision precision) {
+  for (const auto& m : *encoder->layer) m->as<MpnetLayerImpl>()->prepare_inference(precision);
 }
 
 MpnetEncoderStackImpl::MpnetEncoderStackImpl(const BertOptions& opt) {

@@ -3,7 +3,8 @@
 // ...). BERT's post-norm layers and RoBERTa's position ids, plus a learned relative position bias
 // shared by all layers: T5-style bidirectional buckets (half the buckets per direction, the
 // first half of those exact, the rest logarithmic up to a distance of 128). Padded batches with
-// masks (no packed fast path). Internal to sieve.
+// masks (no packed fast path). For CPU inference the dense layers run through oneDNN over weights
+// packed once (fp32 or int8, as BERT's do: model/packed_linear.h). Internal to sieve.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -13,8 +14,11 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <memory>
+
 #include "model/bert.h"
 #include "model/encoder_backbone.h"
+#include "model/packed_linear.h"
 
 namespace sieve {
 
@@ -35,13 +39,20 @@ struct MpnetLayerImpl : torch::nn::Module {
   explicit MpnetLayerImpl(const BertOptions& opt);
   /// x [B, L, H]; bias [B, nh, L, L]: the relative position bias plus the padding mask.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& bias);
+  /// Packs the dense layers (q, k and v as one [3H, H] product; o; the feed-forward pair) for
+  /// oneDNN at `precision`; call after weights change. Training keeps libtorch's layers.
+  void prepare_inference(Precision precision);
   MpnetAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertDenseLayerNorm output{nullptr};
 
  private:
+  at::Tensor dense(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer, const at::Tensor& x) {
+    return packed_or_module(packed, layer, x, is_training());
+  }
   BertConfig cfg_;
   double dropout_;
+  std::shared_ptr<const PackedLinear> qkv_packed_, o_packed_, inter_packed_, out_packed_;
 };
 TORCH_MODULE(MpnetLayer);
 
@@ -60,6 +71,7 @@ struct MpnetModelImpl : EncoderBackbone {
   void load_weights(const SafetensorsFile& file) override;
   at::Tensor word_embeddings() const override { return embeddings->word_embeddings->weight; }
   const BertConfig& config() const override { return opt_.config; }
+  void prepare_inference(Precision precision = Precision::Fp32) override;
 
   BertEmbeddings embeddings{nullptr};
   MpnetEncoderStack encoder{nullptr};
