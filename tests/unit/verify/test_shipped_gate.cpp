@@ -32,10 +32,10 @@ struct Shipped {
   nlohmann::json record;
 };
 
-Shipped shipped() {
+Shipped shipped(const std::string& name = "all-MiniLM-L6-v2") {
   Shipped s;
-  s.model_dir = find_installed_model("all-MiniLM-L6-v2");
-  std::ifstream in(kModels + "/all-MiniLM-L6-v2.sieve.json");
+  s.model_dir = find_installed_model(name);
+  std::ifstream in(kModels + "/" + name + ".sieve.json");
   s.record = nlohmann::json::parse(in).at("verifier");
   s.file = kModels + "/" + s.record.at("file").get<std::string>();
   return s;
@@ -59,6 +59,22 @@ TEST(ShippedGate, FileMatchesItsRecordAndBindsToTheModel) {
   EXPECT_DOUBLE_EQ(r.threshold(), v->config().threshold);
   // Another encoder is refused with a clear error, before anything is scored.
   const std::string other = find_installed_model("sieve-mini");
+  ASSERT_FALSE(other.empty());
+  test::expect_error([&] { load_verifier_for_model(s.file, other); }, "trained for");
+}
+
+// all-mpnet-base-v2's gate (MODEL=all-mpnet-base-v2 scripts/train-gate.sh): the same record, the
+// same binding; the model is installed by scripts/setup.sh --oracles (or --model).
+TEST(ShippedGate, MpnetFileMatchesItsRecordAndBindsToTheModel) {
+  const Shipped s = shipped("all-mpnet-base-v2");
+  ASSERT_TRUE(is_file(s.file)) << s.file;
+  EXPECT_EQ(sha256_file_hex(s.file), s.record.at("sha256").get<std::string>()) << "the shipped verifier changed";
+  if (s.model_dir.empty()) SIEVE_SKIP_ORACLE("all-mpnet-base-v2 is not installed (scripts/setup.sh --oracles installs it)");
+  auto v = load_verifier_for_model(s.file, s.model_dir);
+  EXPECT_EQ(v->config().encoder_identity, model_identity(s.model_dir));
+  EXPECT_TRUE(std::isfinite(v->config().threshold));
+  EXPECT_EQ(default_verifier(s.model_dir, ""), s.file);
+  const std::string other = find_installed_model("all-MiniLM-L6-v2");
   ASSERT_FALSE(other.empty());
   test::expect_error([&] { load_verifier_for_model(s.file, other); }, "trained for");
 }
