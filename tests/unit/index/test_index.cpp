@@ -854,14 +854,17 @@ TEST(IndexCli, ErrorsAndExitCodes) {
   // A fusion knob given where no fusion runs is said to be ignored; where it runs, nothing is said.
   r = run_command(cli_path() + " search --index " + dir + "/ok --mode bm25 --dense-weight 0.3 --depth 5 dog 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("--dense-weight applies only to hybrid search with weighted fusion; ignored with mode bm25"),
+  EXPECT_NE(r.out.find("--dense-weight applies only to hybrid search with weighted or zscore fusion; ignored with mode bm25"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--fusion-depth applies only to hybrid search"), std::string::npos) << r.out;
   r = run_command(cli_path() + " search --index " + dir + "/ok --mode hybrid --fusion rrf --dense-weight 0.3 dog 2>&1");
-  EXPECT_NE(r.out.find("--dense-weight applies only to hybrid search with weighted fusion; ignored with mode hybrid "
-                       "and rrf fusion"),
+  EXPECT_NE(r.out.find("--dense-weight applies only to hybrid search with weighted or zscore fusion; ignored with mode "
+                       "hybrid and rrf fusion"),
             std::string::npos) << r.out;
   r = run_command(cli_path() + " search --index " + dir + "/ok --mode hybrid --fusion weighted --dense-weight 0.3 dog 2>&1");
+  EXPECT_EQ(r.out.find("ignored"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " search --index " + dir + "/ok --mode hybrid --fusion zscore --dense-weight 0.3 dog 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find("ignored"), std::string::npos) << r.out;
   // The model folder has one name everywhere (-m/--model), the older names still work.
   for (const char* c : {" model export --help", " experiment tradeoff --help", " experiment verifiers --help"}) {
