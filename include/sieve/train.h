@@ -163,6 +163,9 @@ struct CrossEncoderTrainOptions {
   double weight_decay = 0.01;
   size_t max_length = 0;        ///< pair token cap; 0 = the tokenizer's model_max_length (512), as CrossEncoder
   double dropout = 0.1;
+  /// false: the rows in file order, epoch after epoch (a DataLoader without shuffling; used to
+  /// prove the trainer step for step against CrossEncoder.fit); true: each epoch shuffled from the seed.
+  bool shuffle = true;
 };
 
 /// Trains a cross-encoder; OUT/last (and checkpoints) are folders in Hugging Face's

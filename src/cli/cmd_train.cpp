@@ -265,6 +265,8 @@ void register_train(CLI::App& app) {
     cmd->add_option("--max-length", o->max_length, "Pair token cap (0 = the tokenizer's model_max_length, as CrossEncoder)")
         ->capture_default_str();
     cmd->add_option("--dropout", o->dropout, "Dropout while training")->capture_default_str();
+    cmd->add_flag("!--no-shuffle", o->shuffle,
+                  "Take the pairs in file order, epoch after epoch (default: each epoch shuffled from --seed)");
     add_common(cmd, o->common);
     on_run(cmd, [o] {
       run_data_parallel(o->common, [&] {

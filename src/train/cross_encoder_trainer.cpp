@@ -46,12 +46,13 @@ std::vector<LabelledPair> pairs_of(const std::vector<TrainExample>& examples) {
   return out;
 }
 
-// Row k of the stream of rows: epoch k / n in an order shuffled from (seed, epoch). The state is
+// Row k of the stream of rows: epoch k / n in an order shuffled from (seed, epoch), or in file order. The state is
 // the step alone, so a resumed run draws what an uninterrupted one would.
 class EpochOrder {
  public:
-  EpochOrder(size_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  EpochOrder(size_t n, uint64_t seed, bool shuffle) : n_(n), seed_(seed), shuffle_(shuffle) {}
   size_t row(size_t k) {
+    if (!shuffle_) return k % n_;
     const size_t epoch = k / n_;
     if (epoch != epoch_ || order_.empty()) {
       order_.resize(n_);
@@ -67,6 +68,7 @@ class EpochOrder {
  private:
   size_t n_;
   uint64_t seed_;
+  bool shuffle_;
   size_t epoch_ = 0;
   std::vector<size_t> order_;
 };
@@ -150,7 +152,7 @@ TrainReport train_cross_encoder(const CrossEncoderTrainOptions& o) {
 
   const size_t warmup = static_cast<size_t>(std::ceil(c.warmup_ratio * static_cast<double>(c.steps)));
   const size_t B = c.batch_size;
-  EpochOrder order(data.size(), c.seed);
+  EpochOrder order(data.size(), c.seed, o.shuffle);
   TrainReport report;
   Budget budget(c);
   Progress progress("train cross-encoder", c.progress ? c.steps : 0);
