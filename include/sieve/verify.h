@@ -39,6 +39,11 @@ struct F3Options {
   bool exact_match = false;  ///< one more channel: E_ij = 1 where the two tokens' ids are equal
 };
 
+/// Cue words as exact runs of vocabulary ids, one run per form of a word: {"not"} is one piece,
+/// WordPiece's "n't" is the two pieces {"'", "t"}, byte-level BPE's the one piece {"'t"}. A token
+/// is a cue only inside a whole run, so the "t" of "T cells" is not one (negation_cues()).
+using CueSequences = std::vector<std::vector<int32_t>>;
+
 /// F4: 8x8 conv patches of phi(M) -> [CLS] + learned positions -> LayerNorm -> pre-LN encoder
 /// layers -> Linear - GELU - Linear on [CLS], tanh. The defaults are the paper's (940,065
 /// parameters at width 384); width 0 = the encoder's width.
@@ -54,10 +59,10 @@ struct F4Options {
   /// same id (a lexical alignment the contextual cosines blur; an extension of the paper's phi).
   /// The verifier then needs the token ids with the states (TokenStates::ids).
   bool exact_match = false;
-  /// Token ids of cue words (negation cues: not, no, never, ...). Non-empty: one more channel,
+  /// Cue words (negation cues: not, no, never, n't, ...) as id runs. Non-empty: one more channel,
   /// K_ij = cue(query token i) + cue(candidate token j) on valid pairs, which says what the
   /// cosines cannot: which unmatched word is a cue. Needs the token ids, as exact_match does.
-  std::vector<int32_t> cue_ids;
+  CueSequences cue_ids;
 };
 
 /// Optional score mode: final = F1 - beta * sigmoid(20 (F1 - tau_p)) * (1 - raw).
@@ -67,12 +72,12 @@ struct PenaltyOptions {
   double tau_p = 0.9;
 };
 
-/// Optional term for any kind: score -= weight * |cues among the query's tokens - cues among the
-/// candidate's| (tokens kept by max_tokens, ids in `ids`: negation cues). A meaning flip that
+/// Optional term for any kind: score -= weight * |cues in the query - cues in the candidate|
+/// (whole runs of `ids` among the tokens kept by max_tokens: negation cues). A meaning flip that
 /// the cosines barely see ("did" / "did not") costs a fixed amount; needs the token ids.
 struct CuePenaltyOptions {
   double weight = 0;  ///< 0: off
-  std::vector<int32_t> ids;
+  CueSequences ids;
 };
 
 /// Optional term for any kind: score -= weight * |crossed - voice| * share^2, where crossed = 1
@@ -189,10 +194,13 @@ ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext
 /// that records no identity (F0-F2) passes.
 void check_verifier_encoder(const Verifier& verifier, const std::string& name, const VerifierContext& context);
 
-/// The vocabulary ids of negation cue words ("not", "no", "never", "nothing", "none", "nobody",
-/// "neither", "nor", "without", "nowhere", "cannot": those the tokenizer reads as one piece, and
-/// the piece that ends "n't"), sorted: what F4Options::cue_ids takes for the negation channel.
-std::vector<int32_t> negation_cue_ids(const Tokenizer& tokenizer);
+/// The negation cues of a vocabulary as id runs: the words "not", "no", "never", "nothing",
+/// "none", "nobody", "neither", "nor", "without", "nowhere", "cannot" as the tokenizer reads them
+/// in mid-sentence and at the start of a text, lower-case and capitalised, and the pieces of the
+/// contracted "n't" ("isn't", "don't", ... with ' or ’) from the apostrophe on (WordPiece "' t",
+/// byte-level BPE "'t", SentencePiece "' t" or "n't"). Any tokenizer; runs holding the unknown
+/// token are left out; sorted, no repeats. What F4Options::cue_ids and CuePenaltyOptions take.
+CueSequences negation_cues(const Tokenizer& tokenizer);
 /// The vocabulary ids of the voice cue words of OrderPenaltyOptions ("by", when one piece), sorted.
 std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer);
 

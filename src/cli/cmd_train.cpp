@@ -233,7 +233,7 @@ void register_train(CLI::App& app) {
       o->verifier.kind = verifier_kind_from_name(*kind);
       if (*cues) {
         SIEVE_THROW_IF_NOT(o->verifier.kind == VerifierKind::F4, "--negation-cues is a channel of F4 (--kind F4)");
-        o->verifier.f4.cue_ids = negation_cue_ids(*Tokenizer::from_model_dir(o->model_dir));
+        o->verifier.f4.cue_ids = negation_cues(*Tokenizer::from_model_dir(o->model_dir));
       }
       o->verifier.kind = verifier_kind_from_name(*kind);
       o->objective = *objective == "pairs" ? VerifierObjective::Pairs : VerifierObjective::InfoNCE;

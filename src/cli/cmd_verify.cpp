@@ -137,7 +137,7 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
         const auto tokenizer = Tokenizer::from_model_dir(o->model);
-        if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cue_ids(*tokenizer);
+        if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cues(*tokenizer);
         if (o->c.order_penalty.weight > 0) o->c.order_penalty.voice_ids = voice_cue_ids(*tokenizer);
       }
       ModelInfo info = read_model_info(o->model);

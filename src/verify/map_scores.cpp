@@ -55,10 +55,11 @@ at::Tensor f2_score(const Maps& m, const F2Options& o) {
   return s;
 }
 
-at::Tensor cue_gap(const Maps& m, const std::vector<int32_t>& cue_ids) {
+at::Tensor cue_gap(const Maps& m, const CueSequences& cues) {
   require_ids(m, "its cue penalty");
-  at::Tensor q = (is_cue(m.q_ids, cue_ids, m.q_mask) * m.q_mask).sum(1);
-  at::Tensor c = (is_cue(m.c_ids, cue_ids, m.c_mask) * m.c_mask).sum(1);
+  // Padding ids are -1, never a cue's, so a run cannot reach past the kept tokens.
+  at::Tensor q = (is_cue(m.q_ids, cues, m.q_mask, /*starts_only=*/true) * m.q_mask).sum(1);
+  at::Tensor c = (is_cue(m.c_ids, cues, m.c_mask, /*starts_only=*/true) * m.c_mask).sum(1);
   return (q - c).abs();
 }
 

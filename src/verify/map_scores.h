@@ -16,9 +16,9 @@ at::Tensor f1_score(const Maps& m);
 /// F2: soft alignment with positional bias (paper.md, "F2"). [B].
 at::Tensor f2_score(const Maps& m, const F2Options& o);
 /// Conditional penalty: base - beta * sigmoid(20 (base - tau_p)) * (1 - raw), base = F1.
-/// |cue tokens among the valid query tokens - among the valid candidate tokens| per pair [B]
+/// |cues (whole runs) among the valid query tokens - among the valid candidate tokens| per pair [B]
 /// (the cue penalty's gap). Needs the maps' ids.
-at::Tensor cue_gap(const Maps& m, const std::vector<int32_t>& cue_ids);
+at::Tensor cue_gap(const Maps& m, const CueSequences& cues);
 
 /// |crossed - voice| * share^2 per pair [B] (the order penalty's gap, OrderPenaltyOptions):
 /// crossed = the ids found exactly once among the valid tokens of each side appear in another

@@ -13,7 +13,7 @@ at::Tensor pad_to(const at::Tensor& x, int64_t rows, int64_t cols) {
 }
 
 at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid, bool exact_match,
-               const std::vector<int32_t>* cue_ids) {
+               const CueSequences* cue_ids) {
   at::Tensor M = pad_to(m.M, rows, cols);
   at::Tensor P = pad_to(m.pair, rows, cols);
   at::Tensor x;

@@ -25,7 +25,7 @@ inline int64_t phi_channels(bool augmented, bool exact_match, bool cues = false)
 /// values over a smaller or larger area, since padding holds no valid pair); `zero_invalid` then zeroes every
 /// channel at invalid pairs (F4 does, F3 does not). The result never depends on batch padding.
 at::Tensor phi(const Maps& m, int64_t rows, int64_t cols, bool augmented, bool zero_invalid, bool exact_match = false,
-               const std::vector<int32_t>* cue_ids = nullptr);
+               const CueSequences* cue_ids = nullptr);
 inline at::Tensor phi(const Maps& m, int64_t S, bool augmented, bool zero_invalid, bool exact_match = false) {
   return phi(m, S, S, augmented, zero_invalid, exact_match);
 }

@@ -36,14 +36,34 @@ void require_ids(const Maps& m, const char* what) {
                      "this verifier reads token ids (" << what << "), and the token states carry none");
 }
 
-at::Tensor is_cue(const at::Tensor& ids, const std::vector<int32_t>& cue_ids, const at::Tensor& like) {
-  at::Tensor cues = at::tensor(std::vector<int64_t>(cue_ids.begin(), cue_ids.end()), at::kLong).to(ids.device());
-  return at::isin(ids, cues).to(like.scalar_type());
+at::Tensor is_cue(const at::Tensor& ids, const CueSequences& cues, const at::Tensor& like, bool starts_only) {
+  SIEVE_ASSERT(ids.dim() == 2);
+  const int64_t L = ids.size(1);
+  at::Tensor covered = at::zeros(ids.sizes(), ids.options().dtype(at::kBool));
+  at::Tensor starts = at::zeros_like(covered);
+  std::vector<int64_t> singles;
+  for (const auto& run : cues) {
+    const auto k = static_cast<int64_t>(run.size());
+    if (k == 1) singles.push_back(run[0]);
+    if (k <= 1 || k > L) continue;
+    // Tokens t..t+k-1 equal the run: the window starting at t matches every piece.
+    const int64_t n = L - k + 1;
+    at::Tensor hit = ids.narrow(1, 0, n) == run[0];
+    for (int64_t j = 1; j < k; ++j) hit = hit.logical_and(ids.narrow(1, j, n) == run[static_cast<size_t>(j)]);
+    starts.narrow(1, 0, n).logical_or_(hit);
+    for (int64_t j = 0; j < k; ++j) covered.narrow(1, j, n).logical_or_(hit);
+  }
+  if (!singles.empty()) {
+    at::Tensor one = at::isin(ids, at::tensor(singles, at::kLong).to(ids.device()));
+    starts.logical_or_(one);
+    covered.logical_or_(one);
+  }
+  return (starts_only ? starts : covered).to(like.scalar_type());
 }
 
-at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids) {
+at::Tensor cue_map(const Maps& m, const CueSequences& cues) {
   require_ids(m, "its cue channel");
-  return (is_cue(m.q_ids, cue_ids, m.pair).unsqueeze(2) + is_cue(m.c_ids, cue_ids, m.pair).unsqueeze(1)) * m.pair;
+  return (is_cue(m.q_ids, cues, m.pair).unsqueeze(2) + is_cue(m.c_ids, cues, m.pair).unsqueeze(1)) * m.pair;
 }
 
 at::Tensor match_map(const at::Tensor& q_ids, const at::Tensor& c_ids, const at::Tensor& pair) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sieve/encoder.h"
+#include "sieve/verify.h"
 
 namespace sieve::verify {
 
@@ -20,11 +21,13 @@ struct Maps {
   at::Tensor c_ids;   ///< [B, n] int64 token ids (-1 = padding); undefined when unknown
 };
 
-/// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t is
-/// one of `cue_ids` (0, 1 or 2 at a valid pair). Needs the maps' ids.
-at::Tensor cue_map(const Maps& m, const std::vector<int32_t>& cue_ids);
-/// 1 where an id of `ids` is one of `cue_ids`, else 0, in `like`'s dtype (same shape as `ids`).
-at::Tensor is_cue(const at::Tensor& ids, const std::vector<int32_t>& cue_ids, const at::Tensor& like);
+/// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t lies
+/// in a whole run of one of `cues` (0, 1 or 2 at a valid pair). Needs the maps' ids.
+at::Tensor cue_map(const Maps& m, const CueSequences& cues);
+/// Per token of `ids` [B, L]: 1 where it lies in a run of ids equal to one of `cues`, else 0
+/// (`starts_only`: 1 only at each run's first token, so that a row's sum counts the cues), in
+/// `like`'s dtype, the shape of `ids`.
+at::Tensor is_cue(const at::Tensor& ids, const CueSequences& cues, const at::Tensor& like, bool starts_only = false);
 /// Throws sieve::Error unless the maps carry token ids; `what` names the reader ("its cue channel").
 void require_ids(const Maps& m, const char* what);
 

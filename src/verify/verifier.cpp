@@ -25,16 +25,45 @@ using namespace sieve::verify;
 
 constexpr const char* kMetadataKey = "sieve_verifier";
 // Version 2 adds the exact-match channel, version 3 the cue channel (f4.cue_ids), version 4 the
-// cue and order penalties (cue_penalty, order_penalty); a file without them is still written as the lowest version that
-// holds it, so that older readers keep reading what they can (and refuse what they cannot compute).
-constexpr int kVerifierFormatVersion = 4;
+// cue and order penalties (cue_penalty, order_penalty), version 5 cues of several pieces (each cue
+// an array of ids, where versions 3 and 4 hold one id per cue); a file without them is still
+// written as the lowest version that holds it, so that older readers keep reading what they can
+// (and refuse what they cannot compute).
+constexpr int kVerifierFormatVersion = 5;
+
+bool has_runs(const CueSequences& cues) {
+  return std::any_of(cues.begin(), cues.end(), [](const std::vector<int32_t>& r) { return r.size() != 1; });
+}
+
+// Cues of one piece each as a flat array (what versions 3 and 4 read), else an array of runs.
+nlohmann::json cues_to_json(const CueSequences& cues) {
+  if (has_runs(cues)) return cues;
+  nlohmann::json flat = nlohmann::json::array();
+  for (const auto& r : cues) flat.push_back(r[0]);
+  return flat;
+}
+
+CueSequences cues_from_json(const nlohmann::json& j, const std::string& what) {
+  SIEVE_THROW_IF_NOT(j.is_array(), what << ": cues must be an array");
+  CueSequences out;
+  for (const auto& e : j) {
+    if (e.is_number_integer()) {
+      out.push_back({e.get<int32_t>()});
+    } else {
+      out.push_back(e.get<std::vector<int32_t>>());
+      SIEVE_THROW_IF_NOT(!out.back().empty(), what << ": a cue of no tokens");
+    }
+  }
+  return out;
+}
 
 nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v2 = reads_token_ids(c);
   const bool v3 = c.kind == VerifierKind::F4 && !c.f4.cue_ids.empty();
   const bool v4 = c.cue_penalty.weight != 0 || c.order_penalty.weight != 0;
+  const bool v5 = (v3 && has_runs(c.f4.cue_ids)) || (c.cue_penalty.weight != 0 && has_runs(c.cue_penalty.ids));
   nlohmann::json j = {
-      {"format_version", v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
+      {"format_version", v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -51,8 +80,8 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
     j["f3"]["exact_match"] = c.f3.exact_match;
     j["f4"]["exact_match"] = c.f4.exact_match;
   }
-  if (v3) j["f4"]["cue_ids"] = c.f4.cue_ids;
-  if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"ids", c.cue_penalty.ids}};
+  if (v3) j["f4"]["cue_ids"] = cues_to_json(c.f4.cue_ids);
+  if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"ids", cues_to_json(c.cue_penalty.ids)}};
   if (c.order_penalty.weight != 0)
     j["order_penalty"] = {{"weight", c.order_penalty.weight}, {"voice_ids", c.order_penalty.voice_ids}};
   return j;
@@ -77,12 +106,12 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
     c.f4 = {f4.at("width"), f4.at("layers"), f4.at("heads"), f4.at("ff"), f4.at("patch"), f4.at("augmented"), f4.at("dropout")};
     c.f3.exact_match = f3.value("exact_match", false);
     c.f4.exact_match = f4.value("exact_match", false);
-    if (f4.contains("cue_ids")) c.f4.cue_ids = f4.at("cue_ids").get<std::vector<int32_t>>();
+    if (f4.contains("cue_ids")) c.f4.cue_ids = cues_from_json(f4.at("cue_ids"), what);
     const auto& p = j.at("penalty");
     c.penalty = {p.at("enabled"), p.at("beta"), p.at("tau_p")};
     if (j.contains("cue_penalty")) {
       const auto& cp = j.at("cue_penalty");
-      c.cue_penalty = {cp.at("weight").get<double>(), cp.at("ids").get<std::vector<int32_t>>()};
+      c.cue_penalty = {cp.at("weight").get<double>(), cues_from_json(cp.at("ids"), what)};
       SIEVE_THROW_IF_NOT(std::isfinite(c.cue_penalty.weight) && !c.cue_penalty.ids.empty(),
                          what << ": the cue penalty needs a finite weight and at least one cue id");
     }
@@ -92,6 +121,9 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
       SIEVE_THROW_IF_NOT(std::isfinite(c.order_penalty.weight), what << ": the order penalty needs a finite weight");
     }
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
+    SIEVE_THROW_IF_NOT(!reads_token_ids(c) || !c.encoder_identity.empty(),
+                       what << ": this verifier reads token ids but records no encoder identity; ids mean nothing "
+                               "without their vocabulary (create it again for its encoder)");
     return c;
   } catch (const nlohmann::json::exception& e) {
     SIEVE_THROW(what << ": invalid verifier config: " << e.what());
@@ -234,6 +266,9 @@ at::Tensor VerifierModule::scores(const Maps& m, bool inference) const {
 }
 
 void VerifierModule::write(const std::string& path, const VerifierConfig& config) const {
+  SIEVE_THROW_IF_NOT(!reads_token_ids(config) || !config.encoder_identity.empty(),
+                     "cannot write '" << path << "': the verifier reads token ids and records no encoder identity "
+                                         "(give it the encoder's, model_identity())");
   std::vector<std::pair<std::string, at::Tensor>> named;
   if (module_) {
     for (const auto& p : module_->named_parameters()) named.emplace_back(p.key(), p.value());

@@ -110,6 +110,7 @@ TEST(ExactMatch, FileRoundTripVersionsAndMissingIds) {
       c.f3.hidden = 8;
       c.f3.mlp_hidden = 8;
       c.f3.exact_match = c.f4.exact_match = em;
+      c.encoder_identity = "sha256:test-encoder";  // token ids bind a verifier to its vocabulary
       EXPECT_EQ(reads_token_ids(c), em);
       auto v = Verifier::create(c, 4);
       const std::string path = dir + "/" + verifier_kind_name(k) + (em ? "-em" : "") + ".safetensors";
