@@ -86,6 +86,26 @@ TEST_F(ModelStore, ListsEveryModelWithItsShape) {
   EXPECT_EQ(default_verifier("tiny-cls", "F1"), "F1");
 }
 
+// The shipped sieve files declare what scripts/tune-fusion.py chose on dev queries
+// (docs/benchmarks.md): both real models search hybrid by default.
+TEST(ShippedSieveFiles, DeclareTheFusionChosenOnDev) {
+  const std::string models = std::string(SIEVE_SOURCE_DIR) + "/models/";
+  struct Want {
+    const char* name;
+    double weight;
+    size_t depth;
+  };
+  for (const Want& w : {Want{"all-MiniLM-L6-v2", 0.75, 100}, Want{"all-mpnet-base-v2", 0.75, 200}}) {
+    const SearchRecommendation r = recommended_search(models + w.name);
+    EXPECT_TRUE(r.declared) << w.name;
+    EXPECT_EQ(r.mode, SearchMode::Hybrid) << w.name;
+    EXPECT_EQ(r.fusion, Fusion::Weighted) << w.name;
+    EXPECT_DOUBLE_EQ(r.dense_weight, w.weight) << w.name;
+    EXPECT_EQ(r.depth, w.depth) << w.name;
+    EXPECT_NE(r.note.find("chosen by scripts/tune-fusion.py on dev queries only"), std::string::npos) << r.note;
+  }
+}
+
 TEST_F(ModelStore, SieveModelDirOverridesTheDefault) {
   ScopedEnv env("SIEVE_MODEL_DIR", store_ + "/tiny-cls");
   EXPECT_EQ(default_model_dir(), store_ + "/tiny-cls");
