@@ -107,6 +107,11 @@ struct VerifierConfig {
   PenaltyOptions penalty;
   CuePenaltyOptions cue_penalty;
   OrderPenaltyOptions order_penalty;
+  /// true: the score is the mean of the two directions, (score(query, candidate) + score(candidate,
+  /// query)) / 2, penalties included, so that it does not depend on which side is the query (a
+  /// passive query against its active candidate scores what the active query scores against the
+  /// passive). Twice the scoring work; the maps are transposed, not built again.
+  bool symmetric = false;
   double threshold = std::numeric_limits<double>::quiet_NaN();  ///< gate threshold (calibrated)
 };
 

@@ -122,6 +122,8 @@ void register_verify(CLI::App& app) {
         "--exact-match", [o] { o->c.f3.exact_match = o->c.f4.exact_match = true; },
         "F3/F4: one more map channel, 1 where the query and candidate tokens have the same id");
     cmd->add_flag("--penalty", o->c.penalty.enabled, "Score with the conditional penalty (base F1)");
+    cmd->add_flag("--symmetric", o->c.symmetric,
+                  "Score both directions and take the mean, so that the score does not depend on which side is the query");
     cmd->add_option("--cue-penalty", o->c.cue_penalty.weight,
                     "Any kind: subtract this times |negation cues of the query - of the candidate| (the model "
                     "tokenizer's cue ids: not, no, never, n't, ...; 0 = off)")

@@ -31,6 +31,18 @@ Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Te
   return m;
 }
 
+Maps transposed(const Maps& m) {
+  Maps t;
+  t.M = m.M.transpose(1, 2).contiguous();
+  t.pair = m.pair.transpose(1, 2).contiguous();
+  t.q_mask = m.c_mask;
+  t.c_mask = m.q_mask;
+  if (m.match.defined()) t.match = m.match.transpose(1, 2).contiguous();
+  t.q_ids = m.c_ids;
+  t.c_ids = m.q_ids;
+  return t;
+}
+
 void require_ids(const Maps& m, const char* what) {
   SIEVE_THROW_IF_NOT(m.q_ids.defined() && m.c_ids.defined(),
                      "this verifier reads token ids (" << what << "), and the token states carry none");

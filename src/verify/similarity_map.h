@@ -28,6 +28,9 @@ at::Tensor cue_map(const Maps& m, const CueSequences& cues);
 /// (`starts_only`: 1 only at each run's first token, so that a row's sum counts the cues), in
 /// `like`'s dtype, the shape of `ids`.
 at::Tensor is_cue(const at::Tensor& ids, const CueSequences& cues, const at::Tensor& like, bool starts_only = false);
+/// The same maps read the other way round: the candidates as queries (M and the pair, match maps
+/// transposed, masks and ids swapped).
+Maps transposed(const Maps& m);
 /// Throws sieve::Error unless the maps carry token ids; `what` names the reader ("its cue channel").
 void require_ids(const Maps& m, const char* what);
 

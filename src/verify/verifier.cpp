@@ -28,8 +28,8 @@ constexpr const char* kMetadataKey = "sieve_verifier";
 // cue and order penalties (cue_penalty, order_penalty), version 5 cues of several pieces (each cue
 // an array of ids, where versions 3 and 4 hold one id per cue); a file without them is still
 // written as the lowest version that holds it, so that older readers keep reading what they can
-// (and refuse what they cannot compute).
-constexpr int kVerifierFormatVersion = 5;
+// (and refuse what they cannot compute). Version 6 adds the symmetric score (`symmetric`).
+constexpr int kVerifierFormatVersion = 6;
 
 bool has_runs(const CueSequences& cues) {
   return std::any_of(cues.begin(), cues.end(), [](const std::vector<int32_t>& r) { return r.size() != 1; });
@@ -63,7 +63,7 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v4 = c.cue_penalty.weight != 0 || c.order_penalty.weight != 0;
   const bool v5 = (v3 && has_runs(c.f4.cue_ids)) || (c.cue_penalty.weight != 0 && has_runs(c.cue_penalty.ids));
   nlohmann::json j = {
-      {"format_version", v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
+      {"format_version", c.symmetric ? 6 : v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -76,6 +76,7 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
       {"penalty", {{"enabled", c.penalty.enabled}, {"beta", c.penalty.beta}, {"tau_p", c.penalty.tau_p}}},
   };
   if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
+  if (c.symmetric) j["symmetric"] = true;
   if (v2) {
     j["f3"]["exact_match"] = c.f3.exact_match;
     j["f4"]["exact_match"] = c.f4.exact_match;
@@ -121,6 +122,7 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
       SIEVE_THROW_IF_NOT(std::isfinite(c.order_penalty.weight), what << ": the order penalty needs a finite weight");
     }
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
+    c.symmetric = j.value("symmetric", false);
     SIEVE_THROW_IF_NOT(!reads_token_ids(c) || !c.encoder_identity.empty(),
                        what << ": this verifier reads token ids but records no encoder identity; ids mean nothing "
                                "without their vocabulary (create it again for its encoder)");
@@ -239,6 +241,11 @@ size_t VerifierModule::parameter_count() const {
 }
 
 at::Tensor VerifierModule::scores(const Maps& m, bool inference) const {
+  if (!c_.symmetric) return one_direction(m, inference);
+  return (one_direction(m, inference) + one_direction(transposed(m), inference)) * 0.5;
+}
+
+at::Tensor VerifierModule::one_direction(const Maps& m, bool inference) const {
   at::Tensor s;
   switch (c_.kind) {
     case VerifierKind::F0:

@@ -27,6 +27,9 @@ class VerifierModule {
   /// Scores [B] of the maps, with the penalty when configured. `inference`: F4's fast path
   /// (eval mode only, no autograd); otherwise the differentiable module as it stands (train or eval).
   at::Tensor scores(const Maps& m, bool inference) const;
+  /// The score of the maps as they are (query rows, candidate columns); scores() averages it
+  /// over both directions when the config is symmetric.
+  at::Tensor one_direction(const Maps& m, bool inference) const;
 
   /// Writes `config` (usually config() with a threshold or identity set) and the weights.
   void write(const std::string& path, const VerifierConfig& config) const;

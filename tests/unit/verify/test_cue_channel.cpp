@@ -343,6 +343,44 @@ TEST(CueRuns, AVerifierReadingTokenIdsWithoutAnEncoderIdentityIsRefused) {
   EXPECT_NO_THROW(Verifier::load(dir + "/plain.safetensors"));
 }
 
+// A symmetric verifier scores the mean of both directions, penalties included, for every kind;
+// its file says so (version 6) and reads back the same.
+TEST(Symmetric, ScoresTheMeanOfBothDirections) {
+  std::mt19937 rng(23);
+  TokenStates q = tokens_with_ids(7, rng);
+  std::vector<TokenStates> cands = {tokens_with_ids(9, rng), tokens_with_ids(4, rng), tokens_with_ids(12, rng)};
+  cands[0].ids[2] = q.ids[5];  // shared words, so that the order penalty has something to read
+  cands[0].ids[6] = q.ids[1];
+  for (VerifierKind kind : {VerifierKind::F1, VerifierKind::F2, VerifierKind::F4}) {
+    VerifierConfig one;
+    one.kind = kind;
+    one.encoder_dim = kD;
+    one.encoder_identity = "sha256:test-encoder";
+    one.cue_penalty = {0.5, {{q.ids[0]}, {cands[1].ids[1], cands[1].ids[2]}}};
+    one.order_penalty = {0.3, {q.ids[3]}};
+    VerifierConfig both = one;
+    both.symmetric = true;
+    auto a = Verifier::create(one, 9), s = Verifier::create(both, 9);
+    const auto forward = a->score(q, ptrs(cands)), sym = s->score(q, ptrs(cands));
+    double asym = 0;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const float backward = a->score(cands[i], {&q})[0];
+      EXPECT_NEAR(sym[i], 0.5 * (forward[i] + backward), 1e-5) << verifier_kind_name(kind) << " " << i;
+      EXPECT_NEAR(s->score(cands[i], {&q})[0], sym[i], 1e-5) << verifier_kind_name(kind) << " " << i;
+      asym = std::max(asym, std::abs(static_cast<double>(forward[i]) - backward));
+    }
+    EXPECT_GT(asym, 1e-3) << "the two directions differ, or nothing was tested";
+    const std::string dir = test::make_temp_dir("symmetric");
+    s->save(dir + "/v.safetensors");
+    const std::string meta = SafetensorsFile::open(dir + "/v.safetensors")->metadata().at("sieve_verifier");
+    EXPECT_NE(meta.find("\"format_version\":6"), std::string::npos) << meta;
+    auto back = Verifier::load(dir + "/v.safetensors");
+    EXPECT_TRUE(back->config().symmetric);
+    const auto again = back->score(q, ptrs(cands));
+    for (size_t i = 0; i < cands.size(); ++i) EXPECT_FLOAT_EQ(again[i], sym[i]);
+  }
+}
+
 // A toy tokenizer.json of each kind, holding the pieces the cases need.
 std::unique_ptr<Tokenizer> toy_wordpiece() {
   nlohmann::json vocab = nlohmann::json::object();
