@@ -273,6 +273,7 @@ ParaphraseSets build_paraphrase_sets(const ParaphraseSetOptions& opt) {
   Builder b(opt);
   b.labelled("pairs/paws-wiki-dev.tsv", "paws");
   b.labelled("pairs/mrpc-train.tsv", "mrpc");
+  b.labelled("pairs/qqp-ni.tsv", "qqp");  // question duplicates: the caching case
   for (const char* f : {"pairs/stsb-train.tsv", "pairs/stsb-dev.tsv", "pairs/stsb-test.tsv"}) b.sts(f);
   for (const char* f : {"pairs/snli-dev.tsv", "pairs/snli-test.tsv"}) b.contradictions(f, "snli_contradiction");
   b.contradictions("pairs/mnli-contradicting.tsv", "mnli_contradiction");

@@ -79,6 +79,9 @@ std::string fixture() {
   put(dir, "pairs/paws-wiki-dev.tsv", paws);
   put(dir, "pairs/mrpc-train.tsv",
       "sentence1\tsentence2\tlabel\n\"He said \"\"yes\"\", twice.\"\tHe agreed twice.\t1\nA b.\tC d.\t0\n");
+  put(dir, "pairs/qqp-ni.tsv",
+      "sentence1\tsentence2\tlabel\nHow do I learn C++?\tWhat is the best way to learn C++?\t1\n"
+      "Why is the sky blue?\tWhy is the sea blue?\t0\n");
   put(dir, "pairs/stsb-train.tsv", "score\tsentence1\tsentence2\n4.600\tA plane takes off.\tAn airplane takes off.\n"
                                   "4.59\tA man plays.\tA man is playing.\n");
   put(dir, "pairs/stsb-dev.tsv", "score\tsentence1\tsentence2\n5\tA cat eats.\tThe cat is eating.\n");
@@ -127,6 +130,9 @@ TEST(ParaphraseSets, SelectionRules) {
     }
   EXPECT_TRUE(found);
   EXPECT_EQ(all(s, "paws").size(), 43u);
+  std::multiset<std::string> qqp;
+  for (const auto& p : all(s, "qqp")) qqp.insert(p.category + ":" + std::to_string(p.label));
+  EXPECT_EQ(qqp, (std::multiset<std::string>{"qqp_paraphrase:1", "qqp_nonparaphrase:0"}));
   EXPECT_EQ(s.report["duplicates_dropped"], 1);
   std::set<std::string> missing(s.report["missing"].begin(), s.report["missing"].end());
   EXPECT_EQ(missing, (std::set<std::string>{"pairs/stsb-test.tsv", "pairs/snli-test.tsv",
@@ -217,7 +223,14 @@ TEST(ParaphraseSets, SharedData) {
   EXPECT_NEAR(static_cast<double>(pos), 3539.0, static_cast<double>(dups));
   // About 30% of the pairs in the evaluation part and 10% in the development part, and no
   // sentence in two parts, in every set.
-  for (const char* set : {"paws", "mrpc", "mixed", "condaqa", "cannot"}) {
+  // QQP as natural-instructions embeds it: 6,492 pairs, 2,425 duplicates (the data README).
+  const auto qqp = all(s, "qqp");
+  size_t dup = 0;
+  for (const auto& p : qqp) dup += p.label;
+  EXPECT_GE(qqp.size() + dups, 6492u);
+  EXPECT_LE(qqp.size(), 6492u);
+  EXPECT_NEAR(static_cast<double>(dup), 2425.0, static_cast<double>(dups));
+  for (const char* set : {"paws", "mrpc", "qqp", "mixed", "condaqa", "cannot"}) {
     ASSERT_TRUE(s.train.count(set) && s.dev.count(set) && s.eval.count(set)) << set;
     const double n = static_cast<double>(all(s, set).size());
     const double eval_share = static_cast<double>(s.eval.at(set).size()) / n;
