@@ -20,12 +20,14 @@ DATA="${SIEVE_SHARED_DATA:-../shared/data}"
 KIND="${KIND:-F2}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
 MAX_TOKENS="${MAX_TOKENS:-64}" MAX_LENGTH="${MAX_LENGTH:-64}" EXTRA="${EXTRA:-}"
 GEN_CAP="${GEN_CAP:-1500}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:-3000}" IDENTITY="${IDENTITY:-1000}"
+# qqp (question duplicates) is a set too: add it to SOURCES to train on it; its eval part is scored
+# whenever it exists.
 SOURCES="${SOURCES:-paws,mrpc,condaqa,mixed,cannot,generated,identity}"
 CALIBRATION="${CALIBRATION:-balanced-accuracy}" PRECISION="${PRECISION:-0.9}"
 SEED="${SEED:-42}" THREADS="${THREADS:-0}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
 REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
-POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
+POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,qqp_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
 [[ -d "$DATA/pairs" ]] || { echo "train-gate: $DATA/pairs is absent (set SIEVE_SHARED_DATA)" >&2; exit 1; }
 if [[ -z "${SKIP_BUILD:-}" ]]; then
   scripts/setup.sh
@@ -130,11 +132,13 @@ step calibrate "$OUT" calibrate
 evaluate() {
   mkdir -p "$WORK/eval"
   local set
-  for set in paws mrpc condaqa mixed cannot; do
+  for set in paws mrpc qqp condaqa mixed cannot; do
+    [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue  # qqp: sets made before it was split
     "$S" eval nearmiss --pairs "$WORK/sets/$set-eval.tsv" -m "$MODEL" --verifier F1 --verifier F2 --verifier "$OUT" \
       --positive-categories "$POSITIVES" --markdown "$WORK/eval/$set.md" "${T[@]}" > "$WORK/eval/$set.json"
   done
-  for set in paws mrpc condaqa mixed cannot; do
+  for set in paws mrpc qqp condaqa mixed cannot; do
+    [[ -f "$WORK/eval/$set.json" ]] || continue
     jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$WORK/eval/$set.json"
   done | tee "$WORK/eval/summary.txt"
 }
