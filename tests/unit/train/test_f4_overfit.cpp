@@ -35,26 +35,26 @@ struct Pair {
 };
 
 // The first kPairs labelled rows of the shared PAWS-Wiki dev file (sentence1, sentence2, label).
+std::vector<std::string> tab_fields(const std::string& line) {
+  std::vector<std::string> out;
+  for (size_t s = 0, e; s <= line.size(); s = e + 1) {
+    e = line.find('\t', s);
+    if (e == std::string::npos) e = line.size();
+    out.push_back(line.substr(s, e - s));
+  }
+  return out;
+}
+
 std::vector<Pair> paws_pairs(const std::string& path) {
   std::ifstream f(path);
   std::string line;
   std::getline(f, line);  // header: id sentence1 sentence2 label
-  std::vector<std::string> head;
-  for (size_t s = 0, e; s <= line.size(); s = e + 1) {
-    e = line.find('\t', s);
-    if (e == std::string::npos) e = line.size();
-    head.push_back(line.substr(s, e - s));
-  }
+  const std::vector<std::string> head = tab_fields(line);
   auto col = [&](const char* name) { return static_cast<size_t>(std::find(head.begin(), head.end(), name) - head.begin()); };
   const size_t ia = col("sentence1"), ib = col("sentence2"), iy = col("label");
   std::vector<Pair> out;
   while (out.size() < kPairs && std::getline(f, line)) {
-    std::vector<std::string> c;
-    for (size_t s = 0, e; s <= line.size(); s = e + 1) {
-      e = line.find('\t', s);
-      if (e == std::string::npos) e = line.size();
-      c.push_back(line.substr(s, e - s));
-    }
+    const std::vector<std::string> c = tab_fields(line);
     if (c.size() <= std::max({ia, ib, iy})) continue;
     out.push_back({c[ia], c[ib], std::stoi(c[iy])});
   }
