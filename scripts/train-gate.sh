@@ -24,7 +24,9 @@ GEN_CAP="${GEN_CAP:-1500}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:
 # whenever it exists.
 SOURCES="${SOURCES:-paws,mrpc,condaqa,mixed,cannot,generated,identity}"
 CALIBRATION="${CALIBRATION:-balanced-accuracy}" PRECISION="${PRECISION:-0.9}"
-SEED="${SEED:-42}" THREADS="${THREADS:-0}"
+SEED="${SEED:-42}" THREADS="${THREADS:-0}" HIDDEN="${HIDDEN:-32}"
+# Debian's interpreter, whose NumPy set-up installs (not whichever python3 comes first on PATH).
+PY="${PYTHON:-/usr/bin/python3}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
 REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
 POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,qqp_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
@@ -72,28 +74,58 @@ step generate_eval "$WORK/generated-eval.tsv" generate eval "$EVAL_CAP"
 step sets "$WORK/sets/report.json" "$S" eval paraphrase-sets --shared "$DATA" --generated "$WORK/generated-eval.tsv" \
   --generated-positive "$REWRITES" --out "$WORK/sets"
 # 4. One training file of the chosen SOURCES (labelled pairs), and one dev file for calibration.
+source_rows() {  # source_rows SOURCE PART: that source's rows of PART (train, dev), no header
+  local src="$1" part="$2"
+  case "$src" in
+    cannot) tail -n +2 "$WORK/sets/cannot-$part.tsv" | awk -v n="$CANNOT_CAP" -v total="$(($(wc -l < "$WORK/sets/cannot-$part.tsv") - 1))" \
+              'BEGIN { step = total > n ? total / n : 1 } NR - 1 >= k * step { print; k++ }' ;;
+    generated) tail -n +2 "$WORK/generated-$part.tsv" ;;
+    identity) tail -n +2 "$WORK/generated-$part.tsv" | cut -f1 |
+                awk -v n="$IDENTITY" 'BEGIN { OFS = "\t" } !seen[$0]++ && c++ < n { print $0, $0, "identity", 1 }' ;;
+    *) tail -n +2 "$WORK/sets/$src-$part.tsv" ;;
+  esac
+}
 compose() {
   local part="$1" out="$2"
   printf 'sentence1\tsentence2\tcategory\tlabel\n' > "$out.tmp"
   local src
-  for src in ${SOURCES//,/ }; do
-    case "$src" in
-      cannot) tail -n +2 "$WORK/sets/cannot-$part.tsv" | awk -v n="$CANNOT_CAP" -v total="$(($(wc -l < "$WORK/sets/cannot-$part.tsv") - 1))" \
-                'BEGIN { step = total > n ? total / n : 1 } NR - 1 >= k * step { print; k++ }' >> "$out.tmp" ;;
-      generated) tail -n +2 "$WORK/generated-$part.tsv" >> "$out.tmp" ;;
-      identity) tail -n +2 "$WORK/generated-$part.tsv" | cut -f1 |
-                  awk -v n="$IDENTITY" 'BEGIN { OFS = "\t" } !seen[$0]++ && c++ < n { print $0, $0, "identity", 1 }' >> "$out.tmp" ;;
-      *) tail -n +2 "$WORK/sets/$src-$part.tsv" >> "$out.tmp" ;;
-    esac
-  done
+  for src in ${SOURCES//,/ }; do source_rows "$src" "$part" >> "$out.tmp"; done
   mv "$out.tmp" "$out"
 }
 step train_file "$WORK/train.tsv" compose train "$WORK/train.tsv"
 step dev_file "$WORK/dev.tsv" compose dev "$WORK/dev.tsv"
-# 5. The verifier. F3/F4: trained on the frozen encoder's cached token states. F2 (the shipped
-# default): training-free; lambda, tau and the cue penalty chosen on the dev parts only.
+# 5. The verifier. F3/F4: trained on the frozen encoder's cached token states. F2: training-free;
+# lambda, tau and the cue penalty chosen on the dev parts only. mlp: each source's train and dev
+# pairs -> their gate features (`sieve verify features`, both directions) -> scripts/fit-gate.py
+# (a tanh layer of HIDDEN units, each source the same weight; the L2 strength chosen on the dev parts).
 RUN="$WORK/run-$KIND"
-if [[ "$KIND" == F2 ]]; then
+if [[ "$KIND" == mlp ]]; then
+  features() {
+    mkdir -p "$RUN/parts" "$RUN/features"
+    local src part
+    for src in ${SOURCES//,/ }; do
+      for part in train dev; do
+        [[ -f "$RUN/features/$src-$part.tsv" ]] && continue
+        { printf 'sentence1\tsentence2\tcategory\tlabel\n'; source_rows "$src" "$part"; } > "$RUN/parts/$src-$part.tsv"
+        "$S" verify features -m "$MODEL" --pairs "$RUN/parts/$src-$part.tsv" --max-tokens "$MAX_TOKENS" --symmetric \
+          "${T[@]}" --out "$RUN/features/$src-$part.tsv"
+      done
+    done
+    touch "$RUN/features/done"
+  }
+  step features "$RUN/features/done" features
+  fit() {
+    local train=() dev=() src
+    for src in ${SOURCES//,/ }; do
+      train+=("$RUN/features/$src-train.tsv")
+      [[ "$src" == identity ]] || dev+=("$RUN/features/$src-dev.tsv")
+    done
+    "$PY" scripts/fit-gate.py --train "${train[@]}" --dev "${dev[@]}" --hidden "$HIDDEN" --seed "$SEED" --symmetric \
+      --out "$RUN/gate.json" --report "$RUN/fit.json"
+    "$S" verify create --kind mlp -m "$MODEL" --weights "$RUN/gate.json" --max-tokens "$MAX_TOKENS" --out "$RUN/verifier.safetensors"
+  }
+  step train "$RUN/verifier.safetensors" fit
+elif [[ "$KIND" == F2 ]]; then
   DEV_PARTS=()
   for src in ${SOURCES//,/ }; do
     case "$src" in

@@ -12,10 +12,13 @@
 
 namespace sieve {
 
-/// The verifier families: parameter-free F0 (mean of M), F1 (MaxSim), F2 (soft alignment), and
-/// the learned F3 (CNN over phi(M)) and F4 (Transformer over patches of phi(M)).
-enum class VerifierKind { F0, F1, F2, F3, F4 };
-/// "F0".."F4"; verifier_kind_from_name also accepts lower case and throws sieve::Error otherwise.
+/// The verifier families: parameter-free F0 (mean of M), F1 (MaxSim), F2 (soft alignment), the
+/// learned F3 (CNN over phi(M)) and F4 (Transformer over patches of phi(M)), and Mlp: a small
+/// network (one tanh hidden layer, or none: logistic regression) over fixed features of the pair
+/// (gate_features(): cosines of the map and of the pooled rows, exact-id overlap, order, voice and
+/// negation cues), fitted on labelled pairs (scripts/fit-gate.py).
+enum class VerifierKind { F0, F1, F2, F3, F4, Mlp };
+/// "F0".."F4", "mlp"; verifier_kind_from_name accepts any case and throws sieve::Error otherwise.
 const char* verifier_kind_name(VerifierKind k);
 VerifierKind verifier_kind_from_name(const std::string& name);
 
@@ -95,6 +98,23 @@ struct OrderPenaltyOptions {
   std::vector<int32_t> voice_ids;
 };
 
+/// The Mlp kind over the features x = gate_features() of the pair (of both directions, averaged,
+/// when the verifier is symmetric): z = (x - mean) / scale, h = tanh(hidden_weights z +
+/// hidden_bias) (H = hidden_bias.size() units; H = 0: h = z), score = sigmoid(weights . h + bias).
+/// The feature set is versioned by its names: a file whose names differ from gate_feature_names()
+/// is refused. Needs the token ids (cues, voice, exact overlap).
+struct MlpGateOptions {
+  CueSequences cue_ids;               ///< negation cues (negation_cues())
+  std::vector<int32_t> voice_ids;     ///< voice cue words (voice_cue_ids())
+  std::vector<int32_t> conj_ids;      ///< coordinating conjunctions (conjunction_ids())
+  std::vector<std::string> features;  ///< gate_feature_names() when fitted
+  std::vector<double> mean, scale;    ///< F each
+  std::vector<double> hidden_weights; ///< H x F, row-major
+  std::vector<double> hidden_bias;    ///< H
+  std::vector<double> weights;        ///< H (F when H = 0)
+  double bias = 0;
+};
+
 /// Everything that defines a verifier (stored with its weights).
 struct VerifierConfig {
   VerifierKind kind = VerifierKind::F1;
@@ -107,6 +127,7 @@ struct VerifierConfig {
   PenaltyOptions penalty;
   CuePenaltyOptions cue_penalty;
   OrderPenaltyOptions order_penalty;
+  MlpGateOptions mlp;  ///< the Mlp kind's features and weights
   /// true: the score is the mean of the two directions, (score(query, candidate) + score(candidate,
   /// query)) / 2, penalties included, so that it does not depend on which side is the query (a
   /// passive query against its active candidate scores what the active query scores against the
@@ -159,6 +180,29 @@ class Verifier {
   static std::unique_ptr<Verifier> load(const std::string& file_or_name, const std::string& encoder_identity = "");
 };
 
+/// The names of the Mlp gate's features, in order (gate_features()'s columns): "pooled" (cosine
+/// of the two sides' mean rows), "f0", "f1", "f2" (lambda 0, tau 0.1), "f2_pos" (lambda 0.1),
+/// "row_min" and "row_low" (the lowest and the mean of the lowest quarter of the query rows'
+/// maxima), "id_share" (query tokens whose id the candidate holds), "bigram_share", "cue_gap",
+/// "crossed", "voice", "order_gap" (OrderPenaltyOptions), "discordant" (the share of the pairs of
+/// once-each ids in another order), "len_ratio" (|log(m / n)|), "displacement" (mean |relative
+/// position of a query row - of its best column|), "conj_swap" (the share of those reordered pairs
+/// that sit on the two sides of a conjunction found once on each side, on opposite sides in the
+/// two: "the cat and the dog" / "the dog and the cat").
+const std::vector<std::string>& gate_feature_names();
+
+/// The Mlp gate's features of one query against each candidate: one row of
+/// gate_feature_names().size() values per candidate (the query as rows of the map, at most
+/// max_tokens a side); `symmetric`: the mean of both directions' features (what a symmetric
+/// Mlp verifier reads). Both sides need token ids.
+std::vector<std::vector<float>> gate_features(const TokenStates& query, const std::vector<const TokenStates*>& candidates,
+                                              const MlpGateOptions& options, size_t max_tokens, bool symmetric);
+/// gate_features of text pairs, encoded with `encoder` (batch_size texts per pass): one row per pair.
+std::vector<std::vector<float>> gate_text_pair_features(const Encoder& encoder,
+                                                        const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                        const MlpGateOptions& options, size_t max_tokens,
+                                                        bool symmetric, size_t batch_size = 32);
+
 /// A verifier as a face names it (--verifier, the server's option, Python's Verifier.load),
 /// resolved by one rule (resolve_verifier).
 struct ResolvedVerifier {
@@ -208,6 +252,9 @@ void check_verifier_encoder(const Verifier& verifier, const std::string& name, c
 CueSequences negation_cues(const Tokenizer& tokenizer);
 /// The vocabulary ids of the voice cue words of OrderPenaltyOptions ("by", when one piece), sorted.
 std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer);
+/// The vocabulary ids of the coordinating conjunctions "and", "or" (each when one piece), sorted
+/// (MlpGateOptions::conj_ids).
+std::vector<int32_t> conjunction_ids(const Tokenizer& tokenizer);
 
 /// Verifier::load of a file or built-in name, checked (check_verifier_encoder) against the encoder
 /// in `model_dir` (a folder or installed name).

@@ -29,6 +29,10 @@ nlohmann::json describe(const Verifier& v) {
   if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"cues", c.cue_penalty.ids.size()}};
   if (c.order_penalty.weight != 0) j["order_penalty"] = c.order_penalty.weight;
   if (!std::isnan(c.threshold)) j["threshold"] = c.threshold;
+  if (c.symmetric) j["symmetric"] = true;
+  if (c.kind == VerifierKind::Mlp) {
+    j["mlp"] = {{"hidden", c.mlp.hidden_bias.size()}, {"features", c.mlp.features}};
+  }
   return j;
 }
 
@@ -41,6 +45,27 @@ std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, con
   std::vector<std::pair<std::string, std::string>> texts;
   for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
   return score_text_pairs(enc.get(), verifier, texts, batch_size);
+}
+
+// The fitted gate of scripts/fit-gate.py: {features, mean, scale, hidden_weights, hidden_bias,
+// weights, bias[, symmetric]}.
+MlpGateOptions read_gate_json(const std::string& path, bool& symmetric) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+    MlpGateOptions l;
+    l.features = j.at("features").get<std::vector<std::string>>();
+    l.mean = j.at("mean").get<std::vector<double>>();
+    l.scale = j.at("scale").get<std::vector<double>>();
+    l.hidden_weights = j.value("hidden_weights", std::vector<double>{});
+    l.hidden_bias = j.value("hidden_bias", std::vector<double>{});
+    l.weights = j.at("weights").get<std::vector<double>>();
+    l.bias = j.at("bias").get<double>();
+    symmetric = symmetric || j.value("symmetric", false);
+    return l;
+  } catch (const nlohmann::json::exception& e) {
+    SIEVE_THROW(path << ": not a fitted gate: " << e.what());
+  }
 }
 
 }  // namespace
@@ -98,14 +123,65 @@ void register_verify(CLI::App& app) {
   }
   {
     struct Opts {
-      std::string kind = "F4", model, out;
+      std::string model, pairs, out;
+      DeviceFlags dev;
+      size_t batch_size = 32, max_tokens = 64;
+      bool symmetric = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "features", "Write the mlp gate's features of labelled sentence pairs as TSV (label, category, one "
+                    "column per feature): what scripts/fit-gate.py fits");
+    cmd->add_option("-m,--model", o->model, std::string("Model directory or installed name (default: ") + kDefaultModel + ")");
+    cmd->add_option("--pairs", o->pairs, "TSV/CSV with a header: sentence1, sentence2[, category][, label]")->required();
+    cmd->add_option("-o,--out", o->out, "TSV to write")->required();
+    cmd->add_option("--max-tokens", o->max_tokens, "Tokens per side (the map's size)")->capture_default_str()->check(kPositive);
+    cmd->add_flag("--symmetric", o->symmetric, "The mean of both directions' features (a symmetric gate's)");
+    cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
+    o->dev.add(cmd);
+    on_run(cmd, [o] {
+      const auto pairs = eval::read_pairs(o->pairs);
+      o->model = resolve_model_dir(o->model);
+      const auto enc = Encoder::load(o->model, o->dev.options());
+      MlpGateOptions l;
+      l.cue_ids = negation_cues(enc->tokenizer());
+      l.voice_ids = voice_cue_ids(enc->tokenizer());
+      l.conj_ids = conjunction_ids(enc->tokenizer());
+      std::vector<std::pair<std::string, std::string>> texts;
+      for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
+      const auto rows = gate_text_pair_features(*enc, texts, l, o->max_tokens, o->symmetric, o->batch_size);
+      std::string out = "label\tcategory";
+      for (const auto& n : gate_feature_names()) out += "\t" + n;
+      out += "\n";
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        out += pairs[i].label + "\t" + pairs[i].category;
+        for (float v : rows[i]) {
+          out += "\t";
+          append_float(out, v);
+        }
+        out += "\n";
+      }
+      write_file_atomic(o->out, out);
+      std::fprintf(stderr, "verify features: %zu pairs, %zu features -> %s\n", pairs.size(), gate_feature_names().size(),
+                   o->out.c_str());
+    });
+  }
+  {
+    struct Opts {
+      std::string kind = "F4", model, out, weights;
       VerifierConfig c;
       uint64_t seed = 42;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
         "create", "Write a verifier file with fresh (random) weights for a model; training is `sieve train verifier`");
-    cmd->add_option("--kind", o->kind, "Verifier kind")->capture_default_str()->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4"}));
+    cmd->add_option("--kind", o->kind, "Verifier kind (mlp: with --weights)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"F0", "F1", "F2", "F3", "F4", "mlp"}));
+    cmd->add_option("--weights", o->weights,
+                    "mlp: the fitted gate, a JSON object {features, mean, scale, hidden_weights, hidden_bias, weights, bias"
+                    "[, symmetric]} as "
+                    "scripts/fit-gate.py writes it");
     cmd->add_option("-m,--model", o->model, std::string("The encoder it verifies for (width and identity; default: ") + kDefaultModel + ")");
     cmd->add_option("-o,--out", o->out, "Verifier file to write (.safetensors)")->required();
     cmd->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
@@ -137,6 +213,15 @@ void register_verify(CLI::App& app) {
     on_run(cmd, [o] {
       o->c.kind = verifier_kind_from_name(o->kind);
       o->model = resolve_model_dir(o->model);
+      SIEVE_THROW_IF_NOT((o->c.kind == VerifierKind::Mlp) == !o->weights.empty(),
+                         "--weights goes with --kind mlp, and --kind mlp needs --weights");
+      if (o->c.kind == VerifierKind::Mlp) {
+        o->c.mlp = read_gate_json(o->weights, o->c.symmetric);
+        const auto tokenizer = Tokenizer::from_model_dir(o->model);
+        o->c.mlp.cue_ids = negation_cues(*tokenizer);
+        o->c.mlp.voice_ids = voice_cue_ids(*tokenizer);
+        o->c.mlp.conj_ids = conjunction_ids(*tokenizer);
+      }
       if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
         const auto tokenizer = Tokenizer::from_model_dir(o->model);
         if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cues(*tokenizer);

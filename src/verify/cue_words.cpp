@@ -1,6 +1,6 @@
-// negation_cues and voice_cue_ids (sieve/verify.h): the negation cue words of a vocabulary as
-// exact id runs (F4's cue channel, the cue penalty), and the passive's agent marker (the order
-// penalty).
+// negation_cues, voice_cue_ids and conjunction_ids (sieve/verify.h): the negation cue words of a
+// vocabulary as exact id runs (F4's cue channel, the cue penalty), the passive's agent marker (the
+// order penalty) and the coordinating conjunctions (the mlp gate's conj_swap feature).
 #include <algorithm>
 #include <string>
 
@@ -64,14 +64,22 @@ CueSequences negation_cues(const Tokenizer& tokenizer) {
   return out;
 }
 
-std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer) {
+namespace {
+// The ids of the words that the tokenizer reads as one known piece, sorted.
+std::vector<int32_t> one_piece_ids(const Tokenizer& tokenizer, std::initializer_list<const char*> words) {
   std::vector<int32_t> ids;
-  for (const char* w : {"by"}) {
+  for (const char* w : words) {
     const auto pieces = tokenizer.tokenize(w);
     if (pieces.size() == 1 && pieces[0].id != tokenizer.special_tokens().unk) ids.push_back(pieces[0].id);
   }
   std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
+}  // namespace
+
+std::vector<int32_t> voice_cue_ids(const Tokenizer& tokenizer) { return one_piece_ids(tokenizer, {"by"}); }
+
+std::vector<int32_t> conjunction_ids(const Tokenizer& tokenizer) { return one_piece_ids(tokenizer, {"and", "or"}); }
 
 }  // namespace sieve

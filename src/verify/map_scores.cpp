@@ -63,53 +63,61 @@ at::Tensor cue_gap(const Maps& m, const CueSequences& cues) {
   return (q - c).abs();
 }
 
+OrderFacts order_facts(const std::vector<int64_t>& q, const std::vector<int64_t>& c, const std::vector<int32_t>& voice_ids) {
+  auto voices = [&](const std::vector<int64_t>& t) {
+    return std::count_if(t.begin(), t.end(), [&](int64_t id) {
+      return std::find(voice_ids.begin(), voice_ids.end(), id) != voice_ids.end();
+    });
+  };
+  OrderFacts f;
+  f.voice = voices(q) != voices(c);
+  // Candidate positions of the ids found once on each side, in query order.
+  std::unordered_map<int64_t, std::pair<int, int64_t>> seen;  // candidate id -> (count, last position)
+  for (size_t j = 0; j < c.size(); ++j) {
+    auto& e = seen[c[j]];
+    ++e.first;
+    e.second = static_cast<int64_t>(j);
+  }
+  std::unordered_map<int64_t, int> in_query;  // query id -> count
+  for (int64_t id : q) ++in_query[id];
+  std::vector<int64_t> order;
+  for (int64_t id : q) {
+    auto it = seen.find(id);
+    if (in_query[id] == 1 && it != seen.end() && it->second.first == 1) order.push_back(it->second.second);
+  }
+  size_t inversions = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (size_t k = i + 1; k < order.size(); ++k) inversions += order[k] < order[i];
+  f.crossed = inversions > 0;
+  const size_t n = order.size();
+  f.discordant = n < 2 ? 0.0 : static_cast<double>(inversions) / (static_cast<double>(n) * (n - 1) / 2.0);
+  size_t held = 0;
+  for (int64_t id : q) held += seen.count(id);
+  f.share = q.empty() ? 0.0 : static_cast<double>(held) / static_cast<double>(q.size());
+  return f;
+}
+
+std::vector<int64_t> valid_ids(const at::Tensor& ids, const at::Tensor& mask, int64_t b) {
+  const int64_t n = ids.size(1);
+  const int64_t* id = ids.data_ptr<int64_t>() + b * n;
+  const float* mk = mask.data_ptr<float>() + b * n;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < n; ++i)
+    if (mk[i] > 0) out.push_back(id[i]);
+  return out;
+}
+
 at::Tensor order_gap(const Maps& m, const std::vector<int32_t>& voice_ids) {
   require_ids(m, "its order penalty");
   const at::Tensor qi = m.q_ids.to(at::kCPU, at::kLong).contiguous(), ci = m.c_ids.to(at::kCPU, at::kLong).contiguous();
   const at::Tensor qm = m.q_mask.to(at::kCPU, at::kFloat).contiguous(), cm = m.c_mask.to(at::kCPU, at::kFloat).contiguous();
-  const int64_t B = qi.size(0), R = qi.size(1), C = ci.size(1);
+  const int64_t B = qi.size(0);
   std::vector<float> gap(static_cast<size_t>(B));
-  std::vector<int64_t> q, c, order;
-  std::unordered_map<int64_t, std::pair<int, int64_t>> seen;  // candidate id -> (count, last position)
-  std::unordered_map<int64_t, int> in_query;                  // query id -> count
-  auto valid = [](const at::Tensor& ids, const at::Tensor& mask, int64_t b, int64_t n, std::vector<int64_t>& out) {
-    out.clear();
-    const int64_t* id = ids.data_ptr<int64_t>() + b * n;
-    const float* mk = mask.data_ptr<float>() + b * n;
-    for (int64_t i = 0; i < n; ++i)
-      if (mk[i] > 0) out.push_back(id[i]);
-  };
   for (int64_t b = 0; b < B; ++b) {
-    valid(qi, qm, b, R, q);
-    valid(ci, cm, b, C, c);
-    auto voices = [&](const std::vector<int64_t>& t) {
-      return std::count_if(t.begin(), t.end(), [&](int64_t id) {
-        return std::find(voice_ids.begin(), voice_ids.end(), id) != voice_ids.end();
-      });
-    };
-    const bool voice = voices(q) != voices(c);
-    // Candidate positions of the ids found once on each side, in query order.
-    seen.clear();
-    for (size_t j = 0; j < c.size(); ++j) {
-      auto& e = seen[c[j]];
-      ++e.first;
-      e.second = static_cast<int64_t>(j);
-    }
-    in_query.clear();
-    for (int64_t id : q) ++in_query[id];
-    order.clear();
-    for (int64_t id : q) {
-      auto it = seen.find(id);
-      if (in_query[id] == 1 && it != seen.end() && it->second.first == 1) order.push_back(it->second.second);
-    }
-    bool crossed = false;
-    for (size_t i = 1; i < order.size() && !crossed; ++i) crossed = order[i] < order[i - 1];
+    const OrderFacts f = order_facts(valid_ids(qi, qm, b), valid_ids(ci, cm, b), voice_ids);
     // Scaled by the squared share of query tokens the candidate holds: a role swap keeps every
     // word (1), a paraphrase that moves a clause and rewords the rest pays less.
-    size_t held = 0;
-    for (int64_t id : q) held += seen.count(id);
-    const double share = q.empty() ? 0.0 : static_cast<double>(held) / static_cast<double>(q.size());
-    gap[static_cast<size_t>(b)] = crossed != voice ? static_cast<float>(share * share) : 0.0f;
+    gap[static_cast<size_t>(b)] = f.crossed != f.voice ? static_cast<float>(f.share * f.share) : 0.0f;
   }
   return at::tensor(gap, at::kFloat).to(m.M.device(), m.M.scalar_type());
 }

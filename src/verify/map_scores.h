@@ -26,6 +26,18 @@ at::Tensor cue_gap(const Maps& m, const CueSequences& cues);
 /// fraction of valid query tokens whose id the candidate holds. Needs the maps' ids.
 at::Tensor order_gap(const Maps& m, const std::vector<int32_t>& voice_ids);
 
+/// What order_gap reads from one pair's valid token ids: `crossed` (the ids found exactly once on
+/// each side come in another order in the candidate), `voice` (the two sides count `voice_ids`
+/// differently), `share` (of the query's tokens whose id the candidate holds) and `discordant`
+/// (the share of pairs of those once-each ids in another order; 0 for fewer than two).
+struct OrderFacts {
+  bool crossed = false, voice = false;
+  double share = 0, discordant = 0;
+};
+OrderFacts order_facts(const std::vector<int64_t>& q, const std::vector<int64_t>& c, const std::vector<int32_t>& voice_ids);
+/// The ids of pair b's valid tokens: ids [B, L] int64 and mask [B, L] float, both on the CPU, contiguous.
+std::vector<int64_t> valid_ids(const at::Tensor& ids, const at::Tensor& mask, int64_t b);
+
 at::Tensor conditional_penalty(const at::Tensor& raw, const at::Tensor& base, const PenaltyOptions& o);
 
 }  // namespace sieve::verify

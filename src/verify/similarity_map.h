@@ -19,6 +19,7 @@ struct Maps {
   at::Tensor match;   ///< [B, m, n] float, 1 at valid pairs of equal token ids; undefined when ids are unknown
   at::Tensor q_ids;   ///< [B, m] int64 token ids (-1 = padding); undefined when unknown
   at::Tensor c_ids;   ///< [B, n] int64 token ids (-1 = padding); undefined when unknown
+  at::Tensor pooled;  ///< [B] cosine of the two sides' mean valid rows (the raw states, before normalising)
 };
 
 /// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t lies

@@ -15,6 +15,7 @@
 #include "sieve/verify.h"
 #include "verify/f3_cnn.h"
 #include "verify/f4_transformer.h"
+#include "verify/gate_features.h"
 #include "verify/map_scores.h"
 #include "verify/verifier_module.h"
 
@@ -28,8 +29,10 @@ constexpr const char* kMetadataKey = "sieve_verifier";
 // cue and order penalties (cue_penalty, order_penalty), version 5 cues of several pieces (each cue
 // an array of ids, where versions 3 and 4 hold one id per cue); a file without them is still
 // written as the lowest version that holds it, so that older readers keep reading what they can
-// (and refuse what they cannot compute). Version 6 adds the symmetric score (`symmetric`).
-constexpr int kVerifierFormatVersion = 6;
+// (and refuse what they cannot compute). Version 6 adds the symmetric score (`symmetric`), version
+// 7 the Mlp kind (`mlp`: its cue and voice ids, feature names, standardisation and weights).
+constexpr int kVerifierFormatVersion = 7;
+constexpr int kKinds = 6;
 
 bool has_runs(const CueSequences& cues) {
   return std::any_of(cues.begin(), cues.end(), [](const std::vector<int32_t>& r) { return r.size() != 1; });
@@ -63,7 +66,7 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v4 = c.cue_penalty.weight != 0 || c.order_penalty.weight != 0;
   const bool v5 = (v3 && has_runs(c.f4.cue_ids)) || (c.cue_penalty.weight != 0 && has_runs(c.cue_penalty.ids));
   nlohmann::json j = {
-      {"format_version", c.symmetric ? 6 : v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
+      {"format_version", c.kind == VerifierKind::Mlp ? 7 : c.symmetric ? 6 : v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -85,6 +88,12 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
   if (c.cue_penalty.weight != 0) j["cue_penalty"] = {{"weight", c.cue_penalty.weight}, {"ids", cues_to_json(c.cue_penalty.ids)}};
   if (c.order_penalty.weight != 0)
     j["order_penalty"] = {{"weight", c.order_penalty.weight}, {"voice_ids", c.order_penalty.voice_ids}};
+  if (c.kind == VerifierKind::Mlp) {
+    const MlpGateOptions& l = c.mlp;
+    j["mlp"] = {{"cue_ids", cues_to_json(l.cue_ids)}, {"voice_ids", l.voice_ids}, {"conj_ids", l.conj_ids}, {"features", l.features},
+                   {"mean", l.mean}, {"scale", l.scale}, {"hidden_weights", l.hidden_weights},
+                   {"hidden_bias", l.hidden_bias}, {"weights", l.weights}, {"bias", l.bias}};
+  }
   return j;
 }
 
@@ -123,6 +132,21 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
     }
     if (j.contains("threshold")) c.threshold = j.at("threshold").get<double>();
     c.symmetric = j.value("symmetric", false);
+    if (c.kind == VerifierKind::Mlp) {
+      SIEVE_THROW_IF_NOT(j.contains("mlp"), what << ": an mlp verifier without its weights");
+      const auto& l = j.at("mlp");
+      c.mlp.cue_ids = cues_from_json(l.at("cue_ids"), what);
+      c.mlp.voice_ids = l.at("voice_ids").get<std::vector<int32_t>>();
+      c.mlp.conj_ids = l.at("conj_ids").get<std::vector<int32_t>>();
+      c.mlp.features = l.at("features").get<std::vector<std::string>>();
+      c.mlp.mean = l.at("mean").get<std::vector<double>>();
+      c.mlp.scale = l.at("scale").get<std::vector<double>>();
+      c.mlp.hidden_weights = l.at("hidden_weights").get<std::vector<double>>();
+      c.mlp.hidden_bias = l.at("hidden_bias").get<std::vector<double>>();
+      c.mlp.weights = l.at("weights").get<std::vector<double>>();
+      c.mlp.bias = l.at("bias").get<double>();
+      check_mlp_gate(c.mlp, what);
+    }
     SIEVE_THROW_IF_NOT(!reads_token_ids(c) || !c.encoder_identity.empty(),
                        what << ": this verifier reads token ids but records no encoder identity; ids mean nothing "
                                "without their vocabulary (create it again for its encoder)");
@@ -219,6 +243,7 @@ namespace verify {
 VerifierModule::VerifierModule(VerifierConfig c, uint64_t seed) : c_(std::move(c)) {
   if (c_.kind == VerifierKind::F4 && c_.f4.width == 0) c_.f4.width = static_cast<int>(c_.encoder_dim);
   check_config(c_);
+  if (c_.kind == VerifierKind::Mlp) check_mlp_gate(c_.mlp, "an mlp verifier");
   if (c_.kind == VerifierKind::F3 || c_.kind == VerifierKind::F4) {
     SIEVE_THROW_IF_NOT(c_.encoder_dim > 0, "a learned verifier needs the encoder width (encoder_dim)");
     at::manual_seed(seed);
@@ -234,6 +259,8 @@ VerifierModule::VerifierModule(VerifierConfig c, uint64_t seed) : c_(std::move(c
 }
 
 size_t VerifierModule::parameter_count() const {
+  if (c_.kind == VerifierKind::Mlp)
+    return c_.mlp.hidden_weights.size() + c_.mlp.hidden_bias.size() + c_.mlp.weights.size() + 1;
   size_t n = 0;
   if (module_)
     for (const auto& p : module_->parameters()) n += static_cast<size_t>(p.numel());
@@ -241,6 +268,13 @@ size_t VerifierModule::parameter_count() const {
 }
 
 at::Tensor VerifierModule::scores(const Maps& m, bool inference) const {
+  if (c_.kind == VerifierKind::Mlp) {  // both directions' features averaged, then one score
+    const at::Tensor x = gate_feature_matrix(m, c_.mlp, c_.symmetric);
+    at::Tensor s = mlp_gate_scores(x, c_.mlp).to(m.M.device(), m.M.scalar_type());
+    if (c_.cue_penalty.weight != 0) s = s - c_.cue_penalty.weight * cue_gap(m, c_.cue_penalty.ids);
+    if (c_.order_penalty.weight != 0) s = s - c_.order_penalty.weight * order_gap(m, c_.order_penalty.voice_ids);
+    return s;
+  }
   if (!c_.symmetric) return one_direction(m, inference);
   return (one_direction(m, inference) + one_direction(transposed(m), inference)) * 0.5;
 }
@@ -265,6 +299,9 @@ at::Tensor VerifierModule::one_direction(const Maps& m, bool inference) const {
       s = inference && !f4->is_training() ? f4->score(m) : f4->forward(m);
       break;
     }
+    case VerifierKind::Mlp:
+      s = mlp_gate_scores(gate_feature_matrix(m, c_.mlp), c_.mlp).to(m.M.device(), m.M.scalar_type());
+      break;
   }
   if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);
   if (c_.cue_penalty.weight != 0) s = s - c_.cue_penalty.weight * cue_gap(m, c_.cue_penalty.ids);
@@ -298,22 +335,20 @@ void VerifierModule::load_weights(const SafetensorsFile& f) {
 }  // namespace verify
 
 bool reads_token_ids(const VerifierConfig& c) {
-  return (c.kind == VerifierKind::F3 && c.f3.exact_match) ||
+  return c.kind == VerifierKind::Mlp || (c.kind == VerifierKind::F3 && c.f3.exact_match) ||
          (c.kind == VerifierKind::F4 && (c.f4.exact_match || !c.f4.cue_ids.empty())) || c.cue_penalty.weight != 0 ||
          c.order_penalty.weight != 0;
 }
 
 const char* verifier_kind_name(VerifierKind k) {
-  static const char* const kNames[] = {"F0", "F1", "F2", "F3", "F4"};
+  static const char* const kNames[] = {"F0", "F1", "F2", "F3", "F4", "mlp"};
   return kNames[static_cast<int>(k)];
 }
 
 VerifierKind verifier_kind_from_name(const std::string& name) {
-  std::string n = name;
-  for (char& ch : n) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  for (int k = 0; k < 5; ++k)
-    if (n == verifier_kind_name(static_cast<VerifierKind>(k))) return static_cast<VerifierKind>(k);
-  SIEVE_THROW("unknown verifier '" << name << "' (F0, F1, F2, F3, F4, or a verifier file)");
+  for (int k = 0; k < kKinds; ++k)
+    if (strcasecmp(name.c_str(), verifier_kind_name(static_cast<VerifierKind>(k))) == 0) return static_cast<VerifierKind>(k);
+  SIEVE_THROW("unknown verifier '" << name << "' (F0, F1, F2, F3, F4, mlp, or a verifier file)");
 }
 
 std::unique_ptr<Verifier> Verifier::create(const VerifierConfig& config, uint64_t seed) {
@@ -325,7 +360,7 @@ std::unique_ptr<Verifier> Verifier::load(const std::string& file_or_name, const 
   const bool path_like = file_or_name.find('/') != std::string::npos ||
                          file_or_name.find(".safetensors") != std::string::npos;
   bool kind_name = false;
-  for (int k = 0; k < 5; ++k)
+  for (int k = 0; k < kKinds; ++k)
     kind_name = kind_name || strcasecmp(file_or_name.c_str(), verifier_kind_name(static_cast<VerifierKind>(k))) == 0;
   if (!path_like && (kind_name || !is_file(file_or_name))) {
     VerifierConfig c;

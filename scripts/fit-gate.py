@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Fits the mlp gate (`sieve verify create --kind mlp`) on labelled pairs' features.
+
+Reads the feature TSVs that `sieve verify features` writes (label, category, one column per
+feature), one per part, and standardises the features (means and scales of the training rows).
+--hidden 0: L2-regularised logistic regression, fitted exactly by Newton's method (the penalised
+log-likelihood is concave: it stops when the gradient's largest entry is below 1e-9). --hidden H:
+one tanh layer of H units, then the logistic output, trained full-batch by Adam (lr, betas 0.9 /
+0.999, eps 1e-8, the L2 strength added to the gradient as torch.optim.Adam's weight_decay does)
+from PyTorch's default initialisation of nn.Linear (uniform +-1/sqrt(fan_in)) drawn from --seed.
+Each training part carries the same total weight, split equally between its two classes, so that a
+large part (CANNOT's negations, the generated pairs) does not drown a small human one (MRPC,
+CondaQA): the goals are per set. The L2 strength is chosen on the dev parts only, by the mean of
+the parts' ROC-AUCs (a part under 100 pairs, such as CondaQA's 46, is reported but not chosen
+on: its AUC moves by 0.05 with a few pairs). Writes the gate as JSON ({features, mean, scale,
+hidden_weights, hidden_bias, weights, bias, symmetric}) and a report of every setting's dev AUCs.
+
+  /usr/bin/python3 scripts/fit-gate.py --train F/paws-train.tsv F/mrpc-train.tsv ... \\
+      --dev F/paws-dev.tsv ... --symmetric --out gate.json --report fit.json
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def read_features(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not rows or rows[0][:2] != ["label", "category"]:
+        sys.exit(f"fit-gate: {path} is not a `sieve verify features` file (no label, category header)")
+    names = rows[0][2:]
+    y, x = [], []
+    for i, r in enumerate(rows[1:], 2):
+        if r[0] not in ("0", "1"):
+            sys.exit(f"fit-gate: {path}:{i}: label must be 0 or 1, not {r[0]!r}")
+        y.append(int(r[0]))
+        x.append([float(v) for v in r[2:]])
+    return names, np.asarray(x, dtype=np.float64).reshape(len(y), len(names)), np.asarray(y, dtype=np.float64)
+
+
+def auc(scores, labels):
+    """ROC-AUC by ranks (ties count one half)."""
+    scores, labels = np.asarray(scores), np.asarray(labels)
+    n_pos, n_neg = labels.sum(), len(labels) - labels.sum()
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    s = scores[order]
+    ranks = np.empty(len(s))
+    i = 0
+    while i < len(s):
+        j = i
+        while j < len(s) and s[j] == s[i]:
+            j += 1
+        ranks[i:j] = (i + 1 + j) / 2.0
+        i = j
+    r = np.empty(len(s))
+    r[order] = ranks
+    return float((r[labels == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def fit_logistic(z, y, w, l2, iters=100):
+    """Minimises sum_i w_i * logloss(y_i, b + z_i . beta) + l2/2 |beta|^2 by Newton's method.
+
+    z: standardised features [n, F]; y in {0, 1}; w: row weights (summing to 1). Returns (beta, b).
+    """
+    n, F = z.shape
+    a = np.hstack([z, np.ones((n, 1))])
+    theta = np.zeros(F + 1)
+    reg = np.full(F + 1, l2)
+    reg[-1] = 0.0  # the bias is not penalised
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(a @ theta)))
+        grad = a.T @ (w * (p - y)) + reg * theta
+        if np.max(np.abs(grad)) < 1e-9:
+            break
+        hess = (a * (w * p * (1 - p))[:, None]).T @ a + np.diag(reg) + 1e-12 * np.eye(F + 1)
+        theta -= np.linalg.solve(hess, grad)
+    return theta[:-1], float(theta[-1])
+
+
+def init_mlp(features, hidden, seed):
+    """nn.Linear's default initialisation: weights and biases uniform in +-1/sqrt(fan_in)."""
+    rng = np.random.default_rng(seed)
+    b1, b2 = 1.0 / np.sqrt(features), 1.0 / np.sqrt(hidden)
+    return {"w1": rng.uniform(-b1, b1, (hidden, features)), "b1": rng.uniform(-b1, b1, hidden),
+            "w2": rng.uniform(-b2, b2, hidden), "b2": rng.uniform(-b2, b2, 1)}
+
+
+def mlp_logits(p, z):
+    h = np.tanh(z @ p["w1"].T + p["b1"])
+    return h @ p["w2"] + p["b2"][0], h
+
+
+def mlp_loss_grad(p, z, y, w):
+    """The weighted log-loss sum_i w_i * logloss(y_i, logit_i) and its gradient."""
+    logit, h = mlp_logits(p, z)
+    loss = float(np.sum(w * (np.logaddexp(0.0, logit) - y * logit)))
+    d = w * (1.0 / (1.0 + np.exp(-logit)) - y)  # dloss/dlogit
+    dh = np.outer(d, p["w2"]) * (1.0 - h * h)
+    return loss, {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ d, "b2": np.array([d.sum()])}
+
+
+def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None):
+    """Full-batch Adam on the weighted log-loss with coupled L2 (torch.optim.Adam's weight_decay).
+
+    Returns the parameters; `trace`, a list, receives each step's loss (before the step)."""
+    p = init_mlp(z.shape[1], hidden, seed)
+    m = {k: np.zeros_like(v) for k, v in p.items()}
+    v = {k: np.zeros_like(val) for k, val in p.items()}
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for t in range(1, steps + 1):
+        loss, g = mlp_loss_grad(p, z, y, w)
+        if trace is not None:
+            trace.append(loss)
+        for k in p:
+            gk = g[k] + l2 * p[k]
+            m[k] = b1 * m[k] + (1 - b1) * gk
+            v[k] = b2 * v[k] + (1 - b2) * gk * gk
+            p[k] = p[k] - lr * (m[k] / (1 - b1 ** t)) / (np.sqrt(v[k] / (1 - b2 ** t)) + eps)
+    return p
+
+
+def row_weights(parts):
+    """Each part the same total weight, half to each of its classes (a one-class part: all to it)."""
+    ws = []
+    for _, y in parts:
+        w = np.zeros(len(y))
+        classes = [c for c in (0, 1) if (y == c).any()]
+        for c in classes:
+            w[y == c] = 1.0 / (len(classes) * (y == c).sum())
+        ws.append(w)
+    w = np.concatenate(ws)
+    return w / w.sum()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", nargs="+", required=True, help="feature TSVs of the training parts")
+    ap.add_argument("--dev", nargs="+", required=True, help="feature TSVs of the dev parts (the choice)")
+    ap.add_argument("--hidden", type=int, default=32, help="tanh hidden units (0: logistic regression)")
+    ap.add_argument("--l2", default="0,0.0001,0.001,0.01", help="L2 strengths to choose from")
+    ap.add_argument("--steps", type=int, default=1000, help="Adam steps (full batch; --hidden > 0)")
+    ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="initialisation seed")
+    ap.add_argument("--min-choice-pairs", type=int, default=100, help="dev parts smaller than this are reported, not chosen on")
+    ap.add_argument("--symmetric", action="store_true", help="the features are both directions' mean (record it)")
+    ap.add_argument("--out", required=True, help="the fitted gate (JSON, for `sieve verify create --kind linear --weights`)")
+    ap.add_argument("--report", help="JSON report: every setting's dev AUCs")
+    args = ap.parse_args()
+
+    names = None
+    train = []
+    for p in args.train:
+        n, x, y = read_features(p)
+        if names is not None and n != names:
+            sys.exit(f"fit-gate: {p} has other feature columns than {args.train[0]}")
+        names = n
+        train.append((x, y))
+    dev = {}
+    for p in args.dev:
+        n, x, y = read_features(p)
+        if n != names:
+            sys.exit(f"fit-gate: {p} has other feature columns than the training parts")
+        if len(set(y.tolist())) < 2:
+            print(f"fit-gate: {os.path.basename(p)}: one class only, not used for the choice", file=sys.stderr)
+            continue
+        dev[os.path.basename(p)] = (x, y)
+    if not dev:
+        sys.exit("fit-gate: no dev part holds both classes")
+    x = np.vstack([t[0] for t in train])
+    y = np.concatenate([t[1] for t in train])
+    w = row_weights(train)
+    mean = x.mean(0)
+    scale = x.std(0)
+    scale[scale < 1e-6] = 1.0  # a constant feature: left unscaled (its weight goes to 0 under L2)
+    z = (x - mean) / scale
+    print(f"fit-gate: {len(y)} training pairs in {len(train)} parts, {len(names)} features", file=sys.stderr)
+
+    chosen_on = [k for k, (_, dy) in dev.items() if len(dy) >= args.min_choice_pairs] or list(dev)
+    results = []
+    for l2 in [float(v) for v in args.l2.split(",")]:
+        if args.hidden == 0:
+            beta, b = fit_logistic(z, y, w, l2)
+            gate = {"hidden_weights": [], "hidden_bias": [], "weights": beta.tolist(), "bias": b}
+            score = lambda dz: dz @ beta + b
+        else:
+            p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed)
+            gate = {"hidden_weights": p["w1"].ravel().tolist(), "hidden_bias": p["b1"].tolist(),
+                    "weights": p["w2"].tolist(), "bias": float(p["b2"][0])}
+            score = lambda dz, p=p: mlp_logits(p, dz)[0]
+        per = {k: auc(score((dx - mean) / scale), dy) for k, (dx, dy) in dev.items()}
+        r = {"l2": l2, "mean_auc": sum(per[k] for k in chosen_on) / len(chosen_on),
+             "worst_auc": min(per[k] for k in chosen_on), "auc": per, "gate": gate}
+        results.append(r)
+        print(f"fit-gate: l2 {l2:g}: mean dev AUC {r['mean_auc']:.4f}, worst {r['worst_auc']:.4f}  " +
+              " ".join(f"{k.replace('.tsv', '')} {v:.3f}" for k, v in per.items()), file=sys.stderr)
+    best = max(results, key=lambda r: r["mean_auc"])
+    gate = {"features": names, "mean": mean.tolist(), "scale": scale.tolist(), **best["gate"],
+            "symmetric": args.symmetric}
+    with open(args.out, "w") as f:
+        json.dump(gate, f, indent=1)
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump({"train": args.train, "dev": list(dev), "chosen_on": chosen_on, "hidden": args.hidden,
+                       "steps": args.steps, "lr": args.lr, "seed": args.seed,
+                       "best": {k: v for k, v in best.items() if k != "gate"},
+                       "grid": [{k: v for k, v in r.items() if k != "gate"} for r in results]}, f, indent=1)
+    print(json.dumps({"l2": best["l2"], "mean_dev_auc": best["mean_auc"], "dev_auc": best["auc"]}))
+
+
+if __name__ == "__main__":
+    main()

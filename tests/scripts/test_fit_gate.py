@@ -1,0 +1,125 @@
+"""scripts/fit-gate.py, the trainer of the mlp gate: the logistic fit sits where the penalised loss's
+gradient, computed here by a plain loop, is zero; the tanh network's Adam steps equal PyTorch's
+(nn.Linear layers holding the same starting weights, torch.optim.Adam with weight_decay, the
+weighted log-loss) loss for loss and weight for weight; every part weighs the same; and the script
+end to end writes a gate whose scores rank its dev pairs as its report says."""
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "fit-gate.py")
+spec = importlib.util.spec_from_file_location("fit_gate", SCRIPT)
+fg = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fg)
+
+
+def data(n=300, f=5, seed=1):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, f))
+    y = (z[:, 0] - 0.5 * z[:, 1] * z[:, 2] + 0.3 * rng.normal(size=n) > 0).astype(float)
+    w = rng.uniform(0.5, 1.5, n)
+    return z, y, w / w.sum()
+
+
+def test_logistic_fit_is_where_the_gradient_vanishes():
+    z, y, w = data()
+    l2 = 0.01
+    beta, b = fg.fit_logistic(z, y, w, l2)
+    grad = [0.0] * (len(beta) + 1)
+    for i in range(len(y)):  # a plain loop: d/dtheta of w_i * logloss
+        t = b + sum(beta[k] * z[i, k] for k in range(len(beta)))
+        r = w[i] * (1.0 / (1.0 + math.exp(-t)) - y[i])
+        for k in range(len(beta)):
+            grad[k] += r * z[i, k]
+        grad[-1] += r
+    for k in range(len(beta)):
+        grad[k] += l2 * beta[k]
+    assert max(abs(g) for g in grad) < 1e-8
+    assert abs(beta[0]) > 0.5  # it learned the planted signal
+
+
+def test_mlp_steps_equal_pytorch_adam():
+    try:
+        import torch
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("PyTorch (Debian's python3-torch, the oracle) is missing")
+        pytest.skip("PyTorch is not installed")
+    torch.set_default_dtype(torch.float64)
+    z, y, w = data()
+    hidden, l2, lr, steps = 6, 1e-3, 0.01, 60
+    trace = []
+    p = fg.fit_mlp(z, y, w, hidden, l2, steps=steps, lr=lr, seed=3, trace=trace)
+    start = fg.init_mlp(z.shape[1], hidden, 3)
+    l1, l2n = torch.nn.Linear(z.shape[1], hidden), torch.nn.Linear(hidden, 1)
+    with torch.no_grad():
+        l1.weight.copy_(torch.tensor(start["w1"]))
+        l1.bias.copy_(torch.tensor(start["b1"]))
+        l2n.weight.copy_(torch.tensor(start["w2"]).unsqueeze(0))
+        l2n.bias.copy_(torch.tensor(start["b2"]))
+    params = [l1.weight, l1.bias, l2n.weight, l2n.bias]
+    opt = torch.optim.Adam(params, lr=lr, weight_decay=l2)
+    Z, Y, W = torch.tensor(z), torch.tensor(y), torch.tensor(w)
+    ref = []
+    for _ in range(steps):
+        opt.zero_grad()
+        logit = l2n(torch.tanh(l1(Z))).squeeze(1)
+        loss = (W * torch.nn.functional.binary_cross_entropy_with_logits(logit, Y, reduction="none")).sum()
+        ref.append(loss.item())
+        loss.backward()
+        opt.step()
+    assert len(trace) == steps
+    assert max(abs(a - b) for a, b in zip(trace, ref)) < 1e-10
+    assert trace[-1] < trace[0] - 0.05  # it learned
+    assert np.max(np.abs(p["w1"] - l1.weight.detach().numpy())) < 1e-9
+    assert np.max(np.abs(p["w2"] - l2n.weight.detach().numpy()[0])) < 1e-9
+    assert abs(p["b2"][0] - l2n.bias.item()) < 1e-9
+
+
+def test_each_part_weighs_the_same_and_its_classes_halve_it():
+    parts = [(None, np.array([1, 1, 1, 0])), (None, np.array([0] * 10)), (None, np.array([1, 0]))]
+    w = fg.row_weights(parts)
+    assert abs(w.sum() - 1) < 1e-12
+    assert abs(w[:4].sum() - 1 / 3) < 1e-12 and abs(w[:3].sum() - 1 / 6) < 1e-12  # positives half of part 1
+    assert abs(w[4:14].sum() - 1 / 3) < 1e-12  # a one-class part: all its share to that class
+    assert abs(w[14] - 1 / 6) < 1e-12
+
+
+def write_features(path, z, y):
+    names = [f"x{k}" for k in range(z.shape[1])]
+    with open(path, "w") as f:
+        f.write("label\tcategory\t" + "\t".join(names) + "\n")
+        for zi, yi in zip(z, y):
+            f.write(f"{int(yi)}\tc\t" + "\t".join(repr(float(v)) for v in zi) + "\n")
+
+
+def test_script_writes_the_gate_its_report_describes(tmp_path):
+    z, y, _ = data(400)
+    write_features(tmp_path / "a-train.tsv", z[:200], y[:200])
+    write_features(tmp_path / "b-train.tsv", z[200:300], y[200:300])
+    write_features(tmp_path / "a-dev.tsv", z[300:], y[300:])
+    out = subprocess.run([sys.executable, SCRIPT, "--train", str(tmp_path / "a-train.tsv"), str(tmp_path / "b-train.tsv"),
+                          "--dev", str(tmp_path / "a-dev.tsv"), "--hidden", "4", "--steps", "200", "--l2", "0,0.01",
+                          "--symmetric", "--out", str(tmp_path / "gate.json"), "--report", str(tmp_path / "fit.json")],
+                         check=True, capture_output=True, text=True)
+    gate = json.loads((tmp_path / "gate.json").read_text())
+    report = json.loads((tmp_path / "fit.json").read_text())
+    assert gate["symmetric"] is True and len(gate["hidden_bias"]) == 4 and len(gate["hidden_weights"]) == 4 * 5
+    # The gate's own scores of the dev rows, computed here from the JSON, give the reported AUC.
+    zd = (z[300:] - np.array(gate["mean"])) / np.array(gate["scale"])
+    h = np.tanh(zd @ np.array(gate["hidden_weights"]).reshape(4, 5).T + np.array(gate["hidden_bias"]))
+    s = h @ np.array(gate["weights"]) + gate["bias"]
+    assert abs(fg.auc(s, y[300:]) - report["best"]["auc"]["a-dev.tsv"]) < 1e-12
+    assert report["best"]["auc"]["a-dev.tsv"] > 0.8
+    assert json.loads(out.stdout)["l2"] == report["best"]["l2"]
+    # A file that is not `sieve verify features` output is refused by name.
+    (tmp_path / "bad.tsv").write_text("sentence1\tsentence2\nx\ty\n")
+    bad = subprocess.run([sys.executable, SCRIPT, "--train", str(tmp_path / "bad.tsv"), "--dev", str(tmp_path / "a-dev.tsv"),
+                          "--out", str(tmp_path / "g.json")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a `sieve verify features` file" in bad.stderr

@@ -1,0 +1,264 @@
+// The Mlp gate (issue 43): its features on hand-made pairs whose values are worked out by hand,
+// against plain loops on random states, both directions averaged; its score against a plain loop
+// over its weights (with and without the hidden layer); its file (version 7) read back equal, and
+// the refusal of a file whose features are not this sieve's, of a non-positive scale, of
+// mismatched sizes, and of the kind without a file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/file_util.h"
+#include "sieve/error.h"
+#include "sieve/safetensors.h"
+#include "sieve/verify.h"
+#include "support/test_util.h"
+#include "unit/verify/token_ids_util.h"
+#include "verify/similarity_map.h"
+
+namespace sieve {
+namespace {
+
+constexpr size_t kD = test::kIdsDim;
+using test::ptrs;
+using test::tokens_with_ids;
+
+size_t col(const std::string& name) {
+  const auto& n = gate_feature_names();
+  const auto it = std::find(n.begin(), n.end(), name);
+  EXPECT_NE(it, n.end()) << name;
+  return static_cast<size_t>(it - n.begin());
+}
+
+// One unit row per token: token id k's state is the basis vector e_k (the same word, the same state).
+TokenStates basis_tokens(const std::vector<int32_t>& ids) {
+  TokenStates t;
+  t.length = ids.size();
+  t.values.assign(ids.size() * kD, 0.f);
+  for (size_t i = 0; i < ids.size(); ++i) t.values[i * kD + static_cast<size_t>(ids[i])] = 1.f;
+  t.ids = ids;
+  return t;
+}
+
+MlpGateOptions options() {
+  MlpGateOptions o;
+  o.cue_ids = {{7}, {8, 9}};  // "not" is 7; "n't" is the run 8 9
+  o.voice_ids = {6};          // "by"
+  o.conj_ids = {5};           // "and"
+  return o;
+}
+
+TEST(GateFeatures, ARoleSwapByHand) {
+  // "a b c" against "c b a": every word kept, every state matched, the order reversed.
+  const TokenStates q = basis_tokens({1, 2, 3}), c = basis_tokens({3, 2, 1});
+  const auto f = gate_features(q, {&c}, options(), 64, /*symmetric=*/false)[0];
+  ASSERT_EQ(f.size(), gate_feature_names().size());
+  EXPECT_NEAR(f[col("pooled")], 1.0, 1e-6);  // the same bag of states
+  EXPECT_NEAR(f[col("f0")], 3.0 / 9.0, 1e-6);
+  EXPECT_NEAR(f[col("f1")], 1.0, 1e-6);
+  EXPECT_NEAR(f[col("row_min")], 1.0, 1e-6);
+  EXPECT_NEAR(f[col("row_low")], 1.0, 1e-6);
+  EXPECT_NEAR(f[col("id_share")], 1.0, 1e-6);
+  EXPECT_NEAR(f[col("bigram_share")], 0.0, 1e-6);  // (1,2), (2,3): the candidate holds (3,2), (2,1)
+  EXPECT_EQ(f[col("cue_gap")], 0.f);
+  EXPECT_EQ(f[col("crossed")], 1.f);
+  EXPECT_EQ(f[col("voice")], 0.f);
+  EXPECT_NEAR(f[col("order_gap")], 1.0, 1e-6);    // crossed, same voice, share 1
+  EXPECT_NEAR(f[col("discordant")], 1.0, 1e-6);   // all three pairs inverted
+  EXPECT_NEAR(f[col("len_ratio")], 0.0, 1e-6);
+  EXPECT_NEAR(f[col("displacement")], 2.0 / 3.0, 1e-6);  // rows 0, 1, 2 -> columns 2, 1, 0
+}
+
+TEST(GateFeatures, ANegatedPassiveByHand) {
+  // "a b c" against "c 6 a 8 9 4": one id (4) new, the voice word (6) and the cue run "n't" added.
+  const TokenStates q = basis_tokens({1, 2, 3}), c = basis_tokens({3, 6, 1, 8, 9, 4});
+  const auto f = gate_features(q, {&c}, options(), 64, false)[0];
+  EXPECT_NEAR(f[col("f1")], 2.0 / 3.0, 1e-6);         // rows a and c matched, b nowhere
+  EXPECT_NEAR(f[col("row_min")], 0.0, 1e-6);
+  EXPECT_NEAR(f[col("id_share")], 2.0 / 3.0, 1e-6);
+  EXPECT_EQ(f[col("cue_gap")], 1.f);                  // one run, counted once
+  EXPECT_EQ(f[col("crossed")], 1.f);
+  EXPECT_EQ(f[col("voice")], 1.f);
+  EXPECT_EQ(f[col("order_gap")], 0.f);                // the reordering a passive explains
+  EXPECT_NEAR(f[col("discordant")], 1.0, 1e-6);
+  EXPECT_NEAR(f[col("len_ratio")], std::log(2.0), 1e-6);
+  EXPECT_NEAR(f[col("pooled")], 2.0 / std::sqrt(3.0 * 6.0), 1e-6);
+  // F2 at tau 0.1 puts almost all of row b's weight nowhere special: its value is a mean of zeros.
+  EXPECT_NEAR(f[col("f2")], 2.0 / 3.0, 1e-3);
+}
+
+TEST(GateFeatures, ASwappedCoordinationByHand) {
+  // "a and b c" / "b and a c": the one reordered pair sits on both sides of "and", swapped.
+  const TokenStates q = basis_tokens({1, 5, 2, 3}), c = basis_tokens({2, 5, 1, 3});
+  const auto f = gate_features(q, {&c}, options(), 64, false)[0];
+  EXPECT_EQ(f[col("crossed")], 1.f);
+  EXPECT_NEAR(f[col("discordant")], 0.5, 1e-6);  // "and" counts too: (a, and), (a, b), (and, b) of six pairs
+  EXPECT_NEAR(f[col("conj_swap")], 1.0, 1e-6);
+  // "a and b c" / "a and c b": the reordered pair (b, c) lies after "and" on both sides.
+  const TokenStates c2 = basis_tokens({1, 5, 3, 2});
+  EXPECT_NEAR(gate_features(q, {&c2}, options(), 64, false)[0][col("conj_swap")], 0.0, 1e-6);
+  // Two reordered pairs, one across "and": (a, b) and (c, d) in "a and b c d" / "b and a d c".
+  const TokenStates q3 = basis_tokens({1, 5, 2, 3, 4}), c3 = basis_tokens({2, 5, 1, 4, 3});
+  EXPECT_NEAR(gate_features(q3, {&c3}, options(), 64, false)[0][col("conj_swap")], 0.5, 1e-6);
+  // The role swap of ARoleSwapByHand has no conjunction.
+  const TokenStates r = basis_tokens({1, 2, 3}), rc = basis_tokens({3, 2, 1});
+  EXPECT_EQ(gate_features(r, {&rc}, options(), 64, false)[0][col("conj_swap")], 0.f);
+}
+
+TEST(GateFeatures, SymmetricIsTheMeanOfBothDirections) {
+  std::mt19937 rng(3);
+  const TokenStates q = tokens_with_ids(7, rng), c = tokens_with_ids(11, rng);
+  const auto qc = gate_features(q, {&c}, options(), 64, false)[0];
+  const auto cq = gate_features(c, {&q}, options(), 64, false)[0];
+  const auto sym = gate_features(q, {&c}, options(), 64, true)[0];
+  const auto sym_back = gate_features(c, {&q}, options(), 64, true)[0];
+  double moved = 0;
+  for (size_t k = 0; k < qc.size(); ++k) {
+    EXPECT_NEAR(sym[k], (qc[k] + cq[k]) / 2, 1e-5) << gate_feature_names()[k];
+    EXPECT_NEAR(sym[k], sym_back[k], 1e-5) << gate_feature_names()[k];
+    moved = std::max(moved, std::fabs(static_cast<double>(qc[k] - cq[k])));
+  }
+  EXPECT_GT(moved, 1e-2);  // the directions differ, so averaging them is seen
+}
+
+TEST(GateFeatures, RowsAgainstAPlainLoop) {
+  // The map's features of a batch against a loop over each pair's own cosine matrix.
+  std::mt19937 rng(11);
+  const TokenStates q = tokens_with_ids(9, rng);
+  std::vector<TokenStates> cands = {tokens_with_ids(5, rng), tokens_with_ids(14, rng), tokens_with_ids(9, rng)};
+  const auto rows = gate_features(q, ptrs(cands), options(), 64, false);
+  ASSERT_EQ(rows.size(), 3u);
+  auto cosine = [](const float* a, const float* b) {
+    double d = 0, na = 0, nb = 0;
+    for (size_t h = 0; h < kD; ++h) {
+      d += double(a[h]) * b[h];
+      na += double(a[h]) * a[h];
+      nb += double(b[h]) * b[h];
+    }
+    return d / std::sqrt(na * nb);
+  };
+  for (size_t b = 0; b < cands.size(); ++b) {
+    const TokenStates& c = cands[b];
+    double f0 = 0, f1 = 0, row_min = 1e9;
+    for (size_t i = 0; i < q.length; ++i) {
+      double best = -1e9;
+      for (size_t j = 0; j < c.length; ++j) {
+        const double m = cosine(&q.values[i * kD], &c.values[j * kD]);
+        f0 += m;
+        best = std::max(best, m);
+      }
+      f1 += best;
+      row_min = std::min(row_min, best);
+    }
+    std::vector<float> qs(kD, 0.f), cs(kD, 0.f);
+    for (size_t i = 0; i < q.length; ++i)
+      for (size_t h = 0; h < kD; ++h) qs[h] += q.values[i * kD + h];
+    for (size_t j = 0; j < c.length; ++j)
+      for (size_t h = 0; h < kD; ++h) cs[h] += c.values[j * kD + h];
+    EXPECT_NEAR(rows[b][col("f0")], f0 / double(q.length * c.length), 1e-5);
+    EXPECT_NEAR(rows[b][col("f1")], f1 / double(q.length), 1e-5);
+    EXPECT_NEAR(rows[b][col("row_min")], row_min, 1e-5);
+    EXPECT_NEAR(rows[b][col("pooled")], cosine(qs.data(), cs.data()), 1e-5);
+    // Each candidate alone gives the same row as in the batch (padding does not leak).
+    const auto alone = gate_features(q, {&c}, options(), 64, false)[0];
+    for (size_t k = 0; k < alone.size(); ++k) EXPECT_NEAR(alone[k], rows[b][k], 1e-5) << gate_feature_names()[k];
+  }
+}
+
+VerifierConfig mlp_config(bool symmetric, size_t hidden = 3) {
+  VerifierConfig c;
+  c.kind = VerifierKind::Mlp;
+  c.max_tokens = 64;
+  c.encoder_dim = kD;
+  c.encoder_identity = "sha256:test";
+  c.symmetric = symmetric;
+  c.mlp = options();
+  const size_t F = gate_feature_names().size();
+  c.mlp.features = gate_feature_names();
+  for (size_t k = 0; k < F; ++k) {
+    c.mlp.mean.push_back(0.1 * double(k));
+    c.mlp.scale.push_back(0.5 + 0.05 * double(k));
+  }
+  for (size_t u = 0; u < hidden; ++u) {
+    c.mlp.hidden_bias.push_back(0.1 * double(u) - 0.1);
+    for (size_t k = 0; k < F; ++k) c.mlp.hidden_weights.push_back(((u + k) % 3 ? -0.3 : 0.4) + 0.01 * double(k));
+  }
+  for (size_t k = 0; k < (hidden > 0 ? hidden : F); ++k) c.mlp.weights.push_back((k % 2 ? -1.0 : 1.0) * (0.2 + 0.1 * double(k)));
+  c.mlp.bias = 0.3;
+  return c;
+}
+
+TEST(MlpGate, ScoreIsTheSigmoidOfItsWeights) {
+  std::mt19937 rng(5);
+  const TokenStates q = tokens_with_ids(8, rng);
+  std::vector<TokenStates> cands = {tokens_with_ids(6, rng), tokens_with_ids(10, rng)};
+  const size_t F = gate_feature_names().size();
+  for (size_t hidden : {size_t{0}, size_t{3}})
+    for (bool symmetric : {false, true}) {
+      const VerifierConfig c = mlp_config(symmetric, hidden);
+      auto v = Verifier::create(c);
+      EXPECT_EQ(v->parameter_count(), hidden > 0 ? hidden * F + 2 * hidden + 1 : F + 1);
+      const auto s = v->score(q, ptrs(cands));
+      const auto x = gate_features(q, ptrs(cands), c.mlp, 64, symmetric);
+      for (size_t b = 0; b < cands.size(); ++b) {
+        std::vector<double> z(F);
+        for (size_t k = 0; k < F; ++k) z[k] = (x[b][k] - c.mlp.mean[k]) / c.mlp.scale[k];
+        double logit = c.mlp.bias;
+        if (hidden == 0) {
+          for (size_t k = 0; k < F; ++k) logit += c.mlp.weights[k] * z[k];
+        } else {
+          for (size_t u = 0; u < hidden; ++u) {
+            double a = c.mlp.hidden_bias[u];
+            for (size_t k = 0; k < F; ++k) a += c.mlp.hidden_weights[u * F + k] * z[k];
+            logit += c.mlp.weights[u] * std::tanh(a);
+          }
+        }
+        EXPECT_NEAR(s[b], 1.0 / (1.0 + std::exp(-logit)), 1e-6) << hidden << " " << symmetric;
+      }
+      if (symmetric) EXPECT_NEAR(v->score(cands[0], {&q})[0], s[0], 1e-6);  // either side may be the query
+    }
+}
+
+TEST(MlpGate, FileRoundTripAndRefusals) {
+  const std::string dir = test::make_temp_dir("mlp_gate");
+  std::mt19937 rng(8);
+  const TokenStates q = tokens_with_ids(8, rng), c = tokens_with_ids(6, rng);
+  auto v = Verifier::create(mlp_config(true));
+  const std::string path = dir + "/mlp.safetensors";
+  v->save_with_threshold(path, 0.5);
+  auto f = SafetensorsFile::open(path);
+  const auto meta = nlohmann::json::parse(f->metadata().at("sieve_verifier"));
+  EXPECT_EQ(meta.at("format_version"), 7);
+  EXPECT_EQ(meta.at("kind"), "mlp");
+  auto back = Verifier::load(path, "sha256:test");
+  EXPECT_EQ(back->config().kind, VerifierKind::Mlp);
+  EXPECT_TRUE(back->config().symmetric);
+  EXPECT_EQ(back->config().threshold, 0.5);
+  EXPECT_EQ(back->config().mlp.cue_ids, mlp_config(true).mlp.cue_ids);
+  EXPECT_EQ(back->config().mlp.hidden_weights, mlp_config(true).mlp.hidden_weights);
+  EXPECT_EQ(back->score(q, {&c})[0], v->score(q, {&c})[0]);
+  // Another feature set (a file of an older or newer sieve), a zero scale: refused with the reason.
+  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = meta;
+    edit(j);
+    const std::string p = dir + "/edited.safetensors";
+    write_safetensors(p, {}, {{"sieve_verifier", j.dump()}});
+    return p;
+  };
+  test::expect_error([&] { Verifier::load(edited([](nlohmann::json& j) { j["mlp"]["features"][0] = "cosine"; })); }, "not this sieve's");
+  test::expect_error([&] { Verifier::load(edited([](nlohmann::json& j) { j["mlp"]["scale"][2] = 0.0; })); }, "positive scale");
+  test::expect_error([&] { Verifier::load(edited([](nlohmann::json& j) { j["mlp"]["hidden_bias"].push_back(0.0); })); },
+                     "hidden weights");
+  test::expect_error([&] { Verifier::load(edited([](nlohmann::json& j) { j.erase("mlp"); })); }, "without its weights");
+  test::expect_error([&] { Verifier::load(edited([](nlohmann::json& j) { j["encoder_identity"] = ""; })); }, "encoder identity");
+  test::expect_error([&] { Verifier::load("mlp"); }, "learned weights");
+  VerifierConfig bad = mlp_config(false);
+  bad.mlp.weights.pop_back();
+  test::expect_error([&] { Verifier::create(bad); }, "weights");
+}
+
+}  // namespace
+}  // namespace sieve
