@@ -2,7 +2,8 @@
 //  - pairs/s of each verifier at m = 32 query tokens, n = 128 candidate tokens, d = 384, scoring
 //    one query against K = 100 candidates per call, and of the map alone;
 //  - with --index: per-query stage-2 latency over the top K of a real index (decode, map, verifier).
-// Usage: bench_verify [--index DIR --queries FILE] [--k 100] [--seconds 2] [--threads 2] [--verifiers F1,F4]
+// Usage: bench_verify [--index DIR --queries FILE [--gate-files A,B]] [--k 100] [--seconds 2] [--threads 2]
+//        [--verifiers F1,F4]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-queries", max_queries);
   app.add_option("--seconds", seconds);
   app.add_option("--threads", threads);
-  std::string only = "F0,F1,F2,F3,F4";
+  std::string only = "F0,F1,F2,F3,F4", gate_files;
+  app.add_option("--gate-files", gate_files, "with --index: more verifier files for the index's model, timed like the gate");
   app.add_option("--verifiers", only, "comma-separated verifiers for the synthetic part (F3 takes seconds per call)");
   CLI11_PARSE(app, argc, argv);
   set_compute_threads(threads);
@@ -111,6 +113,12 @@ int main(int argc, char** argv) {
     }
     ResolvedVerifier gate = resolve_verifier("default", {index->stats().model_path, index->stats().model_identity});
     if (gate.verifier) verifiers.emplace_back("gate", std::move(gate.verifier));
+    for (size_t at = 0; !gate_files.empty() && at != std::string::npos;) {
+      const size_t comma = gate_files.find(',', at);
+      const std::string f = gate_files.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      verifiers.emplace_back(f, load_verifier_for_model(f, index->stats().model_path));
+      at = comma == std::string::npos ? comma : comma + 1;
+    }
     // One untimed pass first: the candidates' pages of the token store are then mapped and in
     // memory, as in a running service (the first touch of a page costs a fault per 4 KB).
     {

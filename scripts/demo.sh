@@ -97,6 +97,8 @@ PAIRS="$DEMO/pairs.tsv"
 printf 'sentence1\tsentence2\tcategory\n' > "$PAIRS"
 cat >> "$PAIRS" <<'PAIRS_END'
 the quarterback fumbled the snap	the snap was fumbled by the quarterback	passive (same)
+the snap was fumbled by the quarterback	the quarterback fumbled the snap	passive, the other way (same)
+the cat and the dog slept in the sun	the dog and the cat slept in the sun	coordination (same)
 the teacher praised the student	the instructor commended the pupil	synonyms (same)
 the physician made his rounds	the doctor made his rounds	synonym (same)
 the quarterback fumbled the snap	the snap fumbled the quarterback	role swap (changed)

@@ -230,7 +230,7 @@ class Verifier:
 
     @property
     def kind(self):
-        """"F0".."F4", "cosine" or "cross"."""
+        """"F0".."F4", "mlp", "cosine" or "cross"."""
         return self._impl.kind
 
     @property

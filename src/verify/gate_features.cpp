@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/omp_threads.h"
 #include "sieve/error.h"
 #include "verify/map_scores.h"
 
@@ -48,73 +49,122 @@ double conj_swap(const std::vector<int64_t>& q, const std::vector<int64_t>& c, c
 
 }  // namespace
 
-at::Tensor gate_feature_matrix(const Maps& m, const MlpGateOptions& o) {
+namespace {
+
+constexpr double kTau = 0.1;     // F2's temperature in both F2 features
+constexpr double kLambda = 0.1;  // f2_pos's positional bias
+
+// How many places of `ids` start a whole run of one of `cues` (is_cue's starts, counted).
+double cue_count(const std::vector<int64_t>& ids, const CueSequences& cues) {
+  double n = 0;
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (const auto& run : cues)
+      if (t + run.size() <= ids.size() && std::equal(run.begin(), run.end(), ids.begin() + static_cast<int64_t>(t))) {
+        ++n;
+        break;
+      }
+  return n;
+}
+
+// The features one direction reads from the map: rows are the query side. Element (i, j) is
+// M[i * si + j * sj] and E[i * si + j * sj] = exp((M_ij - 1) / tau) (softmax is shift-invariant,
+// so F2's weights are E over a row, times decay[|i - j|] = exp(-lambda |i - j| / tau) for f2_pos).
+void map_features(const float* M, const float* E, int64_t rows, int64_t cols, int64_t si, int64_t sj,
+                  const std::vector<double>& decay, std::vector<float>& row_max, float* f) {
+  double f0 = 0, f1 = 0, f2 = 0, f2_pos = 0, displacement = 0;
+  row_max.clear();
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t best = 0;
+    double e_sum = 0, em_sum = 0, d_sum = 0, dm_sum = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double v = M[i * si + j * sj], e = E[i * si + j * sj], d = e * decay[static_cast<size_t>(std::abs(i - j))];
+      f0 += v;
+      if (v > M[i * si + best * sj]) best = j;
+      e_sum += e;
+      em_sum += e * v;
+      d_sum += d;
+      dm_sum += d * v;
+    }
+    const float top = M[i * si + best * sj];
+    row_max.push_back(top);
+    f1 += top;
+    f2 += e_sum > 0 ? em_sum / e_sum : 0.0;
+    f2_pos += d_sum > 0 ? dm_sum / d_sum : 0.0;
+    const double ri = rows > 1 ? static_cast<double>(i) / static_cast<double>(rows - 1) : 0.0;
+    const double rj = cols > 1 ? static_cast<double>(best) / static_cast<double>(cols - 1) : 0.0;
+    displacement += std::fabs(ri - rj);
+  }
+  const auto r = static_cast<double>(rows);
+  f[1] = static_cast<float>(f0 / (r * static_cast<double>(cols)));
+  f[2] = static_cast<float>(f1 / r);
+  f[3] = static_cast<float>(f2 / r);
+  f[4] = static_cast<float>(f2_pos / r);
+  std::sort(row_max.begin(), row_max.end());
+  const size_t quarter = std::max<size_t>(1, (row_max.size() + 3) / 4);
+  double low = 0;
+  for (size_t k = 0; k < quarter; ++k) low += row_max[k];
+  f[5] = row_max.front();
+  f[6] = static_cast<float>(low / static_cast<double>(quarter));
+  f[15] = static_cast<float>(displacement / r);
+}
+
+// The features the token ids give, one direction (q the query side).
+void id_features(const std::vector<int64_t>& q, const std::vector<int64_t>& c, const MlpGateOptions& o, float* f) {
+  const OrderFacts of = order_facts(q, c, o.voice_ids);
+  f[7] = static_cast<float>(of.share);
+  std::set<std::pair<int64_t, int64_t>> cand_bigrams;
+  for (size_t j = 1; j < c.size(); ++j) cand_bigrams.emplace(c[j - 1], c[j]);
+  size_t held = 0;
+  for (size_t i = 1; i < q.size(); ++i) held += cand_bigrams.count({q[i - 1], q[i]});
+  f[8] = q.size() > 1 ? static_cast<float>(static_cast<double>(held) / static_cast<double>(q.size() - 1)) : 0.f;
+  f[9] = static_cast<float>(std::fabs(cue_count(q, o.cue_ids) - cue_count(c, o.cue_ids)));
+  f[10] = of.crossed ? 1.f : 0.f;
+  f[11] = of.voice ? 1.f : 0.f;
+  f[12] = of.crossed != of.voice ? static_cast<float>(of.share * of.share) : 0.f;
+  f[13] = static_cast<float>(of.discordant);
+  f[14] = static_cast<float>(std::fabs(std::log(static_cast<double>(q.size()) / static_cast<double>(c.size()))));
+  f[16] = static_cast<float>(conj_swap(q, c, o.conj_ids));
+}
+
+}  // namespace
+
+at::Tensor gate_feature_matrix(const Maps& m, const MlpGateOptions& o, bool symmetric) {
   require_ids(m, "its gate features");
   SIEVE_ASSERT(m.pooled.defined());
   const int64_t B = m.M.size(0), R = m.M.size(1), C = m.M.size(2);
   const auto F = static_cast<int64_t>(gate_feature_names().size());
   at::Tensor out = at::zeros({B, F}, at::kFloat);
-  out.select(1, 0).copy_(m.pooled.to(at::kFloat));
-  out.select(1, 1).copy_(f0_score(m).to(at::kFloat));
-  out.select(1, 2).copy_(f1_score(m).to(at::kFloat));
-  out.select(1, 3).copy_(f2_score(m, {0.0, 0.1, -1, 0}).to(at::kFloat));
-  out.select(1, 4).copy_(f2_score(m, {0.1, 0.1, -1, 0}).to(at::kFloat));
-  out.select(1, 9).copy_(cue_gap(m, o.cue_ids).to(at::kFloat));
-  const at::Tensor M = m.M.to(at::kFloat).contiguous();
+  const at::Tensor M = m.M.to(at::kFloat).contiguous(), pooled = m.pooled.to(at::kFloat).contiguous();
   const at::Tensor qi = m.q_ids.to(at::kLong).contiguous(), ci = m.c_ids.to(at::kLong).contiguous();
   const at::Tensor qm = m.q_mask.to(at::kFloat).contiguous(), cm = m.c_mask.to(at::kFloat).contiguous();
   float* x = out.data_ptr<float>();
   const float* mp = M.data_ptr<float>();
-  const float* qmp = qm.data_ptr<float>();
-  const float* cmp = cm.data_ptr<float>();
-  std::vector<float> row_max;
-  for (int64_t b = 0; b < B; ++b) {
-    float* f = x + b * F;
-    const std::vector<int64_t> q = valid_ids(qi, qm, b), c = valid_ids(ci, cm, b);
-    // Valid rows and columns are leading (packed from position 0), as every map builder lays them.
-    const auto rows = static_cast<int64_t>(q.size()), cols = static_cast<int64_t>(c.size());
-    if (rows == 0 || cols == 0) continue;
-    row_max.clear();
-    double displacement = 0;
-    for (int64_t i = 0; i < rows; ++i) {
-      SIEVE_ASSERT(qmp[b * R + i] > 0);
-      const float* row = mp + (b * R + i) * C;
-      int64_t best = 0;
-      for (int64_t j = 1; j < cols; ++j)
-        if (row[j] > row[best]) best = j;
-      SIEVE_ASSERT(cmp[b * C + best] > 0);
-      row_max.push_back(row[best]);
-      const double ri = rows > 1 ? static_cast<double>(i) / static_cast<double>(rows - 1) : 0.0;
-      const double rj = cols > 1 ? static_cast<double>(best) / static_cast<double>(cols - 1) : 0.0;
-      displacement += std::fabs(ri - rj);
+  std::vector<double> decay(static_cast<size_t>(std::max(R, C)));
+  for (size_t d = 0; d < decay.size(); ++d) decay[d] = std::exp(-kLambda * static_cast<double>(d) / kTau);
+  // The pairs are shared out over the compute threads; each writes its own row of `out`.
+  omp_ranges(static_cast<size_t>(B), compute_threads(), [&](size_t begin, size_t end) {
+    std::vector<float> row_max, E, back(static_cast<size_t>(F));
+    for (auto b = static_cast<int64_t>(begin); b < static_cast<int64_t>(end); ++b) {
+      float* f = x + b * F;
+      f[0] = pooled.data_ptr<float>()[b];
+      // Valid rows and columns are leading (packed from position 0), as every map builder lays them.
+      const std::vector<int64_t> q = valid_ids(qi, qm, b), c = valid_ids(ci, cm, b);
+      const auto rows = static_cast<int64_t>(q.size()), cols = static_cast<int64_t>(c.size());
+      if (rows == 0 || cols == 0) continue;
+      const float* block = mp + b * R * C;  // row i starts at i * C
+      E.resize(static_cast<size_t>(R * C));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) E[i * C + j] = std::exp((block[i * C + j] - 1.0f) / static_cast<float>(kTau));
+      map_features(block, E.data(), rows, cols, C, 1, decay, row_max, f);
+      id_features(q, c, o, f);
+      if (!symmetric) continue;
+      back[0] = f[0];
+      map_features(block, E.data(), cols, rows, 1, C, decay, row_max, back.data());
+      id_features(c, q, o, back.data());
+      for (int64_t k = 0; k < F; ++k) f[k] = static_cast<float>((static_cast<double>(f[k]) + back[k]) * 0.5);
     }
-    std::sort(row_max.begin(), row_max.end());
-    const size_t quarter = std::max<size_t>(1, (row_max.size() + 3) / 4);
-    double low = 0;
-    for (size_t k = 0; k < quarter; ++k) low += row_max[k];
-    f[5] = row_max.front();
-    f[6] = static_cast<float>(low / static_cast<double>(quarter));
-    const OrderFacts of = order_facts(q, c, o.voice_ids);
-    f[7] = static_cast<float>(of.share);
-    std::set<std::pair<int64_t, int64_t>> cand_bigrams;
-    for (size_t j = 1; j < c.size(); ++j) cand_bigrams.emplace(c[j - 1], c[j]);
-    size_t held = 0;
-    for (size_t i = 1; i < q.size(); ++i) held += cand_bigrams.count({q[i - 1], q[i]});
-    f[8] = q.size() > 1 ? static_cast<float>(static_cast<double>(held) / static_cast<double>(q.size() - 1)) : 0.f;
-    f[10] = of.crossed ? 1.f : 0.f;
-    f[11] = of.voice ? 1.f : 0.f;
-    f[12] = of.crossed != of.voice ? static_cast<float>(of.share * of.share) : 0.f;
-    f[13] = static_cast<float>(of.discordant);
-    f[14] = static_cast<float>(std::fabs(std::log(static_cast<double>(rows) / static_cast<double>(cols))));
-    f[15] = static_cast<float>(displacement / static_cast<double>(rows));
-    f[16] = static_cast<float>(conj_swap(q, c, o.conj_ids));
-  }
+  });
   return out;
-}
-
-at::Tensor gate_feature_matrix(const Maps& m, const MlpGateOptions& o, bool symmetric) {
-  if (!symmetric) return gate_feature_matrix(m, o);
-  return (gate_feature_matrix(m, o) + gate_feature_matrix(transposed(m), o)) * 0.5;
 }
 
 at::Tensor mlp_gate_scores(const at::Tensor& features, const MlpGateOptions& o) {

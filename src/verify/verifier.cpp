@@ -300,7 +300,7 @@ at::Tensor VerifierModule::one_direction(const Maps& m, bool inference) const {
       break;
     }
     case VerifierKind::Mlp:
-      s = mlp_gate_scores(gate_feature_matrix(m, c_.mlp), c_.mlp).to(m.M.device(), m.M.scalar_type());
+      s = mlp_gate_scores(gate_feature_matrix(m, c_.mlp, false), c_.mlp).to(m.M.device(), m.M.scalar_type());
       break;
   }
   if (c_.penalty.enabled) s = conditional_penalty(s, f1_score(m), c_.penalty);

@@ -17,6 +17,7 @@
 #include "sieve/verify.h"
 #include "support/test_util.h"
 #include "unit/verify/token_ids_util.h"
+#include "verify/map_scores.h"
 #include "verify/similarity_map.h"
 
 namespace sieve {
@@ -162,6 +163,13 @@ TEST(GateFeatures, RowsAgainstAPlainLoop) {
     EXPECT_NEAR(rows[b][col("f1")], f1 / double(q.length), 1e-5);
     EXPECT_NEAR(rows[b][col("row_min")], row_min, 1e-5);
     EXPECT_NEAR(rows[b][col("pooled")], cosine(qs.data(), cs.data()), 1e-5);
+    // F0, F1, F2 at both settings and the cue gap against the differentiable reference (ATen).
+    const verify::Maps m = verify::query_maps(q, {&c}, kD, 64);
+    EXPECT_NEAR(rows[b][col("f2")], verify::f2_score(m, {0.0, 0.1, -1, 0}).item<float>(), 1e-5);
+    EXPECT_NEAR(rows[b][col("f2_pos")], verify::f2_score(m, {0.1, 0.1, -1, 0}).item<float>(), 1e-5);
+    EXPECT_NEAR(rows[b][col("f0")], verify::f0_score(m).item<float>(), 1e-5);
+    EXPECT_NEAR(rows[b][col("f1")], verify::f1_score(m).item<float>(), 1e-5);
+    EXPECT_NEAR(rows[b][col("cue_gap")], verify::cue_gap(m, options().cue_ids).item<float>(), 1e-6);
     // Each candidate alone gives the same row as in the batch (padding does not leak).
     const auto alone = gate_features(q, {&c}, options(), 64, false)[0];
     for (size_t k = 0; k < alone.size(); ++k) EXPECT_NEAR(alone[k], rows[b][k], 1e-5) << gate_feature_names()[k];
