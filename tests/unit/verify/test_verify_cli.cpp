@@ -1,12 +1,14 @@
-// `sieve verify score|create|info` through the built CLI.
+// `sieve verify score|create|features|info` through the built CLI.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "sieve/model.h"
+#include "sieve/verify.h"
 #include "support/fixtures.h"
 #include "support/test_util.h"
 
@@ -136,6 +138,69 @@ TEST(VerifyCli, CreateInfoAndWrongEncoder) {
 
 namespace sieve {
 namespace {
+
+// The mlp gate's path through the CLI: `verify features` writes one row of every named feature per
+// pair; `verify create --kind mlp` takes a fitted JSON and refuses one without --weights or with
+// other features; the file then scores every pair sigmoid(bias) when its weights are zero, and a
+// pair and its reverse alike (both directions read).
+TEST(VerifyCli, FeaturesAndTheMlpGate) {
+  const std::string dir = test::make_temp_dir("verify_mlp");
+  std::ofstream(dir + "/p.tsv") << "sentence1\tsentence2\tcategory\tlabel\n"
+                                   "the dog bit the man\tthe man bit the dog\tswap\t0\n"
+                                   "the man bit the dog\tthe dog bit the man\tswap\t0\n"
+                                   "red car\tred car\tsame\t1\n";
+  auto r = run_command(cli_path() + " verify features -m " + fixture_model() + " --pairs " + dir +
+                       "/p.tsv --symmetric --out " + dir + "/f.tsv 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(dir + "/f.tsv");
+  std::stringstream all;
+  all << in.rdbuf();
+  const auto rows = lines(all.str());
+  ASSERT_EQ(rows.size(), 4u);
+  std::string header = "label\tcategory";
+  for (const auto& n : gate_feature_names()) header += "\t" + n;
+  EXPECT_EQ(rows[0], header);
+  EXPECT_EQ(rows[1].rfind("0\tswap\t", 0), 0u);
+  // Both directions averaged: a pair and its reverse have the same features (within the float
+  // rounding of maps computed the other way round).
+  auto values = [](const std::string& row) {
+    std::vector<double> v;
+    std::istringstream cols(row);
+    std::string c;
+    for (int k = 0; std::getline(cols, c, '\t'); ++k)
+      if (k >= 2) v.push_back(std::stod(c));
+    return v;
+  };
+  const auto ab = values(rows[1]), ba = values(rows[2]);
+  ASSERT_EQ(ab.size(), gate_feature_names().size());
+  ASSERT_EQ(ba.size(), ab.size());
+  for (size_t k = 0; k < ab.size(); ++k) EXPECT_NEAR(ab[k], ba[k], 1e-6) << gate_feature_names()[k];
+  const size_t F = gate_feature_names().size();
+  nlohmann::json gate = {{"features", gate_feature_names()}, {"mean", std::vector<double>(F, 0.0)},
+                         {"scale", std::vector<double>(F, 1.0)}, {"hidden_weights", std::vector<double>(2 * F, 0.0)},
+                         {"hidden_bias", {0.0, 0.0}}, {"weights", {0.5, -0.5}}, {"bias", 0.25}, {"symmetric", true}};
+  std::ofstream(dir + "/gate.json") << gate.dump();
+  r = run_command(cli_path() + " verify create --kind mlp -m " + fixture_model() + " --out " + dir + "/none.safetensors 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--kind mlp needs --weights"), std::string::npos) << r.out;
+  nlohmann::json other = gate;
+  other["features"][3] = "f9";
+  std::ofstream(dir + "/other.json") << other.dump();
+  r = run_command(cli_path() + " verify create --kind mlp -m " + fixture_model() + " --weights " + dir +
+                  "/other.json --out " + dir + "/other.safetensors 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("not this sieve's"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/other.safetensors"));
+  r = run_command(cli_path() + " verify create --kind mlp -m " + fixture_model() + " --weights " + dir +
+                  "/gate.json --out " + dir + "/mlp.safetensors 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"kind\":\"mlp\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"symmetric\":true"), std::string::npos) << r.out;
+  r = run_command(cli_path() + " verify score -m " + fixture_model() + " --verifier " + dir + "/mlp.safetensors --pairs " +
+                  dir + "/p.tsv 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const auto& l : lines(r.out)) EXPECT_NEAR(score_of(l), 1.0 / (1.0 + std::exp(-0.25)), 1e-6) << l;
+}
 
 TEST(ExplainCli, MapJsonAndSvg) {
   std::string dir = test::make_temp_dir("explain");
