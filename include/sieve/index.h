@@ -323,11 +323,13 @@ std::vector<size_t> shard_bounds(size_t total, size_t shards, size_t align = 1);
 /// HNSW, not the Flat its own size would pick).
 IndexBuildOptions shard_build_options(const IndexBuildOptions& opt, size_t documents);
 
-/// Checks the shard indexes `<staging>/shard-000`, ... (all there, complete, same model, pooling,
-/// length, vectors and codec; with `verify`, every file's checksum) and commits them as the shard
-/// set at `out`: writes the manifest, then renames `staging` to `out` (all or nothing; an
-/// existing `out` only with `force`). Throws sieve::Error naming the shard that fails.
-void commit_shard_set(const std::string& staging, const std::string& out, bool force = false, bool verify = true);
+/// Checks the `shards` shard indexes `<staging>/shard-000` .. (every one there and no more,
+/// complete, same model, pooling, length, vectors and codec; with `verify`, every file's checksum)
+/// and commits them as the shard set at `out`: writes the manifest, then publishes `staging` at
+/// `out` (all or nothing; an existing `out` only with `force`, swapped in one step so that `out`
+/// never names no set). Throws sieve::Error naming the shard that fails or is missing.
+void commit_shard_set(const std::string& staging, const std::string& out, size_t shards, bool force = false,
+                      bool verify = true);
 
 /// Builds shard `shard` of a set in `<staging>/shard-XXX` from its part of the corpus, with `opt`
 /// as shard_build_options gives it: shards after the first take shard 0's trained token codec

@@ -203,7 +203,7 @@ def build(corpus, out, shards, model=None, *, address=None, fmt="auto", vector_f
         for name in os.listdir(staging):
             if name.startswith(".killed-"):
                 os.remove(os.path.join(staging, name))
-        _sieve.commit_shard_set(staging, out, force, True)
+        _sieve.commit_shard_set(staging, out, shards, force, True)
         return {"documents": total, "shards": shards, "bounds": bounds, "seconds": time.time() - t0,
                 "kept": sum(1 for r in results if r["kept"]), "note": f"{shards} shards on Ray"}
     finally:

@@ -668,11 +668,11 @@ PYBIND11_MODULE(_sieve, m) {
   m.def("shard_dir_name", [](size_t shard) { return shard_dir_name(shard); }, py::arg("shard"));
   m.def(
       "commit_shard_set",
-      [](const std::string& staging, const std::string& out, bool force, bool verify) {
+      [](const std::string& staging, const std::string& out, size_t shards, bool force, bool verify) {
         py::gil_scoped_release release;
-        commit_shard_set(staging, out, force, verify);
+        commit_shard_set(staging, out, shards, force, verify);
       },
-      py::arg("staging"), py::arg("out"), py::arg("force") = false, py::arg("verify") = true);
+      py::arg("staging"), py::arg("out"), py::arg("shards"), py::arg("force") = false, py::arg("verify") = true);
   m.def(
       "build_shard",
       [](const std::string& model, const std::string& corpus, const std::string& staging, size_t shard,

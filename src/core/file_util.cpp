@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -53,6 +54,20 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     ::unlink(tmp.c_str());
     SIEVE_THROW("cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(e));
   }
+}
+
+void publish_dir(const std::string& staging, const std::string& out) {
+  struct stat st {};
+  if (::stat(out.c_str(), &st) != 0) {
+    SIEVE_THROW_IF_NOT(std::rename(staging.c_str(), out.c_str()) == 0,
+                       "cannot rename '" << staging << "' to '" << out << "': " << std::strerror(errno));
+  } else {
+    SIEVE_THROW_IF_NOT(::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0,
+                       "cannot replace '" << out << "' with '" << staging << "': " << std::strerror(errno));
+    std::filesystem::remove_all(staging);  // the old folder
+  }
+  std::string parent = std::filesystem::absolute(out).parent_path().string();
+  sync_dir(parent.empty() ? "." : parent);
 }
 
 void sync_dir(const std::string& dir) {

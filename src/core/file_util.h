@@ -15,6 +15,13 @@ void write_file_atomic(const std::string& path, const std::string& content);
 /// folder; throws sieve::Error naming it when that fails.
 void sync_dir(const std::string& dir);
 
+/// Publishes the folder `staging` at `out`: a plain rename when `out` does not exist, else the two
+/// are swapped in one step (renameat2 RENAME_EXCHANGE) and the old folder, now at `staging`, is
+/// removed. `out` names a complete folder at every moment, old or new: a crash leaves one of them
+/// there (and at worst the old one at `staging`), never none. The parent folder is synced. Throws
+/// sieve::Error naming both when the swap fails.
+void publish_dir(const std::string& staging, const std::string& out);
+
 /// True when `path` names an existing regular file.
 bool is_file(const std::string& path);
 

@@ -531,16 +531,12 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   m.build_options.clear();
   write_manifest(staging, kManifestFile, m);
   sync_dir(staging);
+  std::optional<WriteLock> old_lock;
   if (fs::exists(out_dir)) {
     SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
-    WriteLock old_lock(out_dir);  // not while an add is writing it
-    // Swap the two directories in one step, so that `out` always names a complete index.
-    SIEVE_THROW_IF_NOT(::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, out_dir.c_str(), RENAME_EXCHANGE) == 0,
-                       "cannot replace '" << out_dir << "': " << std::strerror(errno));
-    fs::remove_all(staging);  // now the old index
-  } else {
-    fs::rename(staging, out_dir);
+    old_lock.emplace(out_dir);  // not while an add is writing it
   }
+  publish_dir(staging, out_dir);  // swapped in one step: `out` always names a complete index
   fs::remove(path_join(out_dir, kCheckpointFile));
   if (m.keys_in_vectors)
     for (const char* f : {"keys.dat", "keys.idx"}) fs::remove(path_join(out_dir, f));

@@ -109,14 +109,23 @@ IndexBuildOptions shard_build_options(const IndexBuildOptions& opt, size_t docum
   return o;
 }
 
-void commit_shard_set(const std::string& staging, const std::string& out, bool force, bool verify) {
+void commit_shard_set(const std::string& staging, const std::string& out, size_t shards, bool force, bool verify) {
   SIEVE_THROW_IF_NOT(is_dir(staging), "'" << staging << "' does not exist");
+  SIEVE_THROW_IF_NOT(shards > 0, "a shard set has at least one shard");
+  // Every expected shard, and no other: a missing one is never read as the end of the set.
+  for (size_t s = 0; s < shards; ++s)
+    SIEVE_THROW_IF_NOT(is_dir(path_join(staging, shard_dir_name(s))) || is_dir(path_join(staging, shard_dir_name(s) + ".partial")),
+                       "shard " << s << " of " << shards << " ('" << path_join(staging, shard_dir_name(s))
+                                << "') is missing: not committing a set without it");
+  SIEVE_THROW_IF_NOT(!is_dir(path_join(staging, shard_dir_name(shards))),
+                     "'" << staging << "' holds more than the " << shards << " shards expected ("
+                         << shard_dir_name(shards) << " is there)");
   std::string out_dir = fs::path(out).lexically_normal().string();
   if (!out_dir.empty() && out_dir.back() == '/') out_dir.pop_back();
   SIEVE_THROW_IF_NOT(force || !fs::exists(out_dir), "'" << out_dir << "' already exists (use --force to replace it)");
   ShardSetManifest set;
   Manifest first;
-  for (size_t s = 0; is_dir(path_join(staging, shard_dir_name(s))) || is_dir(path_join(staging, shard_dir_name(s) + ".partial")); ++s) {
+  for (size_t s = 0; s < shards; ++s) {
     const std::string name = shard_dir_name(s), sd = path_join(staging, name);
     SIEVE_THROW_IF_NOT(is_file(path_join(sd, kManifestFile)),
                        "shard " << s << " ('" << sd << "') is not a complete index (its build has not finished)");
@@ -162,12 +171,8 @@ void commit_shard_set(const std::string& staging, const std::string& out, bool f
   fs::remove_all(path_join(staging, kCorpusDir));
   fs::remove(path_join(staging, kBuildKeyFile));
   sync_dir(staging);
-  if (fs::exists(out_dir)) {
-    SIEVE_THROW_IF_NOT(force, "'" << out_dir << "' appeared during the build; not replacing it");
-    fs::remove_all(out_dir);
-  }
-  fs::rename(staging, out_dir);
-  sync_dir(fs::absolute(out_dir).parent_path().string());
+  SIEVE_THROW_IF_NOT(force || !fs::exists(out_dir), "'" << out_dir << "' appeared during the build; not replacing it");
+  publish_dir(staging, out_dir);  // never no set at `out`: swapped in one step
   log_info("committed shard set '" + out_dir + "': " + std::to_string(set.shards.size()) + " shards, " +
            std::to_string(set.documents) + " documents");
 }
@@ -244,7 +249,7 @@ BuildReport build_shard_set(const std::string& model_dir, const std::string& cor
     rep.lexical_seconds += r.lexical_seconds;
     rep.vectors_seconds += r.vectors_seconds;
   }
-  commit_shard_set(staging, out_dir, opt.force, true);
+  commit_shard_set(staging, out_dir, shards, opt.force, true);
   rep.documents = total;
   rep.total_seconds = seconds_since(t0);
   rep.note = std::to_string(shards) + " shards" + (rep.resumed_from > 0 ? " (resumed)" : "");

@@ -3,7 +3,9 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -53,14 +55,17 @@ enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };
 // fraction of the speed.
 #define SIEVE_CLONES SIEVE_MULTIVERSION
 
-// One row to uint8 with its own scale and zero point; returns {scale, zero}.
+// One row to uint8 with its own scale and zero point; returns {scale, zero}, or {NaN, 0} when the
+// row holds a NaN or an infinity (the caller refuses it: converting NaN to an integer is undefined).
 SIEVE_CLONES std::pair<float, int32_t> quantize_row(const float* row, int64_t k, uint8_t* out) {
-  float lo = 0, hi = 0;
-#pragma omp simd reduction(min : lo) reduction(max : hi)
+  float lo = 0, hi = 0, probe = 0;
+#pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : probe)
   for (int64_t i = 0; i < k; ++i) {
     lo = row[i] < lo ? row[i] : lo;
     hi = row[i] > hi ? row[i] : hi;
+    probe += row[i] * 0.0f;  // NaN when any entry is NaN or infinite
   }
+  if (probe != 0.0f) return {std::numeric_limits<float>::quiet_NaN(), 0};
   const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
   const float inv = 1.0f / scale;
   const int32_t zero = std::clamp(static_cast<int32_t>(std::lrint(-lo * inv)), 0, 255);
@@ -196,13 +201,17 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
   float* row_scale = row_params;
   auto* row_zero = reinterpret_cast<int32_t*>(row_params + M);
   const float* xp = x.data_ptr<float>();
+  std::atomic<bool> non_finite{false};
   at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const auto [scale, zero] = quantize_row(xp + m * k_, k_, q + m * k_);
+      if (std::isnan(scale)) non_finite = true;
       row_scale[m] = scale;
       row_zero[m] = zero;
     }
   });
+  SIEVE_THROW_IF_NOT(!non_finite, "an int8 layer's input holds a NaN or an infinity (a non-finite activation); "
+                                  "the model's weights or its input states are damaged");
   auto* acc = reinterpret_cast<int32_t*>(thread_buffer(kAccumulator, static_cast<size_t>(M * n_) * sizeof(int32_t)));
   memory src({{Md, K}, Dt::u8, Tag::ab}, eng, q);
   memory dst({{Md, N}, Dt::s32, Tag::ab}, eng, acc);

@@ -165,7 +165,11 @@ std::vector<ApiKey> read_api_keys(const std::string& path) {
       SIEVE_THROW_IF_NOT(!value.empty() && end && *end == '\0' && std::isfinite(x) && x >= 0,
                          "'" << path << "' line " << n << ": '" << word << "' needs a number >= 0");
       if (name == "rate") k.rate = x;
-      else if (name == "burst") k.burst = x;
+      else if (name == "burst") {
+        SIEVE_THROW_IF_NOT(x == 0 || x >= 1, "'" << path << "' line " << n << ": burst= must be 0 (the rate) or at least "
+                                                 "1 (a bucket below one request would refuse the key forever)");
+        k.burst = x;
+      }
       else if (name == "concurrent") {
         SIEVE_THROW_IF_NOT(x == std::floor(x), "'" << path << "' line " << n << ": concurrent= takes a whole number");
         k.concurrent = static_cast<size_t>(x);
@@ -238,6 +242,10 @@ HttpServer::Caller HttpServer::identify(const httplib::Request& req) const {
 
 HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
     : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
+  check_client_limits(opt_.limits, "the server's limits (--rate-limit, --burst)");
+  for (const ApiKey& k : opt_.api_keys) check_client_limits(k.limits(opt_.limits), "an API key's limits");
+  held_total_cap_ = opt_.refusals_held_total > 0 ? opt_.refusals_held_total
+                                                 : std::max<size_t>(1, std::max<size_t>(4, opt_.connection_threads) / 2);
   std::vector<ApiKey> keys = opt_.api_keys;
   if (!opt_.api_key.empty()) {
     ApiKey k;
@@ -295,7 +303,7 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
         Response r = error_response(429, "rate_limited", v.why);
         r.headers.emplace_back("Retry-After", std::to_string(retry_after_header(v.retry_after)));
         if (opt_.refusal_delay_ms > 0) {
-          if (limiter_.begin_hold(client, opt_.refusals_held)) {
+          if (limiter_.begin_hold(client, opt_.refusals_held, held_total_cap_)) {
             const double ms = std::min<double>(static_cast<double>(opt_.refusal_delay_ms), 1000 * v.retry_after);
             std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
             limiter_.end_hold(client);

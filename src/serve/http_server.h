@@ -64,6 +64,9 @@ struct HttpOptions {
   /// then cannot make the server spend its cores refusing it. 0: at once.
   size_t refusal_delay_ms = 1000;
   size_t refusals_held = 16;
+  /// Refusals held at once by all clients together; 0: half the connection threads (so that held
+  /// 429s can never take every thread from the requests that are admitted).
+  size_t refusals_held_total = 0;
 };
 
 class HttpServer {
@@ -109,6 +112,7 @@ class HttpServer {
   std::shared_ptr<const std::vector<ApiKey>> keys_;  ///< null or empty: no key needed
   int port_ = 0;
   ClientLimiter limiter_;
+  size_t held_total_cap_ = 0;  ///< refusals_held_total, resolved
 };
 
 /// cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into

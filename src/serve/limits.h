@@ -19,6 +19,12 @@ struct ClientLimits {
   size_t concurrent = 0;   ///< its requests in flight at once
 };
 
+/// Throws sieve::Error (naming `what`, e.g. "--burst" or a key file's line) unless `l` can be
+/// served: finite, non-negative, and a burst of 0 (the rate, at least 1) or at least 1; a burst
+/// between 0 and 1 never holds a whole request, so its client would be refused forever while
+/// told to retry.
+void check_client_limits(const ClientLimits& l, const std::string& what);
+
 /// Thrown when a request's deadline passed before its work began (the service answers 504).
 struct DeadlineExceeded : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -43,12 +49,19 @@ class ClientLimiter {
   /// Ends an admitted request of a client with a `concurrent` limit.
   void release(const std::string& client);
   /// A refused request of `client` may be held (its answer delayed) when the client has fewer
-  /// than `most` held already: true, and end_hold() must follow. Holding the 429 keeps a client
-  /// that ignores Retry-After from making the server spend its cores refusing it.
-  bool begin_hold(const std::string& client, size_t most);
+  /// than `most` held already and all clients together fewer than `most_total`: true, and
+  /// end_hold() must follow. Holding the 429 keeps a client that ignores Retry-After from making
+  /// the server spend its cores refusing it; the total cap keeps a few clients from holding every
+  /// connection thread.
+  bool begin_hold(const std::string& client, size_t most, size_t most_total);
   void end_hold(const std::string& client);
-  /// Clients tracked now (idle ones with full buckets are forgotten past 4,096 clients).
+  /// Clients tracked now. Past 4,096 of them, idle ones with full buckets are forgotten when the
+  /// map has doubled since the last scan or a second has passed (an admit scans the map rarely,
+  /// never every time); at kMaxClients a new client is refused when none could be forgotten.
   size_t clients() const;
+  /// How many times the map has been scanned for idle clients (for tests).
+  size_t idle_scans() const;
+  static constexpr size_t kMaxClients = 65536;
 
  private:
   struct State {
@@ -61,6 +74,10 @@ class ClientLimiter {
   void forget_idle(Clock::time_point now);
   mutable std::mutex mu_;
   std::unordered_map<std::string, State> clients_;
+  size_t scan_at_ = 4096;  ///< the map size past which the next admit forgets idle clients
+  Clock::time_point last_scan_{};
+  size_t scans_ = 0;
+  size_t held_total_ = 0;
 };
 
 /// Retry-After's value: whole seconds, rounded up, at least 1.

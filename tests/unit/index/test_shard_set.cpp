@@ -422,6 +422,43 @@ TEST_F(ShardSetTest, DamageAndChangesAreRefused) {
   EXPECT_EQ(Index::open(src)->stats().shards, 3u);
 }
 
+// The commit takes the number of shards it expects (issue 45): a staging folder with a shard
+// missing in the middle, or one too many, is refused by name (probing until a shard is missing
+// committed the first one alone), and --force swaps the new set in without ever leaving no set.
+TEST_F(ShardSetTest, CommitTakesTheShardCountAndReplacesInOneStep) {
+  const std::string src = *dir_ + "/commit-src";
+  build_shard_set(model_dir(), corpus_->path, src, 3, small_opts());
+  auto staging = [&](const std::string& name) {  // the committed set's shards, as a build leaves them
+    const std::string d = *dir_ + "/" + name;
+    fs::remove_all(d);
+    fs::create_directories(d);
+    for (const char* s : {"shard-000", "shard-001", "shard-002"}) fs::copy(src + "/" + s, d + "/" + s, fs::copy_options::recursive);
+    return d;
+  };
+  std::string st = staging("commit-gap");
+  fs::remove_all(st + "/shard-001");
+  std::string err = error_of([&] { commit_shard_set(st, *dir_ + "/commit-gap-out", 3); });
+  EXPECT_NE(err.find("shard 1 of 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("missing"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(*dir_ + "/commit-gap-out"));
+  st = staging("commit-extra");
+  err = error_of([&] { commit_shard_set(st, *dir_ + "/commit-extra-out", 2); });
+  EXPECT_NE(err.find("more than the 2 shards"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(*dir_ + "/commit-extra-out"));
+  // Replacing an existing set: refused without force; with it, the new set is there and the
+  // staging folder (the old set after the swap) is gone.
+  const std::string out = *dir_ + "/commit-out";
+  commit_shard_set(staging("commit-a"), out, 3);
+  EXPECT_EQ(Index::open(out)->stats().shards, 3u);
+  st = staging("commit-b");
+  EXPECT_NE(error_of([&] { commit_shard_set(st, out, 3); }).find("already exists"), std::string::npos);
+  fs::remove(out + "/shard-000/corpus.idx");  // mark the old set, to see it go
+  commit_shard_set(st, out, 3, /*force=*/true);
+  EXPECT_FALSE(fs::exists(st));
+  EXPECT_TRUE(fs::exists(out + "/shard-000/corpus.idx"));
+  EXPECT_EQ(Index::open(out)->stats().documents, 600u);
+}
+
 // The command line: --shards writes a set, search reads it like one index (same output bytes),
 // info reports the shards, add is refused.
 TEST_F(ShardSetTest, CommandLineBuildsAndSearchesASet) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,23 @@ TEST(PackedLinear, Int8EqualsANaiveInt8ReferenceAndStaysNearFp32) {
     EXPECT_LT(max_abs(y - want), 2e-3 * scale) << M << "x" << K << "x" << N;
     EXPECT_LT(max_abs(y - at::linear(x, w, b)), 0.03 * max_abs(at::linear(x, w, b))) << M << "x" << K << "x" << N;
   }
+}
+
+// A NaN or an infinity in an int8 layer's input reached static_cast<int32_t>(NaN), which is
+// undefined (issue 45): refused with a clear error, in any row of a batch; fp32 passes it on.
+TEST(PackedLinear, Int8RefusesNonFiniteActivations) {
+  at::manual_seed(4);
+  const at::Tensor w = at::randn({16, 32}) * 0.1, b = at::randn({16});
+  PackedLinear p(w, b, Precision::Int8);
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    at::Tensor x = at::randn({5, 32});
+    x[3][7] = bad;
+    test::expect_error([&] { p.forward(x); }, "NaN or an infinity");
+  }
+  EXPECT_NO_THROW(p.forward(at::randn({5, 32})));
+  at::Tensor x = at::randn({2, 32});
+  x[0][0] = std::nan("");
+  EXPECT_TRUE(at::isnan(PackedLinear(w, b, Precision::Fp32).forward(x)).any().item<bool>());
 }
 
 TEST(PackedLinear, PrecisionNames) {

@@ -121,6 +121,74 @@ TEST(ClientLimiter, RequestsInFlightAreCappedAndGivenBack) {
   EXPECT_LT(l.clients(), 100u);
 }
 
+// Issue 45's review: a burst between 0 and 1 never holds a whole request, so its client would be
+// refused forever while told to retry: refused at start-up, from the command line's options, a
+// key file's line and the server's options alike.
+TEST(ClientLimiter, SettingsThatCanNeverAdmitAreRefusedAtStart) {
+  for (double burst : {0.5, 0.999, -1.0, std::nan("")}) {
+    ClientLimits l;
+    l.rate = 10;
+    l.burst = burst;
+    test::expect_error([&] { check_client_limits(l, "--burst"); }, "burst");
+    HttpOptions o;
+    o.limits = l;
+    test::expect_error([&] { HttpServer(o, [] { return std::unique_ptr<Service>(); }); }, "burst");
+  }
+  ClientLimits ok;
+  ok.rate = 0.5;  // a slow rate with the default burst (at least 1) is fine, as is a burst of 1
+  EXPECT_NO_THROW(check_client_limits(ok, "x"));
+  ok.burst = 1;
+  EXPECT_NO_THROW(check_client_limits(ok, "x"));
+  const std::string dir = test::make_temp_dir("limits_keys");
+  std::ofstream(dir + "/keys") << "k1 read rate=5 burst=0.5\n";
+  test::expect_error([&] { read_api_keys(dir + "/keys"); }, "burst= must be 0 (the rate) or at least 1");
+}
+
+// The client map: scanned for idle clients when it passes 4,096 and then at each doubling, not
+// on every admit (5,000 busy clients made about 900 scans); bounded at kMaxClients, where a new
+// client is refused and a known one still served.
+TEST(ClientLimiter, TheClientMapIsScannedRarelyAndBounded) {
+  ClientLimiter l;
+  ClientLimits busy;
+  busy.concurrent = 2;  // each client keeps one request in flight: none is ever idle
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(l.admit("c" + std::to_string(i), busy, at(0)).admitted);
+  EXPECT_EQ(l.clients(), 5000u);
+  EXPECT_EQ(l.idle_scans(), 1u);  // once past 4,096, and not again until 8,194
+  for (size_t i = 5000; i < ClientLimiter::kMaxClients; ++i)
+    ASSERT_TRUE(l.admit("c" + std::to_string(i), busy, at(0)).admitted);
+  EXPECT_LE(l.idle_scans(), 5u);  // 4,097, 8,195, 16,391, 32,783
+  const size_t scans = l.idle_scans();
+  ClientLimiter::Verdict v = l.admit("newcomer", busy, at(5));  // scanned (none idle), refused
+  EXPECT_FALSE(v.admitted);
+  EXPECT_NE(v.why.find("as many clients as it may"), std::string::npos) << v.why;
+  EXPECT_EQ(l.idle_scans(), scans + 1);
+  v = l.admit("newcomer2", busy, at(5.5));  // within the second: refused without a scan
+  EXPECT_FALSE(v.admitted);
+  EXPECT_EQ(l.idle_scans(), scans + 1);
+  EXPECT_EQ(l.clients(), ClientLimiter::kMaxClients);
+  EXPECT_TRUE(l.admit("c7", busy, at(5.5)).admitted);  // a known client is still served (its second place)
+  // Once clients go idle they are forgotten and room is made again.
+  for (size_t i = 0; i < ClientLimiter::kMaxClients; ++i) l.release("c" + std::to_string(i));
+  l.release("c7");
+  EXPECT_TRUE(l.admit("newcomer", busy, at(7)).admitted);
+  EXPECT_LT(l.clients(), 10u);
+}
+
+// Held refusals: at most `most` per client and `most_total` together, given back by end_hold.
+TEST(ClientLimiter, HeldRefusalsHaveAGlobalCap) {
+  ClientLimiter l;
+  ClientLimits one;
+  one.concurrent = 1;
+  for (const char* c : {"a", "b", "c"}) l.admit(c, one);
+  EXPECT_TRUE(l.begin_hold("a", 16, 2));
+  EXPECT_TRUE(l.begin_hold("b", 16, 2));
+  EXPECT_FALSE(l.begin_hold("c", 16, 2));  // two held already, by other clients
+  EXPECT_FALSE(l.begin_hold("a", 16, 2));
+  l.end_hold("a");
+  EXPECT_TRUE(l.begin_hold("c", 16, 2));
+  EXPECT_FALSE(l.begin_hold("c", 1, 16));  // its own cap
+}
+
 httplib::Headers as(const std::string& key) { return {{"Authorization", "Bearer " + key}}; }
 
 // A key's own rate (from its line) over HTTP: 429 with Retry-After and a JSON error, other keys
