@@ -127,6 +127,13 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+std::string client_address_from_header(const std::string& value) {
+  const size_t comma = value.rfind(',');
+  std::string last = comma == std::string::npos ? value : value.substr(comma + 1);
+  const size_t b = last.find_first_not_of(" \t"), e = last.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : last.substr(b, e - b + 1);
+}
+
 ClientLimits ApiKey::limits(const ClientLimits& server) const {
   ClientLimits l = server;
   if (rate) l.rate = *rate;
@@ -215,8 +222,12 @@ HttpServer::Caller HttpServer::identify(const httplib::Request& req) const {
   const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
   // Who the request is, for its limits: its key when the server has keys, else its address.
   c.client = "address " + req.remote_addr;
-  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str()))
-    c.client = "address " + req.get_header_value(opt_.client_header.c_str());
+  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str())) {
+    // The last instance of the header, its rightmost address: what the proxy itself added.
+    const size_t n = req.get_header_value_count(opt_.client_header.c_str());
+    const std::string address = client_address_from_header(req.get_header_value(opt_.client_header.c_str(), n - 1));
+    if (!address.empty()) c.client = "address " + address;
+  }
   c.limits = opt_.limits;
   if (!keys || keys->empty() || !needed) return c;
   const std::string auth = req.get_header_value("Authorization");

@@ -36,6 +36,13 @@ struct ApiKey {
   ClientLimits limits(const ClientLimits& server) const;
 };
 
+/// The client's address in a proxy's header (`--client-address-header`): the rightmost of its
+/// comma-separated addresses, trimmed; "" when it holds none. X-Forwarded-For grows by one address
+/// at each proxy, appended on the right, and a client may send the header with any addresses of
+/// its own in it: only the rightmost was written by the (trusted) proxy in front of the server.
+/// X-Real-IP's single address is itself. A request carrying the header twice is read at its last.
+std::string client_address_from_header(const std::string& value);
+
 /// Reads an API key file: one `KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]` a line (SCOPE read,
 /// write or admin; a key with no scope keeps the old meaning, everything; a limit given replaces
 /// the server's for that key, 0 lifts it); blank lines and lines starting with # are skipped.

@@ -191,6 +191,32 @@ TEST(ClientLimiter, HeldRefusalsHaveAGlobalCap) {
 
 httplib::Headers as(const std::string& key) { return {{"Authorization", "Bearer " + key}}; }
 
+// Behind a proxy the client is the address the proxy wrote: the rightmost of X-Forwarded-For
+// (issue 45: the whole header was the identity, so a client naming itself anew each time evaded
+// its limit). By hand, then over HTTP with a rate of 0.5/s.
+TEST(ServeLimits, AForwardedForClientCannotChooseItsIdentity) {
+  EXPECT_EQ(client_address_from_header("203.0.113.7"), "203.0.113.7");
+  EXPECT_EQ(client_address_from_header("1.2.3.4, 198.51.100.9"), "198.51.100.9");
+  EXPECT_EQ(client_address_from_header("spoof,  198.51.100.9 "), "198.51.100.9");
+  EXPECT_EQ(client_address_from_header(" , "), "");
+  const std::string dir = test::make_temp_dir("serve_forwarded");
+  write_text_index(dir, 41);
+  HttpOptions h;
+  h.port = 0;
+  h.limits.rate = 0.5;
+  h.client_header = "X-Forwarded-For";
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  o.encoder_workers = 1;
+  RunningServer running(h, o);
+  ASSERT_TRUE(running.server.ready());
+  httplib::Client cli("127.0.0.1", running.port);
+  auto from = [](const std::string& xff) { return httplib::Headers{{"X-Forwarded-For", xff}}; };
+  EXPECT_EQ(cli.Get("/v1/documents/d0", from("10.0.0.1, 198.51.100.9"))->status, 200);
+  EXPECT_EQ(cli.Get("/v1/documents/d0", from("10.0.0.2, 198.51.100.9"))->status, 429);  // the same client
+  EXPECT_EQ(cli.Get("/v1/documents/d0", from("198.51.100.10"))->status, 200);            // another one
+}
+
 // A key's own rate (from its line) over HTTP: 429 with Retry-After and a JSON error, other keys
 // and the open routes untouched; without keys, the server's limits hold per address.
 TEST(ServeLimits, RatesPerKeyAndPerAddress) {
