@@ -26,10 +26,14 @@ import csv
 import json
 import os
 import subprocess
+import sys
 import urllib.request
 
 import pytest
 from conftest import sieve_serve
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from oracles import oracle  # noqa: E402  (pytest.importorskip, but a failure under CI=true)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("SIEVE_BUILD_DIR", "build")
@@ -49,21 +53,21 @@ def encoder_text(doc):
 
 @pytest.fixture(scope="module")
 def langchain_hf():
-    pytest.importorskip("langchain_core")
-    return pytest.importorskip("langchain_huggingface")
+    oracle("langchain_core")
+    return oracle("langchain_huggingface")
 
 
 @pytest.fixture(scope="module")
 def llamaindex():
-    pytest.importorskip("llama_index.core")
-    return (pytest.importorskip("llama_index.embeddings.text_embeddings_inference"),
-            pytest.importorskip("llama_index.postprocessor.tei_rerank"))
+    oracle("llama_index.core")
+    return (oracle("llama_index.embeddings.text_embeddings_inference"),
+            oracle("llama_index.postprocessor.tei_rerank"))
 
 
 @pytest.fixture(scope="module")
 def scifact(tmp_path_factory):
     if not os.path.isfile(os.path.join(SCIFACT, "corpus.jsonl")):
-        pytest.skip(f"SciFact is absent ({SCIFACT})")
+        pytest.skip(f"SciFact is absent ({SCIFACT})")  # shared data, not an oracle: skipped cleanly
     tmp = tmp_path_factory.mktemp("rag")
     with open(os.path.join(SCIFACT, "corpus.jsonl")) as f:
         docs = [json.loads(next(f)) for _ in range(DOCS)]
