@@ -237,6 +237,13 @@ struct VerifierContext {
 /// cross-encoder in folder DIR (any encoder: it reads texts).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
 
+/// Stage 2's two jobs, one rule for every face (the CLI's search, the server, Python): the verifier
+/// spec a request uses. `named`: the spec the user gave (--verifier, the server's option; "" =
+/// none). A named verifier serves both jobs. Without one, gating (`gate`) takes the model's shipped
+/// gate ("default") and reranking alone takes "F1": the gate judges "same statement?", which is not
+/// relevance (on SciFact reranking by it lowers nDCG@10 from 0.694 to 0.478; F1: 0.678).
+std::string stage2_verifier_spec(const std::string& named, bool gate);
+
 /// Throws sieve::Error unless `verifier` (loaded from `name`; "" = unnamed) was made for the context's encoder:
 /// the identity it records equals the encoder's, computed in the recorded scheme
 /// (model_identity_like), so files written before SHA-256 identities are still checked. A verifier

@@ -161,10 +161,9 @@ void register_search(CLI::App& app) {
       SIEVE_THROW_IF_NOT(!o->pipe.gate || !default_verifier(model, "").empty(),
                          "--gate needs a calibrated verifier, and the model folder '"
                              << model << "' has no verifier.safetensors: give --verifier FILE");
-      // Two jobs kept apart: --gate takes the model's calibrated gate (identity); --rerank alone
-      // orders by relevance with F1, never by the gate (which judges "same statement?": on
-      // SciFact it lowers nDCG@10 from 0.694 to 0.478, F1 to 0.678).
-      o->verifier = o->pipe.gate ? "default" : "F1";
+      // Two jobs kept apart (stage2_verifier_spec): --gate takes the model's calibrated gate;
+      // --rerank alone orders by relevance with F1, never by the gate.
+      o->verifier = stage2_verifier_spec("", o->pipe.gate);
       if (!o->pipe.gate && !default_verifier(model, "").empty())
         log_info("--rerank without --verifier orders by F1 (MaxSim); the model's verifier is an identity gate "
                  "(--gate, or --verifier default to rerank by it)");

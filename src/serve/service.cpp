@@ -290,10 +290,12 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   // A verifier file is checked against the encoder that feeds it, with or without an index.
   const VerifierContext context{encoder_->info().dir,
                                 index_ ? index_->snapshot()->stats().model_identity : model_identity(encoder_->info().dir)};
-  verifier_ = resolve_verifier(opt_.verifier, context);
-  // Two jobs kept apart: the shipped gate (identity) gates; relevance reranking defaults to F1.
-  if ((opt_.verifier.empty() || opt_.verifier == "default") && verifier_.file && !std::isnan(verifier_.threshold()))
-    relevance_ = resolve_verifier("F1", context);
+  // Two jobs kept apart (stage2_verifier_spec): without a named verifier the shipped gate gates
+  // and F1 orders by relevance (rerank alone, TEI /rerank); a named one serves both.
+  const std::string gate_spec = stage2_verifier_spec(opt_.verifier, true);
+  const std::string rerank_spec = stage2_verifier_spec(opt_.verifier, false);
+  verifier_ = resolve_verifier(gate_spec, context);
+  if (rerank_spec != gate_spec) relevance_ = resolve_verifier(rerank_spec, context);
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
                                                          : static_cast<size_t>(std::max(1, compute_threads()));

@@ -20,6 +20,11 @@ double ResolvedVerifier::threshold() const {
   return verifier ? verifier->config().threshold : std::numeric_limits<double>::quiet_NaN();
 }
 
+std::string stage2_verifier_spec(const std::string& named, bool gate) {
+  if (!named.empty()) return named;
+  return gate ? "default" : "F1";
+}
+
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context) {
   ResolvedVerifier r;
   r.name = spec.empty() || spec == "default" ? default_verifier(context.model_dir, "F1") : spec;

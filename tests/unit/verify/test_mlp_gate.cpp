@@ -270,3 +270,19 @@ TEST(MlpGate, FileRoundTripAndRefusals) {
 
 }  // namespace
 }  // namespace sieve
+
+namespace sieve {
+namespace {
+
+// Stage 2's two jobs, one rule (issue 45): without a named verifier the gate is the model's shipped
+// one and reranking alone is F1; a named verifier serves both (the CLI's and the server's tests
+// check the faces follow it).
+TEST(Stage2Spec, GateTakesTheShippedGateRerankTakesF1NamedServesBoth) {
+  EXPECT_EQ(stage2_verifier_spec("", true), "default");
+  EXPECT_EQ(stage2_verifier_spec("", false), "F1");
+  EXPECT_EQ(stage2_verifier_spec("my.safetensors", false), "my.safetensors");
+  EXPECT_EQ(stage2_verifier_spec("cross:ce", true), "cross:ce");
+}
+
+}  // namespace
+}  // namespace sieve
