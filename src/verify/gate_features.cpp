@@ -47,10 +47,6 @@ double conj_swap(const std::vector<int64_t>& q, const std::vector<int64_t>& c, c
   return reordered == 0 ? 0.0 : static_cast<double>(separated) / static_cast<double>(reordered);
 }
 
-}  // namespace
-
-namespace {
-
 constexpr double kTau = 0.1;     // F2's temperature in both F2 features
 constexpr double kLambda = 0.1;  // f2_pos's positional bias
 
