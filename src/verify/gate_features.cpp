@@ -126,7 +126,7 @@ void id_features(const std::vector<int64_t>& q, const std::vector<int64_t>& c, c
 
 at::Tensor gate_feature_matrix(const Maps& m, const MlpGateOptions& o, bool symmetric) {
   require_ids(m, "its gate features");
-  SIEVE_ASSERT(m.pooled.defined());
+  SIEVE_THROW_IF_NOT(m.pooled.defined(), "the mlp gate needs the maps' pooled cosines (query_maps with_pooled)");
   const int64_t B = m.M.size(0), R = m.M.size(1), C = m.M.size(2);
   const auto F = static_cast<int64_t>(gate_feature_names().size());
   at::Tensor out = at::zeros({B, F}, at::kFloat);
@@ -222,7 +222,7 @@ std::vector<std::vector<float>> gate_features(const TokenStates& query, const st
   if (candidates.empty()) return {};
   const size_t dim = query.length ? query.values.size() / query.length : 0;
   SIEVE_THROW_IF_NOT(dim > 0, "the query has no token states");
-  const verify::Maps m = verify::query_maps(query, candidates, dim, max_tokens);
+  const verify::Maps m = verify::query_maps(query, candidates, dim, max_tokens, /*with_pooled=*/true);
   const at::Tensor x = verify::gate_feature_matrix(m, options, symmetric).contiguous();
   const int64_t F = x.size(1);
   std::vector<std::vector<float>> rows(candidates.size());

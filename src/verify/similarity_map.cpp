@@ -23,8 +23,6 @@ Maps similarity_maps(const at::Tensor& Q, const at::Tensor& q_mask, const at::Te
   m.c_mask = c_mask.to(Q.scalar_type());
   m.pair = m.q_mask.unsqueeze(2) * m.c_mask.unsqueeze(1);
   m.M = at::bmm(qn, cn.transpose(1, 2)) * m.pair;
-  at::Tensor qs = (Q * m.q_mask.unsqueeze(2)).sum(1), cs = (C * m.c_mask.unsqueeze(2)).sum(1);  // [B, d]
-  m.pooled = (qs * cs).sum(1) / (qs.norm(2, -1) * cs.norm(2, -1)).clamp_min(1e-12);
   if (q_ids.defined() && c_ids.defined()) {
     m.match = match_map(q_ids, c_ids, m.pair);
     m.q_ids = q_ids;
@@ -120,7 +118,7 @@ void pack_tokens(const std::vector<const TokenStates*>& states, size_t dim, size
 }
 
 Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>& candidates, size_t dim,
-                size_t max_tokens) {
+                size_t max_tokens, bool with_pooled) {
   SIEVE_THROW_IF_NOT(query.values.size() == query.length * dim, "token states of width " << dim << " expected");
   const int64_t B = static_cast<int64_t>(candidates.size()), d = static_cast<int64_t>(dim);
   const int64_t m = std::max<int64_t>(1, std::min(query.length, max_tokens));
@@ -140,8 +138,8 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
   at::Tensor Mt = at::zeros({B, n, m}, at::kFloat);
   float* mt = Mt.data_ptr<float>();
   // The pooled cosine: the mean of each side's kept raw rows (the sums: the scale cancels).
-  std::vector<double> qsum(dim, 0.0);
-  for (int64_t i = 0; i < qrows; ++i)
+  std::vector<double> qsum(with_pooled ? dim : 0, 0.0);
+  for (int64_t i = 0; i < qrows && with_pooled; ++i)
     for (size_t h = 0; h < dim; ++h) qsum[h] += query.values[static_cast<size_t>(i) * dim + h];
   double qss = 0;
   for (double v : qsum) qss += v * v;
@@ -163,6 +161,7 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
         const float inv = ss > 0 ? static_cast<float>(1.0 / std::sqrt(std::max(ss, 1e-24))) : 0.f;
         for (int64_t i = 0; i < m; ++i) block[j * m + i] *= inv;
       }
+      if (!with_pooled) continue;
       double dot = 0, css = 0;
       std::vector<double> csum(dim, 0.0);
       for (size_t j = 0; j < rows; ++j)
@@ -183,7 +182,7 @@ Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>&
     std::fill(cm + b * n, cm + b * n + std::min<int64_t>(n, static_cast<int64_t>(candidates[b]->length)), 1.f);
   maps.pair = maps.q_mask.unsqueeze(2) * maps.c_mask.unsqueeze(1);
   maps.M = Mt.transpose(1, 2).contiguous() * maps.pair;
-  maps.pooled = at::tensor(pooled, at::kFloat);
+  if (with_pooled) maps.pooled = at::tensor(pooled, at::kFloat);
   at::Tensor q_ids = pack_ids({&query}, max_tokens, m), c_ids = pack_ids(candidates, max_tokens, n);
   if (q_ids.defined() && c_ids.defined()) {
     maps.q_ids = q_ids.expand({B, m});

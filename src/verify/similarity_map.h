@@ -19,7 +19,9 @@ struct Maps {
   at::Tensor match;   ///< [B, m, n] float, 1 at valid pairs of equal token ids; undefined when ids are unknown
   at::Tensor q_ids;   ///< [B, m] int64 token ids (-1 = padding); undefined when unknown
   at::Tensor c_ids;   ///< [B, n] int64 token ids (-1 = padding); undefined when unknown
-  at::Tensor pooled;  ///< [B] cosine of the two sides' mean valid rows (the raw states, before normalising)
+  /// [B] cosine of the two sides' mean valid rows (the raw states, before normalising); only when
+  /// asked for (query_maps' `with_pooled`: the mlp gate reads it), else undefined.
+  at::Tensor pooled;
 };
 
 /// The cue channel: K_bij = (cue(q_bi) + cue(c_bj)) * pair_bij, where cue(t) is 1 when token t lies
@@ -54,8 +56,8 @@ void pack_tokens(const std::vector<const TokenStates*>& states, size_t dim, size
                  at::Tensor& mask);
 
 /// The maps of one query against K candidates (the query repeated along the batch); the match
-/// map too when the query and every candidate carry token ids.
+/// map too when the query and every candidate carry token ids; `with_pooled`: Maps::pooled too.
 Maps query_maps(const TokenStates& query, const std::vector<const TokenStates*>& candidates, size_t dim,
-                size_t max_tokens);
+                size_t max_tokens, bool with_pooled = false);
 
 }  // namespace sieve::verify

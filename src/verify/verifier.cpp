@@ -173,7 +173,7 @@ class VerifierImpl final : public Verifier {
     SIEVE_THROW_IF_NOT(dim > 0, "the query has no token states");
     using Clock = std::chrono::steady_clock;
     auto t0 = Clock::now();
-    Maps m = query_maps(query, candidates, dim, c.max_tokens);
+    Maps m = query_maps(query, candidates, dim, c.max_tokens, /*with_pooled=*/c.kind == VerifierKind::Mlp);
     auto t1 = Clock::now();
     at::Tensor s = m_.scores(m, /*inference=*/true).contiguous().to(at::kFloat);
     std::vector<float> out(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());

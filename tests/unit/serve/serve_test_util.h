@@ -36,6 +36,14 @@ inline void write_text_index(const std::string& dir, uint64_t seed) {
   build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
 }
 
+/// The service over write_text_index's index at DIR/ix, with one encoder worker.
+inline ServeOptions text_index_service(const std::string& dir) {
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  o.encoder_workers = 1;
+  return o;
+}
+
 /// A learned verifier (F4, threshold 0) at `path` for the index at `index_dir`, so that the gate's
 /// decisions are exercised.
 inline void write_test_verifier(const std::string& index_dir, const std::string& path) {

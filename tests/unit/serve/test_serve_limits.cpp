@@ -205,9 +205,7 @@ TEST(ServeLimits, AForwardedForClientCannotChooseItsIdentity) {
   h.port = 0;
   h.limits.rate = 0.5;
   h.client_header = "X-Forwarded-For";
-  ServeOptions o;
-  o.index_dir = dir + "/ix";
-  o.encoder_workers = 1;
+  const ServeOptions o = text_index_service(dir);
   RunningServer running(h, o);
   ASSERT_TRUE(running.server.ready());
   httplib::Client cli("127.0.0.1", running.port);
@@ -227,9 +225,7 @@ TEST(ServeLimits, RatesPerKeyAndPerAddress) {
   h.port = 0;
   h.api_keys = read_api_keys(dir + "/keys");
   ASSERT_EQ(h.api_keys[0].rate.value_or(-1), 0.5);
-  ServeOptions o;
-  o.index_dir = dir + "/ix";
-  o.encoder_workers = 1;
+  const ServeOptions o = text_index_service(dir);
   {
     RunningServer running(h, o);
     ASSERT_TRUE(running.server.ready());
@@ -269,9 +265,7 @@ TEST(ServeLimits, RefusalsAreHeldAFewAtATime) {
   h.limits.rate = 0.01;  // one request, then a refusal for 100 s
   h.refusal_delay_ms = 1500;
   h.refusals_held = 4;
-  ServeOptions o;
-  o.index_dir = dir + "/ix";
-  o.encoder_workers = 1;
+  const ServeOptions o = text_index_service(dir);
   RunningServer running(h, o);
   ASSERT_TRUE(running.server.ready());
   httplib::Client first("127.0.0.1", running.port);
