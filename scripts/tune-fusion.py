@@ -10,7 +10,8 @@ that can be had.
 
 How: each corpus is indexed once (OUT/index-NAME, reused), and sieve writes one dense and one BM25
 run per set and part, 200 deep (`sieve eval retrieval --run-out`). Every candidate fusion (RRF,
-min-max weighted, z-score weighted; fused depth 100 or 200) is then computed here from those runs,
+min-max weighted, z-score weighted, each with a fixed dense weight or one that
+moves per query with the gap between the lists' top z-scores; fused depth 100 or 200) is then computed here from those runs,
 with nDCG@10 as sieve and trec_eval compute it, which takes seconds where a search per candidate
 would take an encoder pass of every query. The chosen setting, the two parts and plain RRF are
 then run by sieve itself on dev and test (`sieve eval retrieval`), and the figures this script
@@ -34,6 +35,9 @@ SPLIT = os.path.join(ROOT, "scripts", "split-queries.py")
 RUN_DEPTH = 200
 EVAL_DEPTH = 100  # sieve eval retrieval ranks this many per query (its --run-depth default)
 
+# The per-query weight (`--weight-slope`): w + slope * (top z of dense - top z of BM25), in [0, 1].
+SLOPES = (0, 0.025, 0.05, 0.075, 0.1)
+
 BASELINES = [{"mode": "bm25"}, {"mode": "dense"},
              {"mode": "hybrid", "fusion": "rrf", "rrf_k": 60, "fusion_depth": 100}]
 
@@ -45,13 +49,19 @@ def candidates():
     for fusion in ("weighted", "zscore"):
         for w in (0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
             for depth in (100, 200):
-                yield {"mode": "hybrid", "fusion": fusion, "dense_weight": w, "fusion_depth": depth}
+                for slope in SLOPES:
+                    c = {"mode": "hybrid", "fusion": fusion, "dense_weight": w, "fusion_depth": depth}
+                    if slope:
+                        c["dense_weight_slope"] = slope
+                    yield c
 
 
 def label(c):
     if c["mode"] != "hybrid":
         return c["mode"]
     knob = f"k={c['rrf_k']}" if c["fusion"] == "rrf" else f"w={c['dense_weight']}"
+    if c.get("dense_weight_slope"):
+        knob += f",slope={c['dense_weight_slope']}"
     return f"hybrid-{c['fusion']}({knob},depth={c['fusion_depth']})"
 
 
@@ -60,6 +70,8 @@ def flags(c):
     if c["mode"] == "hybrid":
         f += ["--fusion", c["fusion"], "--fusion-depth", str(c["fusion_depth"])]
         f += ["--rrf-k", str(c["rrf_k"])] if c["fusion"] == "rrf" else ["--dense-weight", str(c["dense_weight"])]
+        if c.get("dense_weight_slope"):
+            f += ["--weight-slope", repr(c["dense_weight_slope"])]
     return f
 
 
@@ -121,6 +133,18 @@ def corpus_order(beir):
     return order
 
 
+def query_weight(dense, bm25, c):
+    """The dense weight of this query: c's weight moved by its slope times the gap between the
+    lists' top z-scores (each list's best score against its own mean and spread), in [0, 1]."""
+    slope = c.get("dense_weight_slope", 0)
+    if not slope:
+        return c["dense_weight"]
+
+    def top_z(lst):
+        return max(zscores([s for _, s in lst])) if lst else 0.0
+    return min(1.0, max(0.0, c["dense_weight"] + slope * (top_z(dense) - top_z(bm25))))
+
+
 def fuse(dense, bm25, c, order):
     """The fused list of candidate c from the two lists (each cut to the fused depth); equal
     scores in corpus order, as sieve orders them (RRF gives many: rank r in one list only)."""
@@ -132,7 +156,7 @@ def fuse(dense, bm25, c, order):
             for i, (d, _) in enumerate(lst):
                 score[d] = score.get(d, 0.0) + 1.0 / (c["rrf_k"] + i + 1)
     else:
-        w = c["dense_weight"]
+        w = query_weight(lists[0][0], lists[1][0], c)
         norm = minmax if c["fusion"] == "weighted" else zscores
         for lst, is_dense in lists:
             if not lst:

@@ -91,6 +91,11 @@ struct SearchParams {
   Fusion fusion = Fusion::Rrf;
   double rrf_k = 60.0;
   double dense_weight = 0.5;
+  /// weighted and zscore: the dense weight each query gets is dense_weight + weight_slope * (z1(dense)
+  /// - z1(bm25)), clamped to [0, 1], where z1 is the z-score of a list's top score among its own
+  /// scores: the list whose best hit stands further out of its own bulk gets more weight (0: one
+  /// weight for every query).
+  double weight_slope = 0.0;
   bool query_tokens = false;  ///< also return the query's token states (for stage 2)
 };
 
@@ -105,9 +110,10 @@ struct SearchRecommendation {
   Fusion fusion = Fusion::Rrf;
   double rrf_k = 60.0;
   double dense_weight = 0.5;
+  double weight_slope = 0.0;  ///< "dense_weight_slope" (SearchParams::weight_slope)
   size_t depth = 0;       ///< "fusion_depth": depth of each fused list (0: SearchParams' default)
   std::string note;       ///< the folder's reason, when it gives one ("note")
-  /// Copies mode, fusion, rrf_k, dense_weight and a declared depth into `p` (k, ef_search, nprobe
+  /// Copies mode, fusion, rrf_k, dense_weight, weight_slope and a declared depth into `p` (k, ef_search, nprobe
   /// untouched).
   void apply(SearchParams& p) const;
 };

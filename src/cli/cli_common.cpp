@@ -221,6 +221,7 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
   };
   if (given_flag("--rrf-k")) p.rrf_k = given.rrf_k;
   if (given_flag("--dense-weight")) p.dense_weight = given.dense_weight;
+  if (given_flag("--weight-slope")) p.weight_slope = given.weight_slope;
   if (given_flag("--fusion-depth")) p.depth = given.depth;
   if (!fusion.empty()) p.fusion = fusion_from_name(fusion);
   if (!mode.empty()) {
@@ -233,7 +234,8 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
     };
     std::string what = std::string("search: mode ") + search_mode_name(p.mode);
     if (p.mode == SearchMode::Hybrid)
-      what += (fusion_uses_weight(p.fusion) ? std::string(" (") + fusion_name(p.fusion) + " fusion, dense weight " + num(p.dense_weight)
+      what += (fusion_uses_weight(p.fusion) ? std::string(" (") + fusion_name(p.fusion) + " fusion, dense weight " + num(p.dense_weight) +
+                                                      (p.weight_slope != 0 ? " + " + num(p.weight_slope) + " x top-z gap" : std::string())
                                             : " (RRF, k " + num(p.rrf_k)) +
               (p.depth > 0 ? ", depth " + std::to_string(p.depth) : std::string()) + ")";
     log_info(what + ", as the model recommends (--mode overrides)");
@@ -246,6 +248,7 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
                (hybrid ? std::string(" and ") + fusion_name(p.fusion) + " fusion" : ""));
   };
   ignored("--dense-weight", hybrid && fusion_uses_weight(p.fusion), "hybrid search with weighted or zscore fusion");
+  ignored("--weight-slope", hybrid && fusion_uses_weight(p.fusion), "hybrid search with weighted or zscore fusion");
   ignored("--rrf-k", hybrid && p.fusion == Fusion::Rrf, "hybrid search with rrf fusion");
   ignored("--fusion", hybrid, "hybrid search");
   ignored("--fusion-depth", hybrid, "hybrid search");

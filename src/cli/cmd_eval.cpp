@@ -66,6 +66,11 @@ void register_retrieval(CLI::App* group) {
   cmd->add_option("--dense-weight", o->r.search.dense_weight,
                   "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--weight-slope", o->r.search.weight_slope,
+                  "Weighted/zscore fusion: per query, the dense weight moves by this times (top z-score of the "
+                  "dense list - top z-score of the BM25 list), clamped to [0, 1] (default: the model's "
+                  "recommendation, else 0: one weight for all)")
+      ->check(CLI::Range(-10.0, 10.0));
   cmd->add_option("--fusion-depth", o->r.search.depth,
                   "Hybrid: candidates taken from each list (default: the model's recommendation, else max(k, 100))");
   auto* verifier_opt = cmd->add_option("--verifier", o->verifier, std::string("Rerank the top --candidates with this verifier (file, cosine, F0, F1, F2, or default: the "

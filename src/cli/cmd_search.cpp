@@ -124,6 +124,11 @@ void register_search(CLI::App& app) {
   cmd->add_option("--dense-weight", o->p.dense_weight,
                   "Weighted fusion: weight of the dense scores (default: the model's recommendation, else 0.5)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--weight-slope", o->p.weight_slope,
+                  "Weighted/zscore fusion: per query, the dense weight moves by this times (top z-score of the "
+                  "dense list - top z-score of the BM25 list), clamped to [0, 1] (default: the model's "
+                  "recommendation, else 0: one weight for all)")
+      ->check(CLI::Range(-10.0, 10.0));
   cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(kNonNegative);
   cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(kNonNegative);
   cmd->add_option("--output", o->output, "jsonl or tsv")

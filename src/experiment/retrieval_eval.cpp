@@ -47,7 +47,8 @@ std::string number(double v) {
 std::string stage1_system_name(const SearchParams& p) {
   std::string s = search_mode_name(p.mode);
   if (p.mode != SearchMode::Hybrid) return s;
-  return fusion_uses_weight(p.fusion) ? s + "-" + fusion_name(p.fusion) + "(dense=" + number(p.dense_weight) + ")"
+  return fusion_uses_weight(p.fusion) ? s + "-" + fusion_name(p.fusion) + "(dense=" + number(p.dense_weight) +
+                                            (p.weight_slope != 0 ? ",slope=" + number(p.weight_slope) : std::string()) + ")"
                                       : s + "-rrf(k=" + number(p.rrf_k) + ")";
 }
 
@@ -199,7 +200,9 @@ nlohmann::json retrieval_json(const RetrievalEvalResult& r, bool per_query) {
   j["system"] = r.system;
   if (r.search.mode == SearchMode::Hybrid)
     j["fusion"] = fusion_uses_weight(r.search.fusion)
-                      ? nlohmann::json{{"method", fusion_name(r.search.fusion)}, {"dense_weight", r.search.dense_weight}}
+                      ? nlohmann::json{{"method", fusion_name(r.search.fusion)},
+                                       {"dense_weight", r.search.dense_weight},
+                                       {"dense_weight_slope", r.search.weight_slope}}
                       : nlohmann::json{{"method", fusion_name(r.search.fusion)}, {"k", r.search.rrf_k}};
   for (const auto& [k, v] : r.evaluation.mean) j[k] = v;
   j["queries"] = r.evaluation.queries;

@@ -59,11 +59,22 @@ std::vector<Hit> single_list_hits(const Ranked& list, bool dense, size_t k) {
   return hits;
 }
 
+double query_dense_weight(const Ranked& dense, const Ranked& bm25, const SearchParams& p) {
+  if (p.weight_slope == 0) return p.dense_weight;
+  auto top_z = [](const Ranked& list) {
+    const std::vector<double> z = zscores(list);
+    return z.empty() ? 0.0 : *std::max_element(z.begin(), z.end());
+  };
+  return std::clamp(p.dense_weight + p.weight_slope * (top_z(dense) - top_z(bm25)), 0.0, 1.0);
+}
+
 std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParams& p) {
   SIEVE_THROW_IF_NOT(p.rrf_k >= 0, "the RRF constant must be >= 0");
   SIEVE_THROW_IF_NOT(p.dense_weight >= 0 && p.dense_weight <= 1, "the dense weight must lie in [0, 1]");
+  SIEVE_THROW_IF_NOT(std::isfinite(p.weight_slope), "the dense weight slope must be finite");
   std::unordered_map<uint32_t, Hit> by_doc;
   const bool z = p.fusion == Fusion::Zscore;
+  const double w = fusion_uses_weight(p.fusion) ? query_dense_weight(dense, bm25, p) : p.dense_weight;
   // zscore: a document missing from a list takes that list's lowest z (weighted: minmax's 0).
   double floor_dense = 0, floor_bm25 = 0;
   auto visit = [&](const Ranked& list, bool is_dense) {
@@ -85,7 +96,7 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
       if (p.fusion == Fusion::Rrf) {
         h.score += 1.0 / (p.rrf_k + rank);
       } else {
-        h.score += (is_dense ? p.dense_weight : 1.0 - p.dense_weight) * norm[i];
+        h.score += (is_dense ? w : 1.0 - w) * norm[i];
       }
     }
   };
@@ -95,8 +106,8 @@ std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParam
   hits.reserve(by_doc.size());
   for (auto& kv : by_doc) {
     Hit& h = kv.second;
-    if (z && h.dense_rank == 0 && !dense.empty()) h.score += p.dense_weight * floor_dense;
-    if (z && h.bm25_rank == 0 && !bm25.empty()) h.score += (1.0 - p.dense_weight) * floor_bm25;
+    if (z && h.dense_rank == 0 && !dense.empty()) h.score += w * floor_dense;
+    if (z && h.bm25_rank == 0 && !bm25.empty()) h.score += (1.0 - w) * floor_bm25;
     hits.push_back(h);
   }
   sort_and_cut(hits, p.k);

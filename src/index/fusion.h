@@ -13,6 +13,10 @@ namespace sieve::index {
 /// A ranked list of (internal id, score), best first.
 using Ranked = std::vector<std::pair<uint32_t, double>>;
 
+/// The dense weight of a weighted or zscore fusion of these two lists: p.dense_weight, moved by
+/// p.weight_slope times the difference of the lists' top z-scores, clamped to [0, 1].
+double query_dense_weight(const Ranked& dense, const Ranked& bm25, const SearchParams& p);
+
 /// Fuses the lists into at most `p.k` hits (ids left empty), best first; ties break by lower id.
 /// Either list may be empty. Hits carry each list's score and 1-based rank where present.
 std::vector<Hit> fuse(const Ranked& dense, const Ranked& bm25, const SearchParams& p);

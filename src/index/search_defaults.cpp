@@ -1,5 +1,6 @@
 // The stage-1 search a model folder recommends (config_sentence_transformers.json "sieve" ->
 // "search"), and the names of the search modes and fusions.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
@@ -50,6 +51,7 @@ void SearchRecommendation::apply(SearchParams& p) const {
   p.fusion = fusion;
   p.rrf_k = rrf_k;
   p.dense_weight = dense_weight;
+  p.weight_slope = weight_slope;
   if (depth > 0) p.depth = depth;
 }
 
@@ -63,7 +65,8 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
-// Reads a "search" object ({"mode", "fusion", "rrf_k", "dense_weight", "fusion_depth", "note"}).
+// Reads a "search" object ({"mode", "fusion", "rrf_k", "dense_weight", "dense_weight_slope",
+// "fusion_depth", "note"}).
 SearchRecommendation parse_search(const nlohmann::json& s, const std::string& where) {
   SIEVE_THROW_IF_NOT(s.is_object(), where << " must be an object");
   SearchRecommendation r;
@@ -73,6 +76,7 @@ SearchRecommendation parse_search(const nlohmann::json& s, const std::string& wh
     if (s.contains("fusion")) r.fusion = fusion_from_name(s["fusion"].get<std::string>());
     if (s.contains("rrf_k")) r.rrf_k = s["rrf_k"].get<double>();
     if (s.contains("dense_weight")) r.dense_weight = s["dense_weight"].get<double>();
+    if (s.contains("dense_weight_slope")) r.weight_slope = s["dense_weight_slope"].get<double>();
     if (s.contains("fusion_depth")) {
       const double d = s["fusion_depth"].get<double>();
       SIEVE_THROW_IF_NOT(d >= 0 && d <= 100000 && d == static_cast<double>(static_cast<size_t>(d)),
@@ -87,6 +91,8 @@ SearchRecommendation parse_search(const nlohmann::json& s, const std::string& wh
   }
   SIEVE_THROW_IF_NOT(r.dense_weight >= 0 && r.dense_weight <= 1, where << ": dense_weight must lie in [0, 1]");
   SIEVE_THROW_IF_NOT(r.rrf_k >= 0, where << ": rrf_k must be >= 0");
+  SIEVE_THROW_IF_NOT(std::isfinite(r.weight_slope) && std::fabs(r.weight_slope) <= 10,
+                     where << ": dense_weight_slope must lie in [-10, 10]");
   return r;
 }
 

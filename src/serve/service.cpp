@@ -496,7 +496,8 @@ Response Service::info() const {
     j["index"] = {{"path", opt_.index_dir}, {"documents", index->size()}, {"tokens", s.tokens},
                   {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec}};
     j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
-                     {"rrf_k", rec_.rrf_k}, {"dense_weight", rec_.dense_weight}, {"k", 10}, {"candidates", 100}};
+                     {"rrf_k", rec_.rrf_k}, {"dense_weight", rec_.dense_weight},
+                     {"dense_weight_slope", rec_.weight_slope}, {"k", 10}, {"candidates", 100}};
   } else {
     j["index"] = nullptr;
   }

@@ -286,7 +286,13 @@ TEST_F(RetrievalEvalTest, HybridRunsNameTheirFusion) {
   r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
   EXPECT_EQ(r.system, "hybrid-weighted(dense=0.3)");
   j = experiment::retrieval_json(r);
-  EXPECT_EQ(j.at("fusion"), (nlohmann::json{{"method", "weighted"}, {"dense_weight", 0.3}})) << j.dump();
+  EXPECT_EQ(j.at("fusion"), (nlohmann::json{{"method", "weighted"}, {"dense_weight", 0.3}, {"dense_weight_slope", 0.0}}))
+      << j.dump();
+  o.search.weight_slope = 0.05;
+  r = experiment::evaluate_retrieval(*index, queries(), qrels(), o);
+  EXPECT_EQ(r.system, "hybrid-weighted(dense=0.3,slope=0.05)");
+  EXPECT_EQ(experiment::retrieval_json(r).at("fusion").at("dense_weight_slope"), 0.05);
+  o.search.weight_slope = 0;
   o.search.mode = SearchMode::Dense;
   j = experiment::retrieval_json(experiment::evaluate_retrieval(*index, queries(), qrels(), o));
   EXPECT_EQ(j.at("system"), "dense");

@@ -181,6 +181,43 @@ TEST(Fusion, ZscoreOfAListWithoutSpreadIsZero) {
   EXPECT_FALSE(fusion_uses_weight(Fusion::Rrf));
 }
 
+TEST(Fusion, WeightSlopeMovesEachQuerysWeightByTheTopZGap) {
+  // kDense [0.9, 0.8, 0.1]: top z = 0.3 / sd, sd = sqrt(0.38 / 3) = 0.3559 -> 0.8429;
+  // kBm25 [12, 10]: top z = +1. Gap dense - bm25 = 0.3 / sd - 1 = -0.1571.
+  const double gap = 0.3 / std::sqrt(0.38 / 3) - 1.0;
+  SearchParams p = weighted(0.5);
+  p.weight_slope = 1.0;
+  const double w = 0.5 + gap;  // 0.3429: BM25's top stands further out, so BM25 gets more weight
+  EXPECT_NEAR(query_dense_weight(kDense, kBm25, p), w, 1e-12);
+  auto hits = fuse(kDense, kBm25, p);
+  ASSERT_EQ(docs_of(hits), (std::vector<uint32_t>{3, 7, 5, 9}));
+  EXPECT_NEAR(hits[0].score, w * 0.875 + (1 - w) * 1.0, 1e-12);  // doc 3, min-max as in WeightedHandComputed
+  EXPECT_NEAR(hits[1].score, w * 1.0, 1e-12);                     // doc 7, dense only
+  // the same weight reaches the z-score fusion (doc 3 = w * 0.2 / sd + (1 - w) * 1)
+  p.fusion = Fusion::Zscore;
+  hits = fuse(kDense, kBm25, p);
+  EXPECT_NEAR(hits[0].score, w * 0.2 / std::sqrt(0.38 / 3) + (1 - w), 1e-12);
+  // clamped to [0, 1]: slope 10 -> 0.5 - 1.571 < 0: only BM25 counts (min-max: doc 3 -> 1, the rest 0)
+  p.fusion = Fusion::Weighted;
+  p.weight_slope = 10;
+  EXPECT_EQ(query_dense_weight(kDense, kBm25, p), 0.0);
+  hits = fuse(kDense, kBm25, p);
+  EXPECT_EQ(docs_of(hits), (std::vector<uint32_t>{3, 5, 7, 9}));
+  p.weight_slope = -10;
+  EXPECT_EQ(query_dense_weight(kDense, kBm25, p), 1.0);
+  // slope 0 is the fixed weight; an empty list has top z 0; RRF ignores the slope
+  p.weight_slope = 0;
+  EXPECT_EQ(query_dense_weight(kDense, kBm25, p), 0.5);
+  p.weight_slope = 0.25;
+  EXPECT_NEAR(query_dense_weight({}, kBm25, p), 0.5 - 0.25 * 1.0, 1e-12);
+  EXPECT_NEAR(query_dense_weight(kDense, {}, p), 0.5 + 0.25 * (gap + 1.0), 1e-12);
+  SearchParams r = rrf(10);
+  r.weight_slope = 5;
+  EXPECT_EQ(docs_of(fuse(kDense, kBm25, r)), docs_of(fuse(kDense, kBm25, rrf(10))));
+  p.weight_slope = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(fuse(kDense, kBm25, p), sieve::Error);
+}
+
 TEST(Fusion, WeightedSingleElementListNormalisesToOne) {
   // a one-element list has no spread: min-max gives 1, so doc 8 scores 0.5 * 1
   auto hits = fuse({{8, 0.3}}, {}, weighted(0.5));

@@ -766,11 +766,12 @@ TEST(IndexCli, SearchDefaultsToTheModelsRecommendation) {
     for (size_t i = 1; i < lines.size(); ++i) ids.push_back(lines[i].substr(0, lines[i].find('\t', 4)));
     return ids;
   };
-  auto library_ids = [&](SearchMode mode, Fusion fusion, double w) {
+  auto library_ids = [&](SearchMode mode, Fusion fusion, double w, double slope = 0) {
     SearchParams p;
     p.mode = mode;
     p.fusion = fusion;
     p.dense_weight = w;
+    p.weight_slope = slope;
     p.k = 8;
     std::vector<std::string> ids;
     auto hits = idx->search("red car left", p).hits;
@@ -784,6 +785,9 @@ TEST(IndexCli, SearchDefaultsToTheModelsRecommendation) {
   EXPECT_EQ(first_ids(""), weighted);
   EXPECT_EQ(first_ids("--dense-weight 0.9"), library_ids(SearchMode::Hybrid, Fusion::Weighted, 0.9));
   EXPECT_EQ(first_ids("--fusion rrf"), rrf);
+  const auto sloped = library_ids(SearchMode::Hybrid, Fusion::Weighted, 0.2, 0.5);
+  EXPECT_NE(sloped, weighted);  // the slope moves this query's weight enough to reorder
+  EXPECT_EQ(first_ids("--weight-slope 0.5"), sloped);
   EXPECT_EQ(first_ids("--mode dense"), library_ids(SearchMode::Dense, Fusion::Rrf, 0.5));
   EXPECT_EQ(first_ids("--mode bm25"), library_ids(SearchMode::Bm25, Fusion::Rrf, 0.5));
   auto r = run_command(cli_path() + " search --index " + ix + " -k 3 'red car' 2>&1 >/dev/null");

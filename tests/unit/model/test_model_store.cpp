@@ -118,19 +118,24 @@ TEST_F(ModelStore, TheSieveFileBesideAModelDeclaresItsSearch) {
   const std::string dir = store_ + "/tiny-mean";
   EXPECT_FALSE(recommended_search(dir).declared);
   std::ofstream(dir + ".sieve.json") << R"({"format": "sieve-model-source", "version": 1, "name": "tiny-mean",
-    "search": {"mode": "hybrid", "fusion": "weighted", "dense_weight": 0.3, "fusion_depth": 200}})";
+    "search": {"mode": "hybrid", "fusion": "weighted", "dense_weight": 0.3, "fusion_depth": 200,
+    "dense_weight_slope": 0.075}})";
   const SearchRecommendation r = recommended_search(dir + "/");  // a trailing slash names the same folder
   EXPECT_TRUE(r.declared);
   EXPECT_EQ(r.mode, SearchMode::Hybrid);
   EXPECT_EQ(r.fusion, Fusion::Weighted);
   EXPECT_DOUBLE_EQ(r.dense_weight, 0.3);
   EXPECT_EQ(r.depth, 200u);
+  EXPECT_DOUBLE_EQ(r.weight_slope, 0.075);
   SearchParams p;
   r.apply(p);
   EXPECT_EQ(p.depth, 200u);
+  EXPECT_DOUBLE_EQ(p.weight_slope, 0.075);
   EXPECT_EQ(p.mode, SearchMode::Hybrid);
   std::ofstream(dir + ".sieve.json") << R"({"search": {"mode": "hybrid", "fusion_depth": 2.5}})";
   test::expect_error([&] { recommended_search(dir); }, "fusion_depth");
+  std::ofstream(dir + ".sieve.json") << R"({"search": {"mode": "hybrid", "dense_weight_slope": 11}})";
+  test::expect_error([&] { recommended_search(dir); }, "dense_weight_slope must lie in [-10, 10]");
   std::ofstream(dir + ".sieve.json") << R"({"search": {"mode": "sparse"}})";
   test::expect_error([&] { recommended_search(dir); }, "unknown search mode");
 }
