@@ -27,6 +27,9 @@ struct EncoderOptions {
   /// activations quantized per row at run time (keys within about 0.01 in cosine of fp32; see
   /// docs/benchmarks.md). Other families and CUDA keep fp32.
   Precision precision = Precision::Fp32;
+  /// Int8: the weight grid, 127 or 63 levels (0 = this CPU's: 127 with VNNI, else 63). Keys of
+  /// the two grids differ, so an index records the grid it was built on and asks for it here.
+  int int8_levels = 0;
   /// false: load no tokenizer (the folder needs none): only encode_ids() works, encode() and
   /// tokenizer() throw sieve::Error; padding uses config.json's pad_token_id.
   bool load_tokenizer = true;
@@ -78,6 +81,9 @@ class Encoder {
   virtual Pooling pooling() const = 0;
   /// Token cap including specials.
   virtual size_t max_length() const = 0;
+  /// The arithmetic its keys come from: "fp32", or "int8-127" / "int8-63" (int8 dense layers on
+  /// that weight grid). Keys of two grids differ by more than rounding; an index records it.
+  virtual std::string key_grid() const = 0;
   /// Encodes texts (any count, any lengths; empty texts give [CLS][SEP]).
   virtual Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call = {}) const = 0;
   /// Encodes pre-tokenized inputs: each a list of vocabulary ids used exactly as given (special

@@ -201,6 +201,9 @@ struct IndexStats {
   size_t token_code_bytes = 0;  ///< bytes per stored token state
   std::string model_identity;
   std::string model_path;
+  /// The arithmetic of the stored keys (Encoder::key_grid() at the build: "fp32", "int8-127",
+  /// "int8-63"); empty for an index built before it was recorded.
+  std::string key_grid;
   uint64_t bytes_on_disk = 0;
   std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder (per shard in a shard set)
   size_t shards = 1;            ///< indexes searched as one (a shard set: more than one)

@@ -156,6 +156,7 @@ void register_index(CLI::App& app) {
                           {"code_bytes_per_token", s.token_code_bytes},
                           {"model_identity", s.model_identity},
                           {"model_path", s.model_path},
+                          {"key_grid", s.key_grid},
                           {"bytes_on_disk", s.bytes_on_disk},
                           {"files", files}};
       if (full) j["verified"] = true;

@@ -234,6 +234,11 @@ class IndexImpl final : public Index {
   void load_encoder(const IndexOpenOptions& opt) {
     if (opt.encoder_instance) {
       SIEVE_THROW_IF_NOT(opt.encoder_instance->dim() == m_.dim, "the given encoder's dimension differs from the index's");
+      const std::string grid = opt.encoder_instance->key_grid();
+      SIEVE_THROW_IF_NOT(int8_levels_of_grid(grid) == 0 || int8_levels_of_grid(m_.key_grid) == 0 || grid == m_.key_grid,
+                         "the given encoder computes " << grid << " keys, but index '" << dir_ << "' holds "
+                                                       << m_.key_grid << " keys: load it on that grid "
+                                                       << "(EncoderOptions::int8_levels) or use fp32");
       encoder_ = opt.encoder_instance;
       return;
     }
@@ -249,7 +254,17 @@ class IndexImpl final : public Index {
     EncoderOptions eo = opt.encoder;
     eo.pooling = pooling_from_name(m_.pooling);
     eo.max_length = m_.max_length;
-    encoder_ = Encoder::load(model, eo);
+    // int8 queries run on the grid the index's int8 keys were built on (127 or 63 weight levels,
+    // which depends on the building CPU), so that they meet the keys' own arithmetic.
+    const int recorded = int8_levels_of_grid(m_.key_grid);
+    take_key_grid(m_, eo);
+    try {
+      encoder_ = Encoder::load(model, eo);
+    } catch (const Error& e) {
+      if (recorded == 0 || eo.precision != Precision::Int8) throw;
+      SIEVE_THROW("index '" << dir_ << "' holds " << m_.key_grid << " keys, and int8 queries must use that grid: "
+                            << e.what() << " (search it with --precision fp32, or rebuild it on this CPU)");
+    }
     SIEVE_THROW_IF_NOT(encoder_->dim() == m_.dim, "the model's dimension differs from the index's");
   }
 
@@ -262,6 +277,7 @@ class IndexImpl final : public Index {
     stats_.token_codec = m_.has_tokens ? m_.token_codec : "none";
     stats_.token_code_bytes = m_.token_code_bytes;
     stats_.model_identity = m_.model_identity;
+    stats_.key_grid = m_.key_grid;
     stats_.model_path = m_.model_path;
     std::vector<std::string> parts = {kManifestFile, "corpus.dat", "corpus.idx", m_.vectors.file, kLexicalDir};
     if (m_.keys_from < m_.documents) parts.insert(parts.end(), {"keys.dat", "keys.idx"});

@@ -317,6 +317,7 @@ std::unique_ptr<Encoder> load_encoder(const std::string& model_dir, EncoderOptio
   if (m != nullptr) {
     enc.pooling = pooling_from_name(m->pooling);
     enc.max_length = m->max_length;
+    take_key_grid(*m, enc);
   }
   return Encoder::load(model_dir, enc);
 }
@@ -403,10 +404,12 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   m.model_path = fs::absolute(model_dir).lexically_normal().string();
   m.pooling = pooling_name(encoder->pooling());
   m.max_length = encoder->max_length();
+  m.key_grid = encoder->key_grid();
   m.has_tokens = opt.store_tokens;
   m.token_codec = opt.store_tokens ? TokenCodec::factory_for(opt.token_codec, dim) : "";
   m.corpus_fingerprint = corpus_fingerprint(corpus_path);
   m.build_options = nlohmann::json{{"model", m.model_identity}, {"pooling", m.pooling}, {"max_length", m.max_length},
+                                   {"key_grid", m.key_grid},
                                    {"vectors", opt.vector_factory}, {"hnsw_threshold", opt.auto_hnsw_threshold},
                                    {"ef_construction", opt.hnsw_ef_construction}, {"codec", m.token_codec},
                                    {"codec_train", opt.codec_train_tokens},
@@ -562,6 +565,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
                                                                      << "' was built with (identity " << identity
                                                                      << " vs " << m.model_identity << ")");
   auto encoder = load_encoder(model, enc_opt, &m);
+  check_key_grid(m, encoder->key_grid(), "added keys");
   size_t total, text_id_offset = 0;
   BuildReport rep;
   auto t_validate = Clock::now();
@@ -606,6 +610,7 @@ Appended append_documents(const std::string& dir, Manifest& m, const std::vector
                           const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked) {
   check_ingest_options(opt);
   SIEVE_THROW_IF_NOT(enc.dim() == m.dim, "the encoder's dimension differs from the index's");
+  check_key_grid(m, enc.key_grid(), "added keys");
   Writers w = open_add_writers(dir, m, logs_checked);
   const std::function<void(const Manifest&)> no_commit = [](const Manifest&) {};
   ChunkWriter writer(m.dim, opt, dir, w, m, no_commit, nullptr);

@@ -49,6 +49,25 @@ FileSum sum_from_json(const nlohmann::json& j, const std::string& what) {
 
 }  // namespace
 
+int int8_levels_of_grid(const std::string& grid) {
+  if (grid == "int8-127") return 127;
+  if (grid == "int8-63") return 63;
+  return 0;
+}
+
+void take_key_grid(const Manifest& m, EncoderOptions& e) {
+  const int recorded = int8_levels_of_grid(m.key_grid);
+  if (e.precision == Precision::Int8 && e.int8_levels == 0 && recorded > 0) e.int8_levels = recorded;
+}
+
+void check_key_grid(const Manifest& m, const std::string& encoder_grid, const std::string& what) {
+  if (m.key_grid.empty() || m.key_grid == encoder_grid) return;
+  SIEVE_THROW(what << " would be encoded in " << encoder_grid << " but the index's keys are " << m.key_grid
+                   << " (recorded at its build); keys of the two differ, so one index holds one kind: open it with "
+                   << (m.key_grid == "fp32" ? "--precision fp32" : "--precision int8") << " (int8 takes the index's "
+                   << "grid where the CPU can), or rebuild it");
+}
+
 void write_manifest(const std::string& dir, const std::string& name, const Manifest& m) {
   nlohmann::json j = {
       {"format", kFormatName},
@@ -68,6 +87,7 @@ void write_manifest(const std::string& dir, const std::string& name, const Manif
     j["vectors"]["documents"] = m.vector_documents;
   }
   if (m.has_token_ids) j["logs"]["token_ids"] = log_state_to_json(m.token_ids);
+  if (!m.key_grid.empty()) j["model"]["key_grid"] = m.key_grid;
   if (m.keys_in_vectors) j["keys_in_vectors"] = true;
   if (!m.keys_in_vectors || m.keys_from < m.documents) j["logs"]["keys"] = log_state_to_json(m.keys);
   if (m.keys_in_vectors && m.keys_from < m.documents) j["keys_from"] = m.keys_from;
@@ -110,6 +130,7 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     m.model_path = get<std::string>(model, "path", what);
     m.pooling = get<std::string>(model, "pooling", what);
     m.max_length = get<uint64_t>(model, "max_length", what);
+    if (model.contains("key_grid")) m.key_grid = get<std::string>(model, "key_grid", what);
     const auto& vec = j.at("vectors");
     m.vector_factory = get<std::string>(vec, "factory", what);
     m.vectors = sum_from_json(vec.at("sum"), what);

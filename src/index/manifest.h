@@ -7,6 +7,7 @@
 #include <string>
 
 #include "index/record_log.h"
+#include "sieve/encoder.h"
 
 namespace sieve::index {
 
@@ -38,6 +39,9 @@ struct Manifest {
   std::string model_path;
   std::string pooling;
   uint64_t max_length = 0;
+  /// Encoder::key_grid() of the build ("fp32", "int8-127", "int8-63"); empty in indexes built
+  /// before it was recorded (nothing is checked then).
+  std::string key_grid;
   // dense keys
   std::string vector_factory;
   FileSum vectors;  ///< empty file name in a checkpoint (built at the end)
@@ -65,6 +69,15 @@ struct Manifest {
   std::string corpus_fingerprint;
   std::string build_options;
 };
+
+/// The int8 weight levels of a key grid ("int8-127" -> 127), 0 for "fp32" or an unrecorded one.
+int int8_levels_of_grid(const std::string& grid);
+/// Int8 encoder options take the grid of the index's int8 keys (unless they name one): queries
+/// and added keys then meet the keys' own arithmetic.
+void take_key_grid(const Manifest& m, EncoderOptions& e);
+/// Refuses keys from an encoder on another grid than the index's (`what` names them in the
+/// error); nothing is checked for an index that does not record its grid.
+void check_key_grid(const Manifest& m, const std::string& encoder_grid, const std::string& what);
 
 /// Writes `<dir>/<name>` atomically with a checksum over its content.
 void write_manifest(const std::string& dir, const std::string& name, const Manifest& m);

@@ -153,6 +153,7 @@ class ShardSetImpl final : public Index {
     stats_.token_codec = s0.token_codec;
     stats_.token_code_bytes = s0.token_code_bytes;
     stats_.model_identity = s0.model_identity;
+    stats_.key_grid = s0.key_grid;
     stats_.model_path = s0.model_path;
     stats_.file_bytes.emplace_back(kShardSetFile, fs::file_size(fs::path(dir) / kShardSetFile));
     stats_.bytes_on_disk = stats_.file_bytes.back().second;

@@ -83,20 +83,21 @@ BertLayerImpl::BertLayerImpl(const BertOptions& opt) : cfg_(opt.config), dropout
   output = register_module("output", BertDenseLayerNorm(opt, opt.config.intermediate_size));
 }
 
-void BertLayerImpl::prepare_inference(Precision precision) {
+int BertLayerImpl::prepare_inference(Precision precision, int int8_levels) {
   at::NoGradGuard no_grad;
   auto& s = *attention->self;
   qkv_weight_ = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).contiguous();
   qkv_bias_ = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).contiguous();
   qkv_packed_ = attn_out_packed_ = inter_packed_ = out_packed_ = nullptr;
-  if (!qkv_weight_.device().is_cpu() || qkv_weight_.scalar_type() != at::kFloat) return;
-  auto pack = [precision](const at::Tensor& w, const at::Tensor& b) {
-    return std::make_shared<const PackedLinear>(w, b, precision);
+  if (!qkv_weight_.device().is_cpu() || qkv_weight_.scalar_type() != at::kFloat) return 0;
+  auto pack = [precision, int8_levels](const at::Tensor& w, const at::Tensor& b) {
+    return std::make_shared<const PackedLinear>(w, b, precision, int8_levels);
   };
   qkv_packed_ = pack(qkv_weight_, qkv_bias_);
   attn_out_packed_ = pack(attention->output->dense->weight, attention->output->dense->bias);
   inter_packed_ = pack(intermediate->dense->weight, intermediate->dense->bias);
   out_packed_ = pack(output->dense->weight, output->dense->bias);
+  return precision == Precision::Int8 ? out_packed_->weight_levels() : 0;
 }
 
 at::Tensor packed_or_module(const std::shared_ptr<const PackedLinear>& packed, torch::nn::Linear& layer,
@@ -213,8 +214,10 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
   return at::zeros({B * L, H}, xp.options()).index_copy_(0, index, xp).view({B, L, H});
 }
 
-void BertModelImpl::prepare_inference(Precision precision) {
-  for (const auto& m : *encoder->layer) m->as<BertLayerImpl>()->prepare_inference(precision);
+int BertModelImpl::prepare_inference(Precision precision, int int8_levels) {
+  int levels = 0;
+  for (const auto& m : *encoder->layer) levels = m->as<BertLayerImpl>()->prepare_inference(precision, int8_levels);
+  return levels;
 }
 
 namespace {

@@ -81,7 +81,7 @@ struct BertLayerImpl : torch::nn::Module {
                             const at::Tensor& mask_bias);
   /// Builds the fused query/key/value weight used by inference and, on the CPU, the layers packed
   /// for oneDNN at `precision`; call after weights change.
-  void prepare_inference(Precision precision = Precision::Fp32);
+  int prepare_inference(Precision precision = Precision::Fp32, int int8_levels = 0);
   /// True when prepare_inference() has run (forward_packed may be used).
   bool packed_ready() const { return qkv_weight_.defined(); }
 
@@ -122,7 +122,7 @@ struct BertModelImpl : EncoderBackbone {
   /// be present with the right shape, else sieve::Error names the tensor.
   void load_weights(const SafetensorsFile& file) override;
   /// Prepares inference-only caches (fused QKV); call after load_weights / training.
-  void prepare_inference(Precision precision = Precision::Fp32) override;
+  int prepare_inference(Precision precision = Precision::Fp32, int int8_levels = 0) override;
   at::Tensor word_embeddings() const override { return embeddings->word_embeddings->weight; }
 
   const BertConfig& config() const override { return opt_.config; }

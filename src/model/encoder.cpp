@@ -47,7 +47,8 @@ class BertEncoder final : public Encoder {
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
-    model_->prepare_inference(opt.precision);
+    const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
+    key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
@@ -58,6 +59,7 @@ class BertEncoder final : public Encoder {
   const ModelInfo& info() const override { return info_; }
   Pooling pooling() const override { return pooling_; }
   size_t max_length() const override { return max_length_; }
+  std::string key_grid() const override { return key_grid_; }
 
   Embeddings encode(const std::vector<std::string>& texts, const EncodeCall& call) const override {
     SIEVE_THROW_IF_NOT(call.batch_size > 0, "batch size must be positive");
@@ -162,6 +164,7 @@ class BertEncoder final : public Encoder {
   std::shared_ptr<EncoderBackbone> model_;
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;
+  std::string key_grid_ = "fp32";
 };
 
 }  // namespace

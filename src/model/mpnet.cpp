@@ -31,19 +31,20 @@ MpnetLayerImpl::MpnetLayerImpl(const BertOptions& opt) : cfg_(opt.config), dropo
   output = register_module("output", BertDenseLayerNorm(opt, opt.config.intermediate_size));
 }
 
-void MpnetLayerImpl::prepare_inference(Precision precision) {
+int MpnetLayerImpl::prepare_inference(Precision precision, int int8_levels) {
   at::NoGradGuard no_grad;
   auto& s = *attention->attn;
   qkv_packed_ = o_packed_ = inter_packed_ = out_packed_ = nullptr;
-  if (!s.q->weight.device().is_cpu() || s.q->weight.scalar_type() != at::kFloat) return;
-  auto pack = [precision](const at::Tensor& w, const at::Tensor& b) {
-    return std::make_shared<const PackedLinear>(w, b, precision);
+  if (!s.q->weight.device().is_cpu() || s.q->weight.scalar_type() != at::kFloat) return 0;
+  auto pack = [precision, int8_levels](const at::Tensor& w, const at::Tensor& b) {
+    return std::make_shared<const PackedLinear>(w, b, precision, int8_levels);
   };
   qkv_packed_ = pack(at::cat({s.q->weight, s.k->weight, s.v->weight}, 0).contiguous(),
                      at::cat({s.q->bias, s.k->bias, s.v->bias}, 0).contiguous());
   o_packed_ = pack(s.o->weight, s.o->bias);
   inter_packed_ = pack(intermediate->dense->weight, intermediate->dense->bias);
   out_packed_ = pack(output->dense->weight, output->dense->bias);
+  return precision == Precision::Int8 ? out_packed_->weight_levels() : 0;
 }
 
 at::Tensor MpnetLayerImpl::forward(const at::Tensor& x, const at::Tensor& bias) {
@@ -80,8 +81,10 @@ at::Tensor MpnetLayerImpl::forward(const at::Tensor& x, const at::Tensor& bias) 
   return output->LayerNorm->forward(out + h);
 }
 
-void MpnetModelImpl::prepare_inference(Precision precision) {
-  for (const auto& m : *encoder->layer) m->as<MpnetLayerImpl>()->prepare_inference(precision);
+int MpnetModelImpl::prepare_inference(Precision precision, int int8_levels) {
+  int levels = 0;
+  for (const auto& m : *encoder->layer) levels = m->as<MpnetLayerImpl>()->prepare_inference(precision, int8_levels);
+  return levels;
 }
 
 MpnetEncoderStackImpl::MpnetEncoderStackImpl(const BertOptions& opt) {

@@ -41,7 +41,7 @@ struct MpnetLayerImpl : torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const at::Tensor& bias);
   /// Packs the dense layers (q, k and v as one [3H, H] product; o; the feed-forward pair) for
   /// oneDNN at `precision`; call after weights change. Training keeps libtorch's layers.
-  void prepare_inference(Precision precision);
+  int prepare_inference(Precision precision, int int8_levels = 0);
   MpnetAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertDenseLayerNorm output{nullptr};
@@ -71,7 +71,7 @@ struct MpnetModelImpl : EncoderBackbone {
   void load_weights(const SafetensorsFile& file) override;
   at::Tensor word_embeddings() const override { return embeddings->word_embeddings->weight; }
   const BertConfig& config() const override { return opt_.config; }
-  void prepare_inference(Precision precision = Precision::Fp32) override;
+  int prepare_inference(Precision precision = Precision::Fp32, int int8_levels = 0) override;
 
   BertEmbeddings embeddings{nullptr};
   MpnetEncoderStack encoder{nullptr};

@@ -108,8 +108,13 @@ bool PackedLinear::cpu_has_vnni() {
   return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
 }
 
-PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision)
+PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels)
     : impl_(std::make_unique<Impl>()), precision_(precision) {
+  SIEVE_THROW_IF_NOT(int8_levels == 0 || int8_levels == 63 || int8_levels == 127,
+                     "the int8 weight grid must be 127 or 63 levels, not " << int8_levels);
+  SIEVE_THROW_IF_NOT(int8_levels != 127 || precision != Precision::Int8 || cpu_has_vnni(),
+                     "int8 weights on the 127-level grid need a CPU with VNNI (AVX-512 VNNI or AVX-VNNI): without "
+                     "it the u8 x s8 pair sums saturate; this CPU takes the 63-level grid");
   SIEVE_ASSERT(weight.dim() == 2 && weight.device().is_cpu() && weight.scalar_type() == at::kFloat);
   at::Tensor w = weight.detach().contiguous();
   n_ = w.size(0);
@@ -136,7 +141,7 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Pre
     impl_->weights = memory(impl_->pd.weights_desc(), eng);
     dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
   } else {
-    levels_ = cpu_has_vnni() ? 127 : 63;
+    levels_ = int8_levels != 0 ? int8_levels : default_weight_levels();
     std::vector<int8_t> q(static_cast<size_t>(n_ * k_));
     impl_->weight_scale.resize(static_cast<size_t>(n_));
     impl_->column_sum.resize(static_cast<size_t>(n_));

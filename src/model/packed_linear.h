@@ -21,8 +21,10 @@ namespace sieve {
 /// into int32, and y[m, n] = (acc[m, n] - zero_m * sum_k Wq[n, k]) * scale_m * scale_n + b[n].
 class PackedLinear {
  public:
-  /// weight [N, K] and bias [N] (may be undefined), float32 on the CPU.
-  PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision);
+  /// weight [N, K] and bias [N] (may be undefined), float32 on the CPU. `int8_levels`: the int8
+  /// weight grid, 127 or 63 (0 = this CPU's: default_weight_levels()); 127 is refused on a CPU
+  /// without VNNI, where it would saturate.
+  PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels = 0);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
@@ -39,6 +41,8 @@ class PackedLinear {
 
   /// Whether this machine's oneDNN has a VNNI int8 instruction set (AVX-512 VNNI or AVX-VNNI).
   static bool cpu_has_vnni();
+  /// The int8 weight grid this CPU gets by default: 127 with VNNI, else 63.
+  static int default_weight_levels() { return cpu_has_vnni() ? 127 : 63; }
 
  private:
   struct Impl;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -94,6 +96,41 @@ TEST(PackedLinear, Int8EqualsANaiveInt8ReferenceAndStaysNearFp32) {
     // quantization decided the other way by the order of float operations) may differ.
     EXPECT_LT(max_abs(y - want), 2e-3 * scale) << M << "x" << K << "x" << N;
     EXPECT_LT(max_abs(y - at::linear(x, w, b)), 0.03 * max_abs(at::linear(x, w, b))) << M << "x" << K << "x" << N;
+  }
+}
+
+// The worst case of the int8 product: every input at the top of its uint8 range (255) and every
+// weight at the top of its grid. Without VNNI, oneDNN's u8 x s8 instructions add pairs of products
+// in int16, which saturate above 32,767: 2 x 255 x 127 = 64,770 would, 2 x 255 x 63 = 32,130 does
+// not. The answer must equal the exact integers on this CPU's own grid; SIEVE_TEST_FORCE_NO_VNNI
+// runs the case again in a child limited to AVX2 (ONEDNN_MAX_CPU_ISA), where the grid is 63 and
+// 127 is refused, so a CPU with VNNI tests the other path too.
+TEST(PackedLinear, Int8WorstCasePairSumsDoNotSaturate) {
+  const int64_t K = 256, N = 8;
+  const at::Tensor w = at::full({N, K}, 0.1), b = at::zeros({N});
+  const at::Tensor x = at::full({3, K}, 0.7);  // one value per row: quantized to 255, zero point 0
+  // The child must really run without VNNI, else it tests nothing new.
+  if (std::getenv("SIEVE_TEST_CHILD") != nullptr) ASSERT_FALSE(PackedLinear::cpu_has_vnni());
+  PackedLinear p(w, b, Precision::Int8);
+  const at::Tensor y = p.forward(x), want = naive_int8(x, w, b, p.weight_levels());
+  EXPECT_LT(max_abs(y - want), 1e-4 * max_abs(want)) << "levels " << p.weight_levels();
+  EXPECT_NEAR(y[0][0].item<double>(), K * 0.07, 1e-3 * K * 0.07);
+  // 63 levels are exact on every CPU; 127 only where the CPU has VNNI.
+  PackedLinear p63(w, b, Precision::Int8, 63);
+  EXPECT_EQ(p63.weight_levels(), 63);
+  EXPECT_LT(max_abs(p63.forward(x) - naive_int8(x, w, b, 63)), 1e-4 * max_abs(want));
+  if (PackedLinear::cpu_has_vnni()) {
+    EXPECT_EQ(p.weight_levels(), 127);
+  } else {
+    EXPECT_EQ(p.weight_levels(), 63);
+    test::expect_error([&] { PackedLinear(w, b, Precision::Int8, 127); }, "need a CPU with VNNI");
+  }
+  test::expect_error([&] { PackedLinear(w, b, Precision::Int8, 100); }, "127 or 63 levels");
+  if (std::getenv("SIEVE_TEST_CHILD") == nullptr && PackedLinear::cpu_has_vnni()) {
+    const auto r = test::run_command("SIEVE_TEST_CHILD=1 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 " +
+                                     std::filesystem::read_symlink("/proc/self/exe").string() + " --gtest_filter='PackedLinear.Int8WorstCase*' 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << r.out;
   }
 }
 
