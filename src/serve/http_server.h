@@ -93,6 +93,8 @@ class HttpServer {
   void set_api_keys(std::vector<ApiKey> keys);
   /// True once the service is loaded.
   bool ready() const { return ready_.load(); }
+  /// Requests of `client` (as the limiter names it: "address ADDR", or "key ..." for an API key) being answered under a concurrency limit.
+  size_t in_flight(const std::string& client) const { return limiter_.in_flight(client); }
   int port() const { return port_; }
 
  private:

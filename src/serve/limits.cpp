@@ -106,6 +106,12 @@ size_t ClientLimiter::clients() const {
   return clients_.size();
 }
 
+size_t ClientLimiter::in_flight(const std::string& client) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = clients_.find(client);
+  return it == clients_.end() ? 0 : it->second.in_flight;
+}
+
 size_t ClientLimiter::idle_scans() const {
   std::lock_guard<std::mutex> lock(mu_);
   return scans_;

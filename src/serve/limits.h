@@ -61,6 +61,8 @@ class ClientLimiter {
   size_t clients() const;
   /// How many times the map has been scanned for idle clients (for tests).
   size_t idle_scans() const;
+  /// Requests of `client` admitted and not yet released (0 for a client it does not track).
+  size_t in_flight(const std::string& client) const;
   static constexpr size_t kMaxClients = 65536;
 
  private:

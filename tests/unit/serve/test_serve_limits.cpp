@@ -310,7 +310,12 @@ TEST(ServeLimits, RequestsInFlightPerClient) {
     auto r = cli.Post("/embed", R"({"inputs": ["held in the queue"]})", "application/json");
     return r ? r->status : -1;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Wait for the event itself: the first request admitted and in flight (it then waits 1.5 s in
+  // the encoder queue for company).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (running.server.in_flight("address 127.0.0.1") == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::yield();
+  ASSERT_EQ(running.server.in_flight("address 127.0.0.1"), 1u);
   httplib::Client cli("127.0.0.1", running.port);
   auto r = cli.Post("/embed", R"({"inputs": ["second"]})", "application/json");
   ASSERT_TRUE(r);
