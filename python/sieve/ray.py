@@ -48,6 +48,15 @@ def _ray():
     return ray
 
 
+def init_address(address, environ=None):
+    """The address to give ray.init: the one asked for, else RAY_ADDRESS when set, else "local" (a new
+    local Ray). Never None: with no address Ray would attach to the cluster named in
+    /tmp/ray/ray_current_cluster, which a crashed run leaves behind, and spend minutes trying to
+    reach a cluster that is gone."""
+    environ = os.environ if environ is None else environ
+    return address or environ.get("RAY_ADDRESS") or "local"
+
+
 def runtime_env(*extra):
     """Ray's runtime_env for sieve's workers: they import `sieve` from where the driver did, and
     see the driver's model folders (and the variables named in `extra`, when set)."""
@@ -165,7 +174,8 @@ def build(corpus, out, shards, model=None, *, address=None, fmt="auto", vector_f
     t0 = time.time()
     started = False
     if not ray.is_initialized():
-        kwargs = {"address": address} if address else {"num_cpus": num_cpus}
+        address = init_address(address)
+        kwargs = {"address": address} if address != "local" else {"address": address, "num_cpus": num_cpus}
         ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env(_KILL_ENV), **kwargs)
         started = True
     try:
@@ -224,7 +234,8 @@ def main(argv=None):
     b.add_argument("--out", required=True, help="the shard set to write (OUT.partial while it is built)")
     b.add_argument("--shards", type=int, required=True, help="number of shards")
     b.add_argument("--model", default="", help="model name or folder (default: the default model)")
-    b.add_argument("--address", default="", help="Ray cluster address (default: start a local Ray)")
+    b.add_argument("--address", default="", help="Ray cluster address (default: RAY_ADDRESS when set, else start a "
+                   "local Ray; never the last cluster `ray start` ran)")
     b.add_argument("--format", default="auto", choices=["auto", "jsonl", "tsv", "parquet"], help="corpus format")
     b.add_argument("--vectors", default="auto", help="auto, Flat, HNSW32 or a FAISS factory string")
     b.add_argument("--codec", default="sq8", help="token codec: sq8, fp16, sq4, pq, fp32 or a FAISS codec")

@@ -32,7 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _sieve
-from .ray import runtime_env
+from .ray import init_address, runtime_env
 
 ROUTER = "sieve-router"
 APP = "sieve"
@@ -53,8 +53,10 @@ def _serve():
 
 class _RemoteShards:
     """The shard deployments as the library sees a shard set's remote part (ShardRemote): called
-    from the service's threads, never from an event loop. A failed call is retried (Ray Serve
-    routes it to another replica, or to the one that replaced the dead one)."""
+    from the service's threads, never from an event loop. A call that met a replica that is gone
+    or unavailable (its actor died, or Serve has none to route to yet) is retried: Ray Serve routes
+    it to another replica, or to the one that replaced the dead one. A deterministic error (the
+    shard refused the call) or a timeout is not retried: it would fail again, or wait again."""
 
     def __init__(self, handles, timeout_s=30.0, attempts=3):
         self._handles = list(handles)
@@ -62,12 +64,21 @@ class _RemoteShards:
         self._attempts = attempts
         self.retried = 0
 
+    @staticmethod
+    def retriable(error):
+        """Whether a failed shard call may succeed on another try: the replica is gone or unavailable."""
+        import ray.exceptions as rex
+        from ray.serve.exceptions import BackPressureError
+        if isinstance(error, (rex.GetTimeoutError, TimeoutError)):
+            return False
+        return isinstance(error, (rex.RayActorError, rex.ActorUnavailableError, BackPressureError))
+
     def _call(self, shard, method, *args):
         for attempt in range(self._attempts):
             try:
                 return getattr(self._handles[shard], method).remote(*args).result(timeout_s=self._timeout)
-            except Exception:
-                if attempt + 1 == self._attempts:
+            except Exception as e:
+                if attempt + 1 == self._attempts or not self.retriable(e):
                     raise
                 self.retried += 1
                 time.sleep(0.2 * (attempt + 1))
@@ -163,7 +174,7 @@ def run(index, *, host="127.0.0.1", port=8000, address=None, node_ip_address=Non
     ray, serve = _serve()
     _check_set(index)  # before starting anything
     if not ray.is_initialized():
-        kwargs = {"address": address} if address else {}
+        kwargs = {"address": init_address(address)}
         if node_ip_address:
             kwargs["_node_ip_address"] = node_ip_address
         ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env(), **kwargs)
@@ -175,7 +186,8 @@ def run(index, *, host="127.0.0.1", port=8000, address=None, node_ip_address=Non
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m sieve.ray serve", description=__doc__.split("\n\n")[0])
     p.add_argument("--index", required=True, help="the shard set to serve (its folder, on every node that serves it)")
-    p.add_argument("--address", default="", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--address", default="", help="Ray cluster address (default: RAY_ADDRESS when set, else start a "
+                   "local Ray; never the last cluster `ray start` ran)")
     p.add_argument("--node-ip-address", default="", help="this machine's address in the Ray cluster (several networks)")
     p.add_argument("--host", default="127.0.0.1", help="address of Ray Serve's HTTP proxy")
     p.add_argument("--port", type=int, default=8000, help="port of Ray Serve's HTTP proxy")

@@ -13,6 +13,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "serve/openapi_spec.h"
+#include "serve/request_json.h"
 #include "serve/web_page.h"
 #include "sieve/error.h"
 
@@ -23,147 +24,6 @@
 namespace sieve::serve {
 
 namespace {
-
-using json = nlohmann::json;
-
-
-HttpError bad(const std::string& message) { return HttpError(400, "invalid_request_error", message); }
-HttpError too_much(const std::string& message) { return HttpError(422, "invalid_request_error", message); }
-
-// Where a body stops being JSON, in our words: the byte, its line and column, and the text
-// around it (the parser's own message names its internals).
-std::string where_json_breaks(const std::string& body, size_t byte) {
-  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return "the body is empty, not a JSON object";
-  const size_t at = std::min(byte > 0 ? byte - 1 : 0, body.size());
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < at; ++i) {
-    if (body[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  if (at >= body.size()) return "the JSON ends too early (after " + std::to_string(body.size()) + " bytes; a brace, bracket or quote is not closed)";
-  const size_t from = at >= 20 ? at - 20 : 0;
-  std::string near = body.substr(from, std::min<size_t>(40, body.size() - from));
-  for (char& c : near)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
-         std::to_string(at + 1) + "), near \"" + near + "\"";
-}
-
-// The body as a JSON object whose keys are all among `fields` (a typo must not pass silently:
-// 422 naming the unknown ones and what is accepted).
-json parse_object(const std::string& body, const std::vector<std::string>& fields) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw bad(where_json_breaks(body, e.byte));
-  } catch (const json::exception&) {
-    throw bad("the body is not valid JSON (UTF-8 text expected)");
-  }
-  if (!j.is_object()) throw bad("the request body must be a JSON object");
-  std::string unknown, accepted;
-  for (const std::string& f : fields) accepted += (accepted.empty() ? "" : ", ") + f;
-  for (const auto& [key, value] : j.items()) {
-    bool known = false;
-    for (const std::string& f : fields) known = known || key == f;
-    if (!known) unknown += std::string(unknown.empty() ? "'" : ", '") + key + "'";
-  }
-  if (!unknown.empty())
-    throw HttpError(422, "invalid_request_error", "unknown field(s) " + unknown + " (accepted: " + accepted + ")");
-  return j;
-}
-
-// A string or an array of strings; `required` or an empty vector when absent.
-std::vector<std::string> strings_of(const json& j, const char* field, bool required) {
-  if (!j.contains(field)) {
-    if (required) throw bad(std::string("missing field '") + field + "'");
-    return {};
-  }
-  const json& v = j.at(field);
-  if (v.is_string()) return {v.get<std::string>()};
-  if (!v.is_array()) throw bad(std::string("'") + field + "' must be a string or an array of strings");
-  std::vector<std::string> out;
-  for (const auto& x : v) {
-    if (!x.is_string()) throw bad(std::string("'") + field + "' must be a string or an array of strings");
-    out.push_back(x.get<std::string>());
-  }
-  return out;
-}
-
-bool bool_of(const json& j, const char* field, bool def) {
-  if (!j.contains(field) || j.at(field).is_null()) return def;
-  if (!j.at(field).is_boolean()) throw bad(std::string("'") + field + "' must be true or false");
-  return j.at(field).get<bool>();
-}
-
-// A JSON integer, also written with a zero fraction (187.0 is the integer 187, as JSON Schema
-// says); false for anything else.
-bool whole_number(const json& v, int64_t* out) {
-  if (v.is_number_integer()) {
-    *out = v.get<int64_t>();
-    return true;
-  }
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  if (!(std::floor(d) == d && std::fabs(d) < 9.0e15)) return false;
-  *out = static_cast<int64_t>(d);
-  return true;
-}
-
-size_t count_of(const json& j, const char* field, size_t def, size_t max) {
-  if (!j.contains(field) || j.at(field).is_null()) return def;
-  const json& v = j.at(field);
-  int64_t whole = 0;
-  if (!whole_number(v, &whole) || whole < 1) throw bad(std::string("'") + field + "' must be a positive integer");
-  const auto n = static_cast<uint64_t>(whole);
-  if (n > max) throw too_much(std::string("'") + field + "' is " + std::to_string(n) + ", more than the limit " + std::to_string(max));
-  return static_cast<size_t>(n);
-}
-
-double number_of(const json& j, const char* field, double def) {
-  if (!j.contains(field) || j.at(field).is_null()) return def;
-  if (!j.at(field).is_number()) throw bad(std::string("'") + field + "' must be a number");
-  return j.at(field).get<double>();
-}
-
-std::string string_of(const json& j, const char* field, const std::string& def) {
-  if (!j.contains(field) || j.at(field).is_null()) return def;
-  if (!j.at(field).is_string()) throw bad(std::string("'") + field + "' must be a string");
-  return j.at(field).get<std::string>();
-}
-
-json floats(const float* v, size_t n) {
-  json a = json::array();
-  for (size_t i = 0; i < n; ++i) a.push_back(v[i]);
-  return a;
-}
-
-std::string base64(const unsigned char* p, size_t n) {
-  static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((n + 2) / 3 * 4);
-  for (size_t i = 0; i < n; i += 3) {
-    const uint32_t v = (uint32_t(p[i]) << 16) | (i + 1 < n ? uint32_t(p[i + 1]) << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < n ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
-
-// TEI's fields that sieve takes only at their default: truncation on the right, no prompt.
-void check_tei_extras(const json& j) {
-  std::string dir = string_of(j, "truncation_direction", "right");
-  std::transform(dir.begin(), dir.end(), dir.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (dir != "right") throw too_much("'truncation_direction' must be \"right\": sieve cuts long inputs at their end");
-  if (j.contains("prompt_name") && !j.at("prompt_name").is_null())
-    throw too_much("'prompt_name': this model has no prompts (send the text as it should be embedded)");
-}
 
 // Every route: path, method and the fields its JSON body may hold (none: no JSON body). One
 // table for routing, for the 422 on unknown fields and for the test that holds docs/openapi.json
@@ -198,7 +58,9 @@ const std::vector<RouteSpec>& route_table() {
   };
   return table;
 }
-const std::vector<std::string>& fields_of(const std::string& path, const std::string& method = "POST") {
+}  // namespace
+
+const std::vector<std::string>& fields_of(const std::string& path, const std::string& method) {
   for (const RouteSpec& r : route_table())
     if (r.path == path && r.method == method) return r.fields;
   static const std::vector<std::string> none;
@@ -207,14 +69,12 @@ const std::vector<std::string>& fields_of(const std::string& path, const std::st
   throw std::logic_error("internal: no route " + path);
 }
 
-Response json_response(const json& j, int status = 200) {
+Response json_response(const json& j, int status) {
   Response r;
   r.status = status;
   r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> Service::routes() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -502,126 +362,6 @@ Response Service::info() const {
     j["index"] = nullptr;
   }
   return json_response(j);
-}
-
-Response Service::embeddings_openai(const std::string& body, Clock::time_point deadline) {
-  const json j = parse_object(body, fields_of("/v1/embeddings"));
-  if (!j.contains("input")) throw bad("missing field 'input'");
-  const std::string format = string_of(j, "encoding_format", "float");
-  if (format != "float" && format != "base64") throw bad("'encoding_format' must be \"float\" or \"base64\"");
-  if (j.contains("dimensions") && !j.at("dimensions").is_null()) {  // OpenAI's: only the model's own width
-    int64_t d = 0;
-    if (!whole_number(j.at("dimensions"), &d) || d != static_cast<int64_t>(encoder_->dim()))
-      throw too_much("'dimensions' must be the model's " + std::to_string(encoder_->dim()) + " (it cannot be shortened)");
-  }
-  string_of(j, "user", "");  // OpenAI's end-user id: checked as a string, not used
-  const json& in = j.at("input");
-  Embeddings e;
-  // OpenAI's input: a string, strings, or token arrays (one array of ints, or arrays of them).
-  const bool ids = in.is_array() && !in.empty() && (in[0].is_number() || in[0].is_array());
-  if (ids) {
-    std::vector<std::vector<int32_t>> lists;
-    auto take = [&](const json& a) {
-      std::vector<int32_t> l;
-      for (const auto& x : a) {
-        int64_t v = 0;
-        if (!whole_number(x, &v)) throw bad("'input' token arrays must hold integers");
-        if (v < 0 || v > INT32_MAX) throw too_much("token id " + std::to_string(v) + " is out of range");
-        l.push_back(static_cast<int32_t>(v));
-      }
-      lists.push_back(std::move(l));
-    };
-    if (in[0].is_number()) {
-      take(in);
-    } else {
-      for (const auto& a : in) {
-        if (!a.is_array()) throw bad("'input' must be a string, strings, or token arrays");
-        take(a);
-      }
-    }
-    if (lists.size() > opt_.max_texts) throw too_much(std::to_string(lists.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = batcher_->encode_ids(lists, deadline);  // the queue's limit and its 503 hold for token arrays too
-  } else {
-    const std::vector<std::string> texts = strings_of(j, "input", true);
-    if (texts.empty()) throw bad("'input' is empty");
-    if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-    e = encode(texts, false, "POST /v1/embeddings", deadline);
-  }
-  json data = json::array();
-  size_t tokens = 0;
-  for (size_t i = 0; i < e.encodings.size(); ++i) {
-    tokens += e.encodings[i].ids.size();
-    const float* v = &e.pooled[i * e.dim];
-    json item = {{"object", "embedding"}, {"index", i}};
-    item["embedding"] = format == "float" ? floats(v, e.dim)
-                                          : json(base64(reinterpret_cast<const unsigned char*>(v), e.dim * sizeof(float)));
-    data.push_back(std::move(item));
-  }
-  return json_response({{"object", "list"},
-                        {"data", data},
-                        {"model", string_of(j, "model", model_name_)},
-                        {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
-}
-
-Response Service::embed_tei(const std::string& body, Clock::time_point deadline) {
-  const json j = parse_object(body, fields_of("/embed"));
-  const std::vector<std::string> texts = strings_of(j, "inputs", true);
-  if (texts.empty()) throw bad("'inputs' is empty");
-  if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " inputs, more than the limit " + std::to_string(opt_.max_texts));
-  const bool normalize = bool_of(j, "normalize", true), truncate = bool_of(j, "truncate", false);
-  check_tei_extras(j);
-  Embeddings e = encode(texts, !normalize, "POST /embed", deadline);
-  if (!truncate && e.truncated > 0)
-    throw too_much("an input is longer than the model's " + std::to_string(encoder_->max_length()) +
-                   " tokens; send \"truncate\": true to cut it");
-  json out = json::array();
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (normalize) {
-      out.push_back(floats(&e.pooled[i * e.dim], e.dim));
-      continue;
-    }
-    // The pooled vector before normalisation, from the token states.
-    std::vector<float> v(e.dim);
-    pool_states(e.tokens[i], e.dim, encoder_->pooling(), v.data());
-    out.push_back(floats(v.data(), e.dim));
-  }
-  return json_response(out);
-}
-
-Response Service::rerank_tei(const std::string& body, Clock::time_point deadline) {
-  const json j = parse_object(body, fields_of("/rerank"));
-  if (!j.contains("query") || !j.at("query").is_string()) throw bad("'query' must be a string");
-  std::vector<std::string> texts = strings_of(j, "texts", true);
-  if (texts.empty()) throw bad("'texts' is empty");
-  if (texts.size() > opt_.max_texts) throw too_much(std::to_string(texts.size()) + " texts, more than the limit " + std::to_string(opt_.max_texts));
-  const bool return_text = bool_of(j, "return_text", false), raw = bool_of(j, "raw_scores", false);
-  bool_of(j, "truncate", true);  // TEI's; the reranker always cuts a pair to the model's length
-  check_tei_extras(j);
-  std::vector<std::string> all = {j.at("query").get<std::string>()};
-  all.insert(all.end(), texts.begin(), texts.end());
-  std::vector<float> s;
-  const ResolvedVerifier& rv = reranker();
-  if (rv.cross) {
-    // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (const auto& t : texts) pairs.emplace_back(all[0], t);
-    s = raw ? rv.cross->logits(pairs) : sigmoid_scores(rv.cross->logits(pairs));
-  } else {
-    s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline));
-  }
-  require_finite(s, "text");
-  std::vector<size_t> order(s.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
-  json out = json::array();
-  for (size_t i : order) {
-    // Verifier scores lie in [-1, 1]; without raw_scores they are mapped onto [0, 1].
-    const double score = raw || rv.cross ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
-    json item = {{"index", i}, {"score", score}};
-    if (return_text) item["text"] = texts[i];
-    out.push_back(std::move(item));
-  }
-  return json_response(out);
 }
 
 Response Service::verify(const std::string& body, Clock::time_point deadline) {

@@ -98,7 +98,13 @@ def world(tmp_path_factory):
     d = tmp_path_factory.mktemp("rayserve")
     corpus, docs, model = world_corpus(d, 3)
     # Two raylets: the head (the router) and a node with the "shardhost" resource (the shards).
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # The GCS marks a raylet dead after health_check_failure_threshold missed checks (default 5 x
+    # 3 s, timeout 10 s): on a loaded 2-core machine a raylet busy loading models missed them
+    # during serve.run. Two minutes of misses are allowed here; a real node loss still shows.
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "include_dashboard": False,
+        "_system_config": {"health_check_failure_threshold": 40, "health_check_period_ms": 3000,
+                           "health_check_timeout_ms": 20000}})
     cluster.add_node(num_cpus=1, resources={"shardhost": 8})
     ray.init(address=cluster.address, log_to_driver=False, runtime_env={"env_vars": {
         "PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
@@ -169,6 +175,8 @@ def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
     _, want = reference(world, path, body)
     want = comparable(want)
     victim = next(iter(replicas_of(1)))
+    router = serve.get_deployment_handle(rs.ROUTER, app_name=rs.APP)
+    retried_before = router.retried.remote().result(timeout_s=30)
     results = []  # (time, ok)
     stop = threading.Event()
 
@@ -204,8 +212,15 @@ def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
     before = [ok for t, ok in results if t < killed_at]
     window = [ok for t, ok in results if killed_at <= t <= restarted_at]
     after = [ok for t, ok in results if t > restarted_at]
-    print(json.dumps({"replaced_after_s": round(restarted_at - killed_at, 1), "requests_before": len(before),
-                      "in_window": len(window), "failed_in_window": window.count(False), "after": len(after),
-                      "failed_after": after.count(False)}))  # pytest -s shows it
-    assert before and all(before)
-    assert len(after) >= 4 and all(after), f"{after.count(False)} of {len(after)} failed after the restart"
+    retried = router.retried.remote().result(timeout_s=30) - retried_before
+    figures = {"replaced_after_s": round(restarted_at - killed_at, 1), "requests_before": len(before),
+               "in_window": len(window), "failed_in_window": window.count(False), "after": len(after),
+               "failed_after": after.count(False), "shard_calls_retried": retried}
+    print(json.dumps(figures))  # pytest -s shows it
+    assert before and all(before), figures
+    # No request failed while Serve replaced the replica. Serve's handles route around a dead
+    # replica themselves (measured: 88 requests in the window, none failed, no call of the router
+    # retried), so the router's own retries of a replica that is gone are tested with scripted
+    # failures in test_ray_units.py; their count is reported here.
+    assert window and all(window), figures
+    assert len(after) >= 4 and all(after), figures
