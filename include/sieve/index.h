@@ -387,6 +387,13 @@ class IndexWriter {
 /// What the encoder reads of a document: `title + " " + text`, or the text when there is no title.
 std::string encoder_text(const Document& doc);
 
+/// What an interrupted build compares to decide between resuming and starting afresh: the corpus's
+/// absolute path, size, modification time and CRC-32 of its bytes (a folder, e.g. of Parquet
+/// files: the same for every file under it, in name order). An edit that keeps the size, the
+/// document count or even the modification time still changes it. Used by the C++ builder's
+/// checkpoints and by sieve.ray's build key.
+std::string corpus_fingerprint(const std::string& path);
+
 /// The identity an index, a verifier file and a token cache record for the model they were made
 /// with: "sha256:<SHA-256 of the weights file>:<16 hex digits of a SHA-256 over the config and
 /// tokenizer files>". Another model, or the same model retrained, differs. Memoised per process

@@ -57,6 +57,16 @@ def init_address(address, environ=None):
     return address or environ.get("RAY_ADDRESS") or "local"
 
 
+def build_key(corpus, documents, shards, model_dir, options):
+    """What an interrupted build must match to be resumed: the corpus's fingerprint (path, size,
+    modification time and a CRC-32 of its bytes, as the C++ builder's checkpoints), the document
+    and shard counts, the model's identity (its weights and files, not the path it was reached
+    by) and the build options."""
+    return json.dumps({"corpus": _sieve.corpus_fingerprint(os.path.abspath(str(corpus))), "documents": documents,
+                       "shards": shards, "model": _sieve.model_identity(model_dir), "options": options},
+                      sort_keys=True)
+
+
 def runtime_env(*extra):
     """Ray's runtime_env for sieve's workers: they import `sieve` from where the driver did, and
     see the driver's model folders (and the variables named in `extra`, when set)."""
@@ -188,8 +198,7 @@ def build(corpus, out, shards, model=None, *, address=None, fmt="auto", vector_f
         bounds = _sieve.shard_bounds(total, shards, chunk_docs)
         options = {"vectors": vector_factory, "codec": token_codec,
                    "tokens": bool(store_tokens), "batch_size": batch_size, "chunk_docs": chunk_docs}
-        key = json.dumps({"corpus": os.path.abspath(str(corpus)), "documents": total, "shards": shards,
-                          "model": model_dir, "options": options}, sort_keys=True)
+        key = build_key(corpus, total, shards, model_dir, options)
         key_file = os.path.join(staging, "ray-build.json")
         if os.path.exists(staging) and (not os.path.isfile(key_file) or open(key_file).read() != key):
             log("an interrupted build of another corpus, model or options is in the way: starting afresh")

@@ -636,6 +636,11 @@ PYBIND11_MODULE(_sieve, m) {
 
   m.def("default_model_dir", [] { return resolve_model_dir(""); });
   m.def("resolve_model", [](const std::string& name) { return resolve_model_dir(name); }, py::arg("name"));
+  m.def("model_identity", [](const std::string& dir) { return model_identity(dir); }, py::arg("model_dir"),
+        "The identity indexes record for a model folder (a SHA-256 of its weights, config and tokenizer).");
+  m.def("corpus_fingerprint", [](const std::string& path) { return corpus_fingerprint(path); }, py::arg("path"),
+        "Path, size, modification time and CRC-32 of a corpus file (or of every file of a folder): what an "
+        "interrupted build compares before it resumes.");
   m.def("models", [] {
     py::list out;
     for (const InstalledModel& im : installed_models()) {

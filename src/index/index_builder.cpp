@@ -282,13 +282,6 @@ void clear_dir(const std::string& dir) {
     if (e.path().filename() != kWriteLockFile) fs::remove_all(e.path());
 }
 
-std::string corpus_fingerprint(const std::string& path) {
-  struct stat st {};
-  SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot read corpus '" << path << "'");
-  return fs::absolute(path).lexically_normal().string() + ":" + std::to_string(st.st_size) + ":" +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-}
-
 // Validates the whole corpus before any encoding (a bad line should not cost an hour of work);
 // returns the document count. `exists` rejects ids already in the index (for add).
 size_t validate_corpus(const std::string& path, CorpusFormat format,
@@ -381,6 +374,28 @@ std::shared_ptr<FaissVectorIndex> commit_add(const std::string& dir, Manifest& m
 }
 
 }  // namespace
+
+std::string corpus_fingerprint(const std::string& path) {
+  struct stat st {};
+  SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot read corpus '" << path << "'");
+  auto one = [](const std::string& file, const struct stat& s) {
+    return std::to_string(s.st_size) + ":" + std::to_string(s.st_mtim.tv_sec) + "." +
+           std::to_string(s.st_mtim.tv_nsec) + ":" + crc32_hex(crc32_file(file));
+  };
+  const std::string where = fs::absolute(path).lexically_normal().string();
+  if (!S_ISDIR(st.st_mode)) return where + ":" + one(path, st);
+  std::vector<std::string> files;  // a folder (Parquet parts): every regular file under it, by name
+  for (const auto& e : fs::recursive_directory_iterator(path))
+    if (e.is_regular_file()) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::string out = where + ":folder";
+  for (const std::string& f : files) {
+    struct stat fs_st {};
+    SIEVE_THROW_IF_NOT(::stat(f.c_str(), &fs_st) == 0, "cannot read corpus file '" << f << "'");
+    out += "|" + fs::relative(f, path).string() + ":" + one(f, fs_st);
+  }
+  return out;
+}
 
 std::string encoder_text(const Document& d) { return d.title.empty() ? d.text : d.title + " " + d.text; }
 

@@ -210,12 +210,8 @@ BuildReport build_shard_set(const std::string& model_dir, const std::string& cor
   const std::string staging = out_dir + ".partial";
 
   // What this build is: another corpus, model or options than an interrupted one's starts afresh.
-  struct stat st {};
-  SIEVE_THROW_IF_NOT(::stat(corpus_path.c_str(), &st) == 0, "cannot read corpus '" << corpus_path << "'");
   const std::string key =
-      nlohmann::json{{"corpus", fs::absolute(corpus_path).lexically_normal().string()},
-                     {"corpus_bytes", static_cast<uint64_t>(st.st_size)},
-                     {"corpus_mtime", std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec)},
+      nlohmann::json{{"corpus", corpus_fingerprint(corpus_path)},
                      {"model", model_identity(model_dir)}, {"shards", shards}, {"vectors", opt.vector_factory},
                      {"hnsw_threshold", opt.auto_hnsw_threshold}, {"codec", opt.token_codec},
                      {"codec_train", opt.codec_train_tokens}, {"tokens", opt.store_tokens}, {"chunk", opt.chunk_docs},

@@ -101,3 +101,24 @@ def test_the_router_retries_a_replica_that_is_gone_and_nothing_else(monkeypatch)
         with pytest.raises(type(error)):
             remote.dense_lists(0, [0.1], 10, 0, 0)
         assert (shard.calls, remote.retried) == (1, 0), error
+
+
+def test_the_build_key_follows_the_corpus_bytes_and_the_model_identity(tmp_path):
+    import sieve
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "a", "text": "the dog bit the man"}\n')
+    model = sieve._sieve.resolve_model("")
+    options = {"vectors": "auto"}
+    key = sray.build_key(corpus, 1, 2, model, options)
+    assert sray.build_key(str(corpus), 1, 2, model, options) == key
+    # The same model reached by another path is the same model.
+    link = tmp_path / "model-link"
+    os.symlink(model, link)
+    assert sray.build_key(corpus, 1, 2, str(link), options) == key
+    # An edit that keeps the size, the document count and the modification time is still seen.
+    st = os.stat(corpus)
+    corpus.write_text('{"_id": "a", "text": "the man bit the dog"}\n')
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(corpus).st_size == st.st_size and os.stat(corpus).st_mtime_ns == st.st_mtime_ns
+    assert sray.build_key(corpus, 1, 2, model, options) != key
+    assert sray.build_key(corpus, 1, 3, model, options) != sray.build_key(corpus, 1, 2, model, options)
