@@ -389,7 +389,7 @@ std::string encoder_text(const Document& doc);
 
 /// What an interrupted build compares to decide between resuming and starting afresh: the corpus's
 /// absolute path, size, modification time and CRC-32 of its bytes (a folder, e.g. of Parquet
-/// files: the same for every file under it, in name order). An edit that keeps the size, the
+/// files: the same for every file under it, in name order; a pipe or device is not read). An edit that keeps the size, the
 /// document count or even the modification time still changes it. Used by the C++ builder's
 /// checkpoints and by sieve.ray's build key.
 std::string corpus_fingerprint(const std::string& path);

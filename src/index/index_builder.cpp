@@ -379,8 +379,10 @@ std::string corpus_fingerprint(const std::string& path) {
   struct stat st {};
   SIEVE_THROW_IF_NOT(::stat(path.c_str(), &st) == 0, "cannot read corpus '" << path << "'");
   auto one = [](const std::string& file, const struct stat& s) {
+    // Only a regular file is read: a pipe or a device would block or never end (the build then
+    // refuses it with its own message).
     return std::to_string(s.st_size) + ":" + std::to_string(s.st_mtim.tv_sec) + "." +
-           std::to_string(s.st_mtim.tv_nsec) + ":" + crc32_hex(crc32_file(file));
+           std::to_string(s.st_mtim.tv_nsec) + ":" + (S_ISREG(s.st_mode) ? crc32_hex(crc32_file(file)) : "not-a-file");
   };
   const std::string where = fs::absolute(path).lexically_normal().string();
   if (!S_ISDIR(st.st_mode)) return where + ":" + one(path, st);

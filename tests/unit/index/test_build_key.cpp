@@ -40,6 +40,9 @@ TEST(BuildKey, TheFingerprintFollowsTheBytesNotOnlySizeAndTime) {
   write_text(dir + "/parts/b.parquet", "tw0");
   EXPECT_NE(corpus_fingerprint(dir + "/parts"), folder);
   expect_error([&] { corpus_fingerprint(dir + "/absent.jsonl"); }, "cannot read corpus");
+  // A pipe is not read (it would block with no writer): the build refuses it afterwards.
+  ASSERT_EQ(::mkfifo((dir + "/pipe.jsonl").c_str(), 0600), 0);
+  EXPECT_NE(corpus_fingerprint(dir + "/pipe.jsonl").find("not-a-file"), std::string::npos);
 }
 
 TEST(BuildKey, AnInterruptedBuildOfAnEditedCorpusStartsAfresh) {

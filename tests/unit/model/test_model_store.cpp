@@ -94,14 +94,16 @@ TEST(ShippedSieveFiles, DeclareTheFusionChosenOnDev) {
     const char* name;
     double weight;
     size_t depth;
+    double slope;
   };
-  for (const Want& w : {Want{"all-MiniLM-L6-v2", 0.75, 100}, Want{"all-mpnet-base-v2", 0.75, 200}}) {
+  for (const Want& w : {Want{"all-MiniLM-L6-v2", 0.8, 200, 0.1}, Want{"all-mpnet-base-v2", 0.9, 200, 0.1}}) {
     const SearchRecommendation r = recommended_search(models + w.name);
     EXPECT_TRUE(r.declared) << w.name;
     EXPECT_EQ(r.mode, SearchMode::Hybrid) << w.name;
     EXPECT_EQ(r.fusion, Fusion::Weighted) << w.name;
     EXPECT_DOUBLE_EQ(r.dense_weight, w.weight) << w.name;
     EXPECT_EQ(r.depth, w.depth) << w.name;
+    EXPECT_DOUBLE_EQ(r.weight_slope, w.slope) << w.name;
     EXPECT_NE(r.note.find("chosen by scripts/tune-fusion.py on dev queries only"), std::string::npos) << r.note;
   }
 }
