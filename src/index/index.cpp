@@ -17,6 +17,7 @@
 #include "index/shard_set.h"
 #include "index/token_store.h"
 #include "index/vector_index.h"
+#include "model/packed_linear.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
@@ -256,15 +257,12 @@ class IndexImpl final : public Index {
     eo.max_length = m_.max_length;
     // int8 queries run on the grid the index's int8 keys were built on (127 or 63 weight levels,
     // which depends on the building CPU), so that they meet the keys' own arithmetic.
-    const int recorded = int8_levels_of_grid(m_.key_grid);
     take_key_grid(m_, eo);
-    try {
-      encoder_ = Encoder::load(model, eo);
-    } catch (const Error& e) {
-      if (recorded == 0 || eo.precision != Precision::Int8) throw;
-      SIEVE_THROW("index '" << dir_ << "' holds " << m_.key_grid << " keys, and int8 queries must use that grid: "
-                            << e.what() << " (search it with --precision fp32, or rebuild it on this CPU)");
-    }
+    SIEVE_THROW_IF_NOT(eo.precision != Precision::Int8 || eo.int8_levels != 127 || PackedLinear::cpu_has_vnni(),
+                       "index '" << dir_ << "' holds " << m_.key_grid << " keys, and int8 queries must use that grid, "
+                                 << "which needs a CPU with VNNI; this one has none (search it with --precision fp32, "
+                                 << "or rebuild it on this CPU)");
+    encoder_ = Encoder::load(model, eo);
     SIEVE_THROW_IF_NOT(encoder_->dim() == m_.dim, "the model's dimension differs from the index's");
   }
 
