@@ -3,6 +3,7 @@
 // with one label; what sentence-transformers' CrossEncoder runs).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -24,7 +25,7 @@ struct CrossEncoderOptions {
 };
 
 /// The sieve file of a cross-encoder folder (DIR/sieve_cross_encoder.json, format
-/// "sieve-cross-encoder", version 1; docs/formats.md): where it came from and its gate threshold.
+/// "sieve-cross-encoder", version 3; docs/formats.md): where it came from and its gate threshold.
 struct CrossEncoderMeta {
   std::string base_encoder;   ///< the folder it was trained from ("" when unknown)
   std::string base_identity;  ///< model_identity() of that folder ("" when unknown)
@@ -32,6 +33,23 @@ struct CrossEncoderMeta {
   /// SHA-256 of the folder's model.safetensors when the file was written: the weights the record
   /// (and its threshold) belong to. "" in version 1 files and before any weights exist.
   std::string weights_sha256;
+  /// The cascade band (version 3, `sieve verify calibrate --verifier cascade:DIR`): the fast
+  /// verifier's scores in [cascade_low, cascade_high] are sent to this cross-encoder (low > high:
+  /// calibrated to send nothing). NaN = none.
+  double cascade_low = std::numeric_limits<double>::quiet_NaN();
+  double cascade_high = std::numeric_limits<double>::quiet_NaN();
+  /// SHA-256 of the fast verifier file the band was calibrated with ("" = none): a band holds
+  /// only for that verifier, and for these weights and this threshold.
+  std::string cascade_fast_sha256;
+  /// What the calibration measured on its pairs (NaN = unknown): the share of pairs sent, and the
+  /// ROC-AUC of the fast tier, of this cross-encoder and of the cascade.
+  double cascade_sent = std::numeric_limits<double>::quiet_NaN();
+  double cascade_auc_fast = std::numeric_limits<double>::quiet_NaN();
+  double cascade_auc_cross = std::numeric_limits<double>::quiet_NaN();
+  double cascade_auc = std::numeric_limits<double>::quiet_NaN();
+  bool has_cascade() const {
+    return !cascade_fast_sha256.empty() && std::isfinite(cascade_low) && std::isfinite(cascade_high);
+  }
 };
 /// The sieve file's name inside a cross-encoder folder.
 constexpr const char* kCrossEncoderMetaFile = "sieve_cross_encoder.json";

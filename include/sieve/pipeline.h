@@ -70,6 +70,10 @@ nlohmann::ordered_json hit_json(const Index& index, const VerifiedHit& hit, size
 /// building the maps, running the verifier.
 struct Stage2Timing {
   double decode = 0, map = 0, verify = 0;
+  /// A cascade (ResolvedVerifier::cascade()): candidates the fast tier scored, those sent to the
+  /// cross-encoder, and its time (reading their texts included); `verify` is the fast tier's alone.
+  size_t scored = 0, sent = 0;
+  double cross = 0;
   /// The deadline (PipelineParams::deadline) passed before the verifier ran: the hits are stage
   /// 1's top k in its order, each with a NaN verifier_score and accepted = true.
   bool skipped = false;
@@ -87,7 +91,10 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
                                                 const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 
 /// search_verified with a resolved verifier (resolve_verifier): search_verified_cosine when it is
-/// the pooled cosine (`timing` then stays zero), the cross-encoder's search when it is one.
+/// the pooled cosine (`timing` then stays zero), the cross-encoder's search when it is one, and for
+/// a cascade the fast tier over every candidate, then the cross-encoder over those whose fast score
+/// lies in the band, each scored by cascade_score and gated at the fast threshold (sieve::Error
+/// when the cascade has no band for its fast tier: calibrate it).
 std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
                                          const PipelineParams& params = {}, Stage2Timing* timing = nullptr);
 

@@ -205,22 +205,79 @@ std::vector<std::vector<float>> gate_text_pair_features(const Encoder& encoder,
 
 /// A verifier as a face names it (--verifier, the server's option, Python's Verifier.load),
 /// resolved by one rule (resolve_verifier).
+/// The fast tier's scores that a cascade sends to the cross-encoder: [low, high] (closed). An
+/// empty band (low > high) sends nothing.
+struct CascadeBand {
+  double low = 1, high = 0;
+  bool contains(double fast_score) const { return fast_score >= low && fast_score <= high; }
+};
+
 struct ResolvedVerifier {
   std::unique_ptr<Verifier> verifier;  ///< a token-map verifier, or nullptr
   /// A cross-encoder ("cross:DIR"), which reads the query's and candidate's texts instead of token
-  /// states; nullptr otherwise. Both null: the pooled stage-1 cosine ("cosine").
+  /// states; nullptr otherwise. Both null: the pooled stage-1 cosine ("cosine"). Both set: the
+  /// cascade ("cascade:DIR"): `verifier` is the fast tier, `cross` the accurate one.
   std::unique_ptr<CrossEncoder> cross;
-  std::string name;                    ///< "cosine", "F0".."F2", the file's path, or "cross:DIR"
+  std::string name;                    ///< "cosine", "F0".."F2", the file's path, "cross:DIR" or "cascade:DIR"
   bool file = false;                   ///< loaded from the file (or cross-encoder folder) `name`
+  /// The cascade's band (from the cross-encoder's sieve file); `calibrated` false: none recorded
+  /// yet for this fast verifier (sieve verify calibrate --verifier cascade:DIR sets it).
+  CascadeBand band;
+  bool calibrated = false;
   bool cosine() const { return verifier == nullptr && cross == nullptr; }
-  /// "cosine", the verifier's kind "F0".."F4", or "cross".
+  bool cascade() const { return verifier != nullptr && cross != nullptr; }
+  /// "cosine", the verifier's kind "F0".."F4", "cross" or "cascade".
   std::string kind() const;
-  /// The calibrated gate threshold, NaN for the cosine and uncalibrated verifiers.
+  /// The calibrated gate threshold, NaN for the cosine and uncalibrated verifiers (a cascade's is
+  /// its fast tier's: cascade_score maps the cross-encoder's decisions onto that scale).
   double threshold() const;
 };
 
 /// The prefix of a cross-encoder verifier spec: "cross:DIR".
 constexpr const char* kCrossVerifierPrefix = "cross:";
+/// The prefix of a cascade spec: "cascade:DIR", the model's shipped gate (default_verifier) as the
+/// fast tier and the cross-encoder in DIR for the candidates inside the band DIR's sieve file
+/// records for that gate.
+constexpr const char* kCascadeVerifierPrefix = "cascade:";
+
+/// Gate modes, one rule for every face (--gate-mode, the server's option, Python's gate_spec).
+enum class GateMode {
+  Auto,      ///< the cascade when the model has a cross-encoder installed with a band for its gate, else fast
+  Fast,      ///< the model's shipped gate alone (token states: no second encoder pass)
+  Accurate,  ///< the cross-encoder alone, over every candidate
+  Cascade,   ///< the fast gate, and the cross-encoder for the candidates inside the calibrated band
+};
+/// "auto", "fast", "accurate", "cascade" (sieve::Error naming them for anything else).
+GateMode gate_mode_from_name(const std::string& name);
+const char* gate_mode_name(GateMode mode);
+/// The cross-encoder installed for a model: MODEL_DIR/cross-encoder when it is a cross-encoder
+/// folder, else "".
+std::string installed_cross_encoder(const std::string& model_dir);
+/// The verifier spec of a gate mode: Fast = the model's shipped gate file; Accurate = "cross:DIR";
+/// Cascade = "cascade:DIR"; Auto = "default" (which resolves to the cascade when one is installed
+/// and calibrated). DIR = `cross_dir`, else installed_cross_encoder(model_dir); sieve::Error when
+/// the mode needs one and there is none, or when the model ships no gate.
+std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, const std::string& model_dir);
+
+/// A candidate's cascade score: its fast score outside the band; inside, the cross-encoder's score
+/// mapped piecewise linearly onto the band so that the cross-encoder's threshold lands on the fast
+/// threshold: [0, cross_threshold) -> [low, fast_threshold) and [cross_threshold, 1] ->
+/// [fast_threshold, high]. So one threshold (the fast one) gates both, and the ranking keeps the
+/// fast tier's order between the band and the rest.
+float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold, const CascadeBand& band);
+
+/// What calibrate_cascade chose, and what it measured on its pairs.
+struct CascadeCalibration {
+  CascadeBand band;
+  double sent = 0;              ///< share of the pairs inside the band
+  double auc_fast = 0, auc_cross = 0, auc_cascade = 0;
+};
+/// The band, symmetric about the fast threshold, that gives the highest ROC-AUC of the cascade's
+/// scores on labelled pairs, among bands sending at most `max_sent` of them (in steps of 1 % of
+/// the pairs; ties go to the band that sends fewer). `fast` and `cross` score the same pairs.
+CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::vector<float>& cross,
+                                     const std::vector<bool>& positive, double fast_threshold,
+                                     double cross_threshold, double max_sent = 0.25);
 
 /// Where resolve_verifier looks: the encoder's model folder and its identity.
 struct VerifierContext {
@@ -285,8 +342,15 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
                                     const std::vector<std::pair<std::string, std::string>>& pairs,
                                     size_t batch_size = 32);
 
+/// A cascade's second step: the pairs whose fast score (`scores`, one per pair) lies in the band
+/// are scored by the cross-encoder and their scores replaced by cascade_score. Returns how many
+/// were sent. sieve::Error when `verifier` is no cascade or its cross-encoder has no threshold.
+size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pair<std::string, std::string>>& pairs,
+                     std::vector<float>& scores, size_t batch_size = 32);
+
 /// score_text_pairs with a resolved verifier: a cross-encoder scores the texts itself (`encoder`
-/// may then be null); otherwise as above (`encoder` required).
+/// may then be null); otherwise as above (`encoder` required); a cascade scores every pair with its
+/// fast tier and the pairs inside its band with the cross-encoder too (cascade_score).
 std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifier& verifier,
                                     const std::vector<std::pair<std::string, std::string>>& pairs,
                                     size_t batch_size = 32);

@@ -219,18 +219,23 @@ class Verifier:
         self._impl = impl
 
     @classmethod
-    def load(cls, path_or_name="default", model=None, threads=0):
+    def load(cls, path_or_name="default", model=None, threads=0, gate_mode=None, cross=None):
         """A verifier file, or "F0", "F1", "F2", or "cosine" (the pooled keys' cosine);
         "default": the verifier shipped for `model` (default: the default model), else F1.
         Those names always mean the built-ins: name a file by a path with '/' (./F1) or ending
         in .safetensors. A file made for another model than `model` is refused. "cross:DIR":
         the cross-encoder in folder DIR (sieve train cross-encoder), which scores the texts
-        (sigmoid of its logit, as sentence-transformers' CrossEncoder.predict)."""
-        return cls(_Verifier.load(str(path_or_name), str(model or ""), threads))
+        (sigmoid of its logit, as sentence-transformers' CrossEncoder.predict). "cascade:DIR":
+        the model's gate, and the cross-encoder in DIR for the pairs within its calibrated band.
+
+        Or the gate by mode, as `sieve search --gate-mode` (leave path_or_name at "default"):
+        gate_mode "fast", "accurate", "cascade" or "auto"; `cross` is the cross-encoder folder of
+        accurate and cascade (default: MODEL_DIR/cross-encoder)."""
+        return cls(_Verifier.load(str(path_or_name), str(model or ""), threads, gate_mode or "", str(cross or "")))
 
     @property
     def kind(self):
-        """"F0".."F4", "mlp", "cosine" or "cross"."""
+        """"F0".."F4", "mlp", "cosine", "cross" or "cascade"."""
         return self._impl.kind
 
     @property

@@ -72,7 +72,8 @@ class Index:
 class Verifier:
     @classmethod
     def load(cls, path_or_name: Union[str, PathLike] = ..., model: Union[str, PathLike, None] = ...,
-             threads: int = ...) -> "Verifier": ...
+             threads: int = ..., gate_mode: Optional[str] = ...,
+             cross: Union[str, PathLike, None] = ...) -> "Verifier": ...
     @property
     def kind(self) -> str: ...
     @property

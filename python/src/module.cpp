@@ -509,17 +509,25 @@ PYBIND11_MODULE(_sieve, m) {
   py::class_<PyVerifier>(m, "Verifier")
       .def_static(
           "load",
-          [](const std::string& name, const std::string& model, int threads) {
+          [](const std::string& name, const std::string& model, int threads, const std::string& gate_mode,
+             const std::string& cross) {
             auto v = std::make_unique<PyVerifier>();
             const std::string dir = resolve_model_dir(model);
             EncoderOptions eo;
             eo.threads = threads;
+            if (!gate_mode.empty() && name != "default")
+              throw py::value_error("give a verifier name or a gate_mode, not both");
+            if (!cross.empty() && gate_mode != "accurate" && gate_mode != "cascade")
+              throw py::value_error("cross goes with gate_mode 'accurate' or 'cascade'");
             py::gil_scoped_release release;
-            v->verifier = resolve_verifier(name, {dir, ""});
-            if (!v->verifier.cross) v->encoder = Encoder::load(dir, eo);  // a cross-encoder reads texts
+            const std::string spec = gate_mode.empty() ? name : gate_verifier_spec(gate_mode_from_name(gate_mode), cross, dir);
+            v->verifier = resolve_verifier(spec, {dir, ""});
+            // A cross-encoder reads texts; a cascade's fast tier reads token states.
+            if (!v->verifier.cross || v->verifier.cascade()) v->encoder = Encoder::load(dir, eo);
             return v;
           },
-          py::arg("path_or_name") = "default", py::arg("model") = "", py::arg("threads") = 0)
+          py::arg("path_or_name") = "default", py::arg("model") = "", py::arg("threads") = 0,
+          py::arg("gate_mode") = "", py::arg("cross") = "")
       .def_property_readonly("kind", [](const PyVerifier& v) { return v.verifier.kind(); })
       .def_property_readonly("threshold", [](const PyVerifier& v) { return none_if_nan(v.verifier.threshold()); })
       .def("score", [](const PyVerifier& v, const std::vector<std::pair<std::string, std::string>>& pairs) {

@@ -191,10 +191,15 @@ void register_nearmiss_eval(CLI::App* group) {
     o->model = resolve_model_dir(o->model);
     const std::string identity = model_identity(o->model);
     std::vector<ResolvedVerifier> owned;
+    owned.reserve(o->verifiers.size());  // the scorers point into it
     std::vector<experiment::Scorer> scorers = {{"cosine", nullptr}};
     for (const auto& v : o->verifiers) {
       owned.push_back(resolve_verifier(v, {o->model, identity}));
-      scorers.push_back({v, owned.back().verifier.get(), owned.back().cross.get()});
+      const ResolvedVerifier& r = owned.back();
+      SIEVE_THROW_IF_NOT(!r.cascade() || r.calibrated, "'" << v << "' has no band for the model's gate: calibrate it "
+                                                                   "(sieve verify calibrate --verifier " << v << ")");
+      scorers.push_back(r.cascade() ? experiment::Scorer{v, r.verifier.get(), nullptr, &r}
+                                    : experiment::Scorer{v, r.verifier.get(), r.cross.get()});
     }
     const auto e = experiment::evaluate_nearmisses(o->model, pairs, scorers, o->n);
     if (!o->markdown.empty()) experiment::write_text(o->markdown, experiment::nearmiss_markdown(e));

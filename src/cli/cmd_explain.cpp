@@ -34,8 +34,9 @@ void register_explain(CLI::App& app) {
   on_run(cmd, [o] {
     o->model = resolve_model_dir(o->model);
     const ResolvedVerifier verifier = resolve_verifier(o->verifier, {o->model, ""});
-    SIEVE_THROW_IF_NOT(!verifier.cross, "a cross-encoder reads the texts, not a token map: there is no map to "
-                                        "explain (sieve verify score gives its score)");
+    SIEVE_THROW_IF_NOT(!verifier.cross, (verifier.cascade() ? "a cascade's cross-encoder" : "a cross-encoder")
+                                            << " reads the texts, not a token map: there is no map to explain (sieve "
+                                               "verify score gives its score; --verifier default explains the fast tier)");
     auto enc = Encoder::load(o->model, o->dev.options());
     Explanation x = explain_pair(*enc, verifier.verifier.get(), o->query, o->candidate, o->threshold);
     if (!o->svg.empty()) {

@@ -57,7 +57,7 @@ struct SearchOpts {
     DeviceFlags dev;
     size_t batch = 64;
     bool text = false;
-    std::string verifier;
+    std::string verifier, gate_mode, cross;
     PipelineParams pipe;
     bool rerank = false;
 };
@@ -71,8 +71,14 @@ void run_verified(const Index& index, const ResolvedVerifier& verifier, const Se
   pp.rerank = o.rerank;
   if (o.output == "tsv" && o.trec.empty())
     std::printf("query_id\trank\tdoc_id\tstage1_score\tstage1_rank\tverifier_score\taccepted%s\n", o.text ? "\ttext" : "");
+  size_t sent = 0, read = 0;
+  double cross_seconds = 0;
   for (const auto& q : queries) {
-    auto hits = search_verified(index, verifier, q.text, pp);
+    Stage2Timing st;
+    auto hits = search_verified(index, verifier, q.text, pp, &st);
+    sent += st.sent;
+    cross_seconds += st.cross;
+    read += st.scored;
     std::string out;
     if (!o.trec.empty()) {
       std::vector<eval::RunEntry> ranked;
@@ -99,6 +105,12 @@ void run_verified(const Index& index, const ResolvedVerifier& verifier, const Se
       out = hits_line(index, q, hits, o.text);
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  if (verifier.cascade()) {
+    char line[200];
+    std::snprintf(line, sizeof line, "cascade: sent %zu of %zu candidates (%.1f%%) to the cross-encoder, %.1f ms a query",
+                  sent, read, read ? 100.0 * sent / read : 0.0, queries.empty() ? 0.0 : 1000 * cross_seconds / queries.size());
+    log_info(line);
   }
 }
 
@@ -147,11 +159,23 @@ void register_search(CLI::App& app) {
       ->check(kPositive);
   cmd->add_flag("--rerank", o->rerank, "Stage 2: order results by verifier score (default: stage-1 order)");
   cmd->add_flag("--gate", o->pipe.gate, "Stage 2: drop candidates the verifier rejects (its calibrated threshold)");
+  cmd->add_option("--gate-mode", o->gate_mode,
+                  "Stage 2 (implies --gate): fast (the model's gate over the stored token states), accurate (a "
+                  "cross-encoder over every candidate), cascade (the fast gate, and the cross-encoder for the "
+                  "candidates within its calibrated band) or auto (cascade when the model has a calibrated "
+                  "cross-encoder installed, else fast: what --gate alone does)")
+      ->check(CLI::IsMember({"auto", "fast", "accurate", "cascade"}));
+  cmd->add_option("--cross", o->cross, "Stage 2: the cross-encoder folder of --gate-mode accurate|cascade (default: "
+                                       "MODEL_DIR/cross-encoder)");
   cmd->add_option("--threshold", o->pipe.threshold, "Stage 2: gate threshold (default: the verifier file's)");
   cmd->add_option("--batch,--batch-size", o->batch, "Queries encoded per batch")->capture_default_str()->check(kPositive);
   o->dev.add(cmd);
   on_run(cmd, [o, cmd] {
     auto queries = gather_queries(o->args, o->queries);
+    SIEVE_THROW_IF_NOT(o->gate_mode.empty() || o->verifier.empty(), "give --verifier or --gate-mode, not both");
+    SIEVE_THROW_IF_NOT(o->cross.empty() || o->gate_mode == "accurate" || o->gate_mode == "cascade",
+                       "--cross goes with --gate-mode accurate or cascade");
+    if (!o->gate_mode.empty()) o->pipe.gate = true;
     apply_search_flags(*cmd, recommended_search_for_index(o->index, o->model), o->mode, o->fusion, o->p);
     IndexOpenOptions oo;
     oo.model_dir = o->model;
@@ -161,6 +185,8 @@ void register_search(CLI::App& app) {
     auto index = Index::open(o->index, oo);
     // The verifier made for the encoder that searches: beside the index's model (or --model).
     const std::string model = o->model.empty() ? index->stats().model_path : o->model;
+    if (!o->gate_mode.empty())
+      o->verifier = gate_verifier_spec(gate_mode_from_name(o->gate_mode), o->cross, model);
     const bool chosen_here = o->verifier.empty() && (o->pipe.gate || o->rerank);
     if (chosen_here) {
       SIEVE_THROW_IF_NOT(!o->pipe.gate || !default_verifier(model, "").empty(),

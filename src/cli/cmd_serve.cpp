@@ -42,6 +42,12 @@ void register_serve(CLI::App& app) {
                   std::string("Stage-2 verifier: file, or cosine, F0, F1, F2, cross:DIR (default: the model folder's "
                               "verifier.safetensors, else F1; a file must be made for the serving model)") +
                       kVerifierNames);
+  cmd->add_option("--gate-mode", o->s.gate_mode,
+                  "The gate by mode instead of --verifier: fast (the model's gate), accurate (a cross-encoder), "
+                  "cascade (the fast gate, the cross-encoder within its calibrated band) or auto")
+      ->check(CLI::IsMember({"auto", "fast", "accurate", "cascade"}));
+  cmd->add_option("--cross", o->s.cross, "The cross-encoder folder of --gate-mode accurate|cascade (default: "
+                                         "MODEL_DIR/cross-encoder)");
   cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key-file", o->api_key_file,

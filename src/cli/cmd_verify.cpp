@@ -8,6 +8,7 @@
 #include "eval/pairs.h"
 #include "sieve/error.h"
 #include "sieve/model.h"
+#include "core/checksum.h"
 #include "core/file_util.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
@@ -41,10 +42,44 @@ nlohmann::json describe(const Verifier& v) {
 std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, const std::string& model,
                                const ResolvedVerifier& verifier, const DeviceFlags& dev, size_t batch_size) {
   std::unique_ptr<Encoder> enc;
-  if (!verifier.cross) enc = Encoder::load(model, dev.options());
+  if (!verifier.cross || verifier.cascade()) enc = Encoder::load(model, dev.options());
   std::vector<std::pair<std::string, std::string>> texts;
   for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
   return score_text_pairs(enc.get(), verifier, texts, batch_size);
+}
+
+// `verify calibrate --verifier cascade:DIR`: both tiers score every pair, and the band that
+// calibrate_cascade chooses is stored in DIR's sieve file for this fast tier.
+void calibrate_cascade_band(const std::vector<eval::SentencePair>& pairs, const std::vector<bool>& positive,
+                            const std::string& model, const ResolvedVerifier& rv, const DeviceFlags& dev,
+                            size_t batch_size, double max_sent, const std::string& out) {
+  SIEVE_THROW_IF_NOT(out.empty(), "a cascade's band is stored in its cross-encoder's folder; leave out --out");
+  SIEVE_THROW_IF_NOT(!std::isnan(rv.cross->threshold()),
+                     "calibrate the cross-encoder's threshold first (sieve verify calibrate --verifier cross:"
+                         << rv.cross->dir() << ")");
+  auto enc = Encoder::load(model, dev.options());
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
+  const std::vector<float> fast = score_text_pairs(*enc, rv.verifier.get(), texts, batch_size);
+  const std::vector<float> cross = rv.cross->score_pairs(texts, batch_size);
+  const CascadeCalibration c =
+      calibrate_cascade(fast, cross, positive, rv.threshold(), rv.cross->threshold(), max_sent);
+  CrossEncoderMeta meta = rv.cross->meta();
+  meta.cascade_fast_sha256 = sha256_file_hex(default_verifier(model, ""));
+  meta.cascade_low = c.band.low;
+  meta.cascade_high = c.band.high;
+  meta.cascade_sent = c.sent;
+  meta.cascade_auc_fast = c.auc_fast;
+  meta.cascade_auc_cross = c.auc_cross;
+  meta.cascade_auc = c.auc_cascade;
+  write_cross_encoder_meta(rv.cross->dir(), meta);
+  nlohmann::json j = {{"band", {c.band.low, c.band.high}}, {"sent", c.sent},
+                      {"auc_fast", c.auc_fast}, {"auc_cross", c.auc_cross}, {"auc_cascade", c.auc_cascade},
+                      {"pairs", pairs.size()}, {"max_sent", max_sent},
+                      {"written", path_join(rv.cross->dir(), kCrossEncoderMetaFile)}};
+  std::printf("%s\n", j.dump().c_str());
+  if (c.band.low > c.band.high)
+    std::fprintf(stderr, "sieve: note: no band beats the fast tier alone on these pairs; the cascade sends nothing\n");
 }
 
 // The fitted gate of scripts/fit-gate.py: {features, mean, scale, hidden_weights, hidden_bias,
@@ -242,6 +277,7 @@ void register_verify(CLI::App& app) {
       DeviceFlags dev;
       size_t batch_size = 32;
       bool balanced = false, max_balanced_accuracy = false;
+      double max_sent = 0.25;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
@@ -264,6 +300,10 @@ void register_verify(CLI::App& app) {
     cmd->add_flag("--max-balanced-accuracy", o->max_balanced_accuracy,
                   "Instead of a target precision: the threshold of the highest (TPR + TNR) / 2 (Youden's J); "
                   "the precision reported is the balanced one");
+    cmd->add_option("--max-sent", o->max_sent,
+                    "cascade:DIR: the largest share of the pairs the band may send to the cross-encoder")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
     cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
     o->dev.add(cmd);
@@ -282,6 +322,10 @@ void register_verify(CLI::App& app) {
       }
       o->model = resolve_model_dir(o->model);
       const ResolvedVerifier rv = resolve_verifier(o->verifier, {o->model, ""});
+      if (rv.cascade()) {
+        calibrate_cascade_band(pairs, positive, o->model, rv, o->dev, o->batch_size, o->max_sent, o->out);
+        return;
+      }
       std::vector<float> scores = score_pairs(pairs, o->model, rv, o->dev, o->batch_size);
       if (o->max_balanced_accuracy) o->balanced = true;
       Calibration c = o->max_balanced_accuracy ? calibrate_balanced_accuracy(scores, positive)
@@ -293,6 +337,7 @@ void register_verify(CLI::App& app) {
         SIEVE_THROW_IF_NOT(o->out.empty(), "a cross-encoder's threshold is stored in its folder; leave out --out");
         CrossEncoderMeta meta = rv.cross->meta();
         meta.threshold = c.threshold;
+        meta.cascade_fast_sha256.clear();  // a cascade band was calibrated with the old threshold
         write_cross_encoder_meta(rv.cross->dir(), meta);
         out = path_join(rv.cross->dir(), kCrossEncoderMetaFile);
       } else {

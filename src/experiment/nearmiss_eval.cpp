@@ -105,6 +105,13 @@ std::vector<double> score_all(const std::vector<std::pair<size_t, size_t>>& pair
     std::vector<float> s = verifier->score(e.tokens[q], cands);
     for (size_t k = 0; k < rows.size(); ++k) out[rows[k]] = s[k];
   }
+  if (scorer.cascade) {
+    std::vector<std::pair<std::string, std::string>> text_pairs;
+    std::vector<float> f(out.begin(), out.end());
+    for (const auto& [q, c] : pairs) text_pairs.emplace_back(texts[q], texts[c]);
+    apply_cascade(*scorer.cascade, text_pairs, f, batch_size);
+    std::copy(f.begin(), f.end(), out.begin());
+  }
   return out;
 }
 

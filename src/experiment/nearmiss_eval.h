@@ -73,6 +73,9 @@ struct Scorer {
   std::string name;
   const Verifier* verifier = nullptr;
   const CrossEncoder* cross = nullptr;
+  /// A cascade (then `verifier` is its fast tier and `cross` is unset): the pairs within its band
+  /// are scored again by its cross-encoder (apply_cascade).
+  const ResolvedVerifier* cascade = nullptr;
 };
 
 /// Encodes every text once with `model_dir` and evaluates each scorer on `pairs`.

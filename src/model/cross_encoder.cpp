@@ -27,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kMetaFormat = "sieve-cross-encoder";
-constexpr int kMetaVersion = 2;  // 2: crc32 and weights_sha256
+constexpr int kMetaVersion = 3;  // 2: crc32 and weights_sha256; 3: the cascade band
 
 class BertCrossEncoder final : public CrossEncoder {
  public:
@@ -61,6 +61,7 @@ class BertCrossEncoder final : public CrossEncoder {
       log_warn("'" + path_join(dir, kCrossEncoderMetaFile) + "' was written for other weights than '" + weights +
                "': its threshold is not used; calibrate again (sieve verify calibrate --verifier cross:" + dir + ")");
       meta_.threshold = std::numeric_limits<double>::quiet_NaN();
+      meta_.cascade_fast_sha256.clear();  // the band was calibrated with that threshold
     }
     model_ = BertClassifier(config_, labels, /*dropout=*/0.0);
     auto file = SafetensorsFile::open(weights);
@@ -176,6 +177,21 @@ CrossEncoderMeta read_cross_encoder_meta(const std::string& dir) {
   m.base_identity = j.value("base_identity", "");
   m.weights_sha256 = j.value("weights_sha256", "");
   if (j.contains("threshold") && j["threshold"].is_number()) m.threshold = j["threshold"].get<double>();
+  if (j.contains("cascade") && j["cascade"].is_object()) {
+    const json& c = j["cascade"];
+    auto num = [&](const char* key) {
+      return c.contains(key) && c[key].is_number() ? c[key].get<double>() : std::numeric_limits<double>::quiet_NaN();
+    };
+    m.cascade_fast_sha256 = c.value("fast_verifier_sha256", "");
+    m.cascade_low = num("low");
+    m.cascade_high = num("high");
+    m.cascade_sent = num("dev_sent");
+    m.cascade_auc_fast = num("dev_auc_fast");
+    m.cascade_auc_cross = num("dev_auc_cross");
+    m.cascade_auc = num("dev_auc_cascade");
+    SIEVE_THROW_IF_NOT(!m.cascade_fast_sha256.empty() && std::isfinite(m.cascade_low) && std::isfinite(m.cascade_high),
+                       path << ": the cascade record needs fast_verifier_sha256 and a finite low and high");
+  }
   return m;
 }
 
@@ -185,6 +201,13 @@ void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& m)
   j["threshold"] = std::isnan(m.threshold) ? json(nullptr) : json(m.threshold);
   const std::string weights = path_join(dir, "model.safetensors");
   j["weights_sha256"] = is_file(weights) ? sha256_file_hex(weights) : std::string();
+  if (m.has_cascade()) {
+    auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+    j["cascade"] = {{"fast_verifier_sha256", m.cascade_fast_sha256}, {"low", m.cascade_low},
+                    {"high", m.cascade_high},        {"dev_sent", num(m.cascade_sent)},
+                    {"dev_auc_fast", num(m.cascade_auc_fast)}, {"dev_auc_cross", num(m.cascade_auc_cross)},
+                    {"dev_auc_cascade", num(m.cascade_auc)}};
+  }
   const std::string dump = j.dump();
   j["crc32"] = crc32_hex(crc32(dump.data(), dump.size()));
   write_file_atomic(path_join(dir, kCrossEncoderMetaFile), j.dump(2) + "\n");

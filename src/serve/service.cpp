@@ -114,6 +114,11 @@ void check_serve_options(const ServeOptions& opt) {
   }
   if (!opt.model_dir.empty())
     SIEVE_THROW_IF_NOT(is_dir(opt.model_dir), "model folder '" << opt.model_dir << "' does not exist");
+  SIEVE_THROW_IF_NOT(opt.gate_mode.empty() || opt.verifier.empty(), "give a verifier or a gate mode, not both");
+  if (!opt.gate_mode.empty()) (void)gate_mode_from_name(opt.gate_mode);
+  SIEVE_THROW_IF_NOT(opt.cross.empty() || opt.gate_mode == "accurate" || opt.gate_mode == "cascade",
+                     "a cross-encoder folder goes with gate mode accurate or cascade");
+  if (!opt.cross.empty()) SIEVE_THROW_IF_NOT(is_dir(opt.cross), "cross-encoder folder '" << opt.cross << "' does not exist");
   const bool cross = opt.verifier.rfind(kCrossVerifierPrefix, 0) == 0;
   if (cross)
     SIEVE_THROW_IF_NOT(is_dir(opt.verifier.substr(std::string(kCrossVerifierPrefix).size())),
@@ -152,9 +157,15 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
                                 index_ ? index_->snapshot()->stats().model_identity : model_identity(encoder_->info().dir)};
   // Two jobs kept apart (stage2_verifier_spec): without a named verifier the shipped gate gates
   // and F1 orders by relevance (rerank alone, TEI /rerank); a named one serves both.
-  const std::string gate_spec = stage2_verifier_spec(opt_.verifier, true);
-  const std::string rerank_spec = stage2_verifier_spec(opt_.verifier, false);
+  // A gate mode names the gate only; reranking alone stays with F1, as without a named verifier.
+  const std::string gate_spec =
+      opt_.gate_mode.empty() ? stage2_verifier_spec(opt_.verifier, true)
+                             : gate_verifier_spec(gate_mode_from_name(opt_.gate_mode), opt_.cross, encoder_->info().dir);
+  const std::string rerank_spec = stage2_verifier_spec(opt_.gate_mode.empty() ? opt_.verifier : "", false);
   verifier_ = resolve_verifier(gate_spec, context);
+  SIEVE_THROW_IF_NOT(!verifier_.cascade() || verifier_.calibrated,
+                     "'" << verifier_.name << "' has no band for the model's gate: calibrate it first (sieve verify "
+                         "calibrate --verifier " << verifier_.name << " --pairs DEV)");
   if (rerank_spec != gate_spec) relevance_ = resolve_verifier(rerank_spec, context);
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
@@ -385,12 +396,16 @@ Response Service::verify(const std::string& body, Clock::time_point deadline) {
   }
   const double threshold = threshold_or(number_of(j, "threshold", std::nan("")));
   std::vector<float> scores;
-  if (verifier_.cross) {
-    std::vector<std::pair<std::string, std::string>> text_pairs;
-    for (size_t i = 0; i + 1 < texts.size(); i += 2) text_pairs.emplace_back(texts[i], texts[i + 1]);
+  std::vector<std::pair<std::string, std::string>> text_pairs;
+  for (size_t i = 0; i + 1 < texts.size(); i += 2) text_pairs.emplace_back(texts[i], texts[i + 1]);
+  if (verifier_.cross && !verifier_.cascade()) {
     scores = verifier_.cross->score_pairs(text_pairs);
   } else {
     scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine(), nullptr, deadline));
+    if (verifier_.cascade()) {
+      if (!verifier_.calibrated) throw bad("the server's cascade has no band for its fast tier: calibrate it");
+      apply_cascade(verifier_, text_pairs, scores);
+    }
   }
   require_finite(scores, "pair");
   json results = json::array();
@@ -457,8 +472,13 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
         for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
       }
       const double total = std::chrono::duration<double>(Clock::now() - t0).count();
-      timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify)}, {"decode_ms", 1000 * st.decode},
+      timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify - st.cross)}, {"decode_ms", 1000 * st.decode},
                  {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
+      if (stage2_verifier.cascade() && !st.skipped) {  // what the cascade sent to its cross-encoder
+        timings["cross_ms"] = 1000 * st.cross;
+        timings["sent_to_cross"] = st.sent;
+        timings["scored"] = st.scored;
+      }
     } else {
       SearchResult sr = ix->search(q, sp);
       for (size_t r = 0; r < sr.hits.size(); ++r) hits.push_back(json(hit_json(*ix, sr.hits[r], r + 1, ho)));

@@ -26,6 +26,9 @@ struct ServeOptions {
   std::string index_dir;     ///< empty: embedding and verification only
   std::string model_dir;     ///< empty: the index's model, else the default model (default_model_dir)
   std::string verifier;      ///< a resolve_verifier spec: file, cosine, F0/F1/F2; empty: the model's shipped one, else F1
+  /// The gate by mode instead of `verifier` (gate_verifier_spec): "", auto, fast, accurate or cascade;
+  /// `cross` = the cross-encoder folder of accurate and cascade ("" = MODEL_DIR/cross-encoder).
+  std::string gate_mode, cross;
   EncoderOptions encoder;    ///< device and threads
   BatcherOptions batching;   ///< dynamic batching (its `workers` comes from encoder_workers)
   /// Encoder workers: 0 = one per core on a CPU (encoder.threads of them when given), one on a

@@ -58,13 +58,19 @@ Response Service::rerank_tei(const std::string& body, Clock::time_point deadline
   all.insert(all.end(), texts.begin(), texts.end());
   std::vector<float> s;
   const ResolvedVerifier& rv = reranker();
-  if (rv.cross) {
+  if (rv.cross && !rv.cascade()) {
     // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
     std::vector<std::pair<std::string, std::string>> pairs;
     for (const auto& t : texts) pairs.emplace_back(all[0], t);
     s = raw ? rv.cross->logits(pairs) : sigmoid_scores(rv.cross->logits(pairs));
   } else {
     s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline));
+    if (rv.cascade()) {
+      if (!rv.calibrated) throw bad("the server's cascade has no band for its fast tier: calibrate it");
+      std::vector<std::pair<std::string, std::string>> pairs;
+      for (const auto& t : texts) pairs.emplace_back(all[0], t);
+      apply_cascade(rv, pairs, s);
+    }
   }
   require_finite(s, "text");
   std::vector<size_t> order(s.size());

@@ -58,10 +58,37 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
   return score_pairs(verifier, encoder.encode(texts, call));
 }
 
+size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pair<std::string, std::string>>& pairs,
+                     std::vector<float>& scores, size_t batch_size) {
+  SIEVE_THROW_IF_NOT(verifier.cascade(), "'" << verifier.name << "' is not a cascade");
+  SIEVE_THROW_IF_NOT(pairs.size() == scores.size(), "the cascade needs one fast score per pair");
+  const double cross_threshold = verifier.cross->threshold();
+  SIEVE_THROW_IF_NOT(!std::isnan(cross_threshold), "'" << verifier.name << "': the cross-encoder has no threshold");
+  std::vector<std::pair<std::string, std::string>> sent;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (verifier.band.contains(scores[i])) {
+      sent.push_back(pairs[i]);
+      at.push_back(i);
+    }
+  if (sent.empty()) return 0;
+  const std::vector<float> cross = verifier.cross->score_pairs(sent, batch_size);
+  for (size_t i = 0; i < at.size(); ++i)
+    scores[at[i]] = cascade_score(scores[at[i]], cross[i], verifier.threshold(), cross_threshold, verifier.band);
+  return sent.size();
+}
+
 std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifier& verifier,
                                     const std::vector<std::pair<std::string, std::string>>& pairs, size_t batch_size) {
-  if (verifier.cross) return verifier.cross->score_pairs(pairs, batch_size);
+  if (verifier.cross && !verifier.cascade()) return verifier.cross->score_pairs(pairs, batch_size);
   SIEVE_THROW_IF_NOT(encoder != nullptr, "scoring with " << verifier.name << " needs an encoder");
+  if (verifier.cascade()) {
+    SIEVE_THROW_IF_NOT(verifier.calibrated, "'" << verifier.name << "' has no band for its fast tier: calibrate the "
+                                                   "cascade (sieve verify calibrate --verifier " << verifier.name << ")");
+    std::vector<float> out = score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
+    apply_cascade(verifier, pairs, out, batch_size);
+    return out;
+  }
   return score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
 }
 

@@ -64,6 +64,49 @@ bool past_deadline(const std::vector<Hit>& hits, const PipelineParams& params, S
   return true;
 }
 
+std::vector<VerifiedHit> search_cascade(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
+                                        const PipelineParams& params, Stage2Timing* timing) {
+  SIEVE_THROW_IF_NOT(verifier.calibrated, "'" << verifier.name
+                                              << "' has no band for its fast tier: calibrate the cascade (sieve verify "
+                                                 "calibrate --verifier " << verifier.name << " --pairs DEV)");
+  const double fast_threshold = verifier.verifier->config().threshold;
+  // The fast tier over every candidate, in stage-1 order, nothing gated or cut yet.
+  PipelineParams all = params;
+  all.gate = false;
+  all.rerank = false;
+  all.k = params.candidates;
+  all.threshold = std::numeric_limits<double>::quiet_NaN();
+  Stage2Timing st;
+  std::vector<VerifiedHit> fast = search_verified(index, *verifier.verifier, query, all, &st);
+  if (st.skipped) {  // past the deadline: stage 1's top k
+    if (fast.size() > params.k) fast.resize(params.k);
+    if (timing) *timing = st;
+    return fast;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  // Only the candidates inside the band need their texts (the rest keep an empty one, unread).
+  std::vector<std::pair<std::string, std::string>> pairs(fast.size());
+  std::vector<Hit> hits;
+  std::vector<float> scores;
+  for (const auto& v : fast) {
+    hits.push_back(v.hit);
+    scores.push_back(v.verifier_score);
+  }
+  parallel_ranges(pairs.size(), compute_threads(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      if (verifier.band.contains(scores[i])) pairs[i] = {query, encoder_text(index.document(hits[i].doc))};
+  });
+  const size_t sent = apply_cascade(verifier, pairs, scores);
+  if (timing) {
+    *timing = st;
+    timing->scored = hits.size();
+    timing->sent = sent;
+    timing->cross = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  return decide(hits, scores, std::isnan(params.threshold) ? fast_threshold : params.threshold, params);
+}
+
 }  // namespace
 
 std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::string& query,
@@ -88,6 +131,7 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
 
 std::vector<VerifiedHit> search_verified(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
                                          const PipelineParams& params, Stage2Timing* timing) {
+  if (verifier.cascade()) return search_cascade(index, verifier, query, params, timing);
   if (verifier.cross) return search_verified(index, *verifier.cross, query, params, timing);
   return verifier.cosine() ? search_verified_cosine(index, query, params, timing)
                            : search_verified(index, *verifier.verifier, query, params, timing);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/checksum.h"
 #include "sieve/cross_encoder.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
@@ -11,11 +12,13 @@
 namespace sieve {
 
 std::string ResolvedVerifier::kind() const {
+  if (cascade()) return "cascade";
   if (cross) return "cross";
   return verifier ? std::string(verifier_kind_name(verifier->config().kind)) : std::string("cosine");
 }
 
 double ResolvedVerifier::threshold() const {
+  if (cascade()) return verifier->config().threshold;
   if (cross) return cross->threshold();
   return verifier ? verifier->config().threshold : std::numeric_limits<double>::quiet_NaN();
 }
@@ -25,7 +28,44 @@ std::string stage2_verifier_spec(const std::string& named, bool gate) {
   return gate ? "default" : "F1";
 }
 
+namespace {
+
+// "cascade:DIR": the model's shipped gate and the cross-encoder in DIR, with the band DIR records
+// for that gate (none yet: `calibrated` stays false, and only calibration may use it).
+ResolvedVerifier resolve_cascade(const std::string& spec, const VerifierContext& context) {
+  const std::string dir = spec.substr(std::string(kCascadeVerifierPrefix).size());
+  SIEVE_THROW_IF_NOT(!dir.empty(), "'" << spec << "': name the cross-encoder's folder, as cascade:DIR");
+  const std::string fast = default_verifier(context.model_dir, "");
+  SIEVE_THROW_IF_NOT(!fast.empty(), "'" << spec << "': the cascade's fast tier is the model's shipped gate, and the model '"
+                                        << context.model_dir << "' has no verifier.safetensors");
+  ResolvedVerifier r;
+  r.name = spec;
+  r.file = true;
+  r.cross = CrossEncoder::load(dir);
+  r.verifier = Verifier::load(fast, "");
+  check_verifier_encoder(*r.verifier, fast, context);
+  SIEVE_THROW_IF_NOT(!std::isnan(r.verifier->config().threshold),
+                     "'" << spec << "': the fast tier '" << fast << "' has no threshold (sieve verify calibrate)");
+  const CrossEncoderMeta& m = r.cross->meta();
+  if (m.has_cascade() && !std::isnan(m.threshold) && m.cascade_fast_sha256 == sha256_file_hex(fast)) {
+    r.band = {m.cascade_low, m.cascade_high};
+    r.calibrated = true;
+  }
+  return r;
+}
+
+}  // namespace
+
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context) {
+  if (spec.empty() || spec == "default") {
+    // The model's gate, as a cascade when a cross-encoder is installed beside it with a band for it.
+    const std::string dir = installed_cross_encoder(context.model_dir);
+    if (!dir.empty() && !default_verifier(context.model_dir, "").empty()) {
+      ResolvedVerifier c = resolve_cascade(kCascadeVerifierPrefix + dir, context);
+      if (c.calibrated) return c;
+    }
+  }
+  if (spec.rfind(kCascadeVerifierPrefix, 0) == 0) return resolve_cascade(spec, context);
   ResolvedVerifier r;
   r.name = spec.empty() || spec == "default" ? default_verifier(context.model_dir, "F1") : spec;
   if (r.name == "cosine") return r;

@@ -1,6 +1,7 @@
 """The Python package against the CLI's output and independent NumPy computations (run by ctest
 with PYTHONPATH=build/python and SIEVE_CLI=build/sieve)."""
 import json
+import shutil
 import os
 import subprocess
 import tempfile
@@ -500,3 +501,42 @@ def test_cross_encoder_verifier_scores_texts_like_the_cli(index, model, tmp_path
     assert [h["id"] for h in hits] == [h["id"] for h in want]
     with pytest.raises(ValueError, match="no token map"):
         sieve.explain(TEXTS[0], TEXTS[1], verifier=ver)
+
+
+def test_gate_modes_load_the_cascade_like_the_cli(index, model, tmp_path):
+    # A model folder with a calibrated F2 gate, a cross-encoder with a threshold, and the cascade's
+    # band calibrated for that gate (the CLI's commands); then Python's gate_mode against the CLI.
+    mdir = str(tmp_path / "model")
+    shutil.copytree(model, mdir)
+    pairs = tmp_path / "p.tsv"
+    rows = [(TEXTS[i], TEXTS[(i + 1) % len(TEXTS)] if i % 2 else TEXTS[i], i % 2 == 0) for i in range(len(TEXTS))]
+    pairs.write_text("sentence1\tsentence2\tlabel\n" + "".join(f"{a}\t{b}\t{int(l)}\n" for a, b, l in rows))
+    run("verify", "calibrate", "--model", mdir, "--verifier", "F2", "--pairs", str(pairs), "--max-balanced-accuracy",
+        "--out", mdir + "/verifier.safetensors")
+    ce = json.loads(run("train", "cross-encoder", "--model", model, "--train", str(pairs), "--out",
+                        str(tmp_path / "ce"), "--steps", "2", "--batch-size", "4", "--threads", "1"))["final_dir"]
+    run("verify", "calibrate", "--model", mdir, "--verifier", "cross:" + ce, "--pairs", str(pairs),
+        "--max-balanced-accuracy")
+    band = json.loads(run("verify", "calibrate", "--model", mdir, "--verifier", "cascade:" + ce, "--pairs",
+                          str(pairs), "--max-sent", "1"))
+    assert 0 <= band["sent"] <= 1
+    ver = sieve.Verifier.load(model=mdir, gate_mode="cascade", cross=ce)
+    assert ver.kind == "cascade"
+    assert ver.threshold == sieve.Verifier.load(model=mdir, gate_mode="fast").threshold
+    got = ver.score([(a, b) for a, b, _ in rows])
+    cli = [json.loads(line)["score"] for line in
+           run("verify", "score", "--model", mdir, "--verifier", "cascade:" + ce, "--pairs", str(pairs)).splitlines()]
+    np.testing.assert_allclose(got, cli, atol=1e-6)
+    hits = sieve.search_verified(sieve.Index.open(index, model=mdir), ver, TEXTS[0], k=7, candidates=7, mode="dense",
+                                 rerank=True)
+    want = cli_search(index, TEXTS[0], "-m", mdir, "--mode", "dense", "-k", "7", "--gate-mode", "cascade", "--cross",
+                      ce, "--candidates", "7", "--rerank")
+    accepted = [h for h in hits if h["accepted"]]
+    assert [h["id"] for h in accepted] == [h["id"] for h in want]
+    assert sieve.Verifier.load(model=mdir, gate_mode="accurate", cross=ce).kind == "cross"
+    with pytest.raises(ValueError, match="not both"):
+        sieve.Verifier.load("F1", model=mdir, gate_mode="fast")
+    with pytest.raises(ValueError, match="cross goes with"):
+        sieve.Verifier.load(model=mdir, gate_mode="fast", cross=ce)
+    with pytest.raises(sieve.Error, match="needs a cross-encoder"):
+        sieve.Verifier.load(model=mdir, gate_mode="cascade")

@@ -357,5 +357,230 @@ TEST(CrossEncoderVerifier, CliTrainsScoresAndCalibrates) {
   EXPECT_NE(r.out.find("no map"), std::string::npos) << r.out;
 }
 
+// ---- The cascade (issue 43's gate modes): the fast gate over every candidate, the cross-encoder
+// for those whose fast score lies in the band, each rescored by cascade_score. ----
+
+struct CascadeSetup {
+  std::string model, ce, index, query;
+  std::vector<std::string> texts;
+  double fast_threshold = 0, cross_threshold = 0;
+  CascadeBand band;
+};
+
+// A copy of the fixture encoder with an F2 gate, a copy of the trained cross-encoder, an index of
+// eight texts; both thresholds at the median of the query's scores, and a band around the fast one
+// that holds two candidates.
+CascadeSetup make_cascade(const std::string& root) {
+  CascadeSetup c;
+  c.model = root + "/model";
+  c.ce = root + "/ce";
+  std::filesystem::copy(fixture().encoder, c.model, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(last_dir(), c.ce, std::filesystem::copy_options::recursive);
+  c.texts = {"the dog bit the man", "the man bit the dog", "a red car is parked", "the cat sat on the mat",
+             "a man walks a dog", "blue house near the river", "the dog is not old", "an old man sat"};
+  {
+    std::ofstream f(root + "/c.tsv");
+    for (size_t i = 0; i < c.texts.size(); ++i) f << "d" << i << "\t" << c.texts[i] << "\n";
+  }
+  c.index = root + "/ix";
+  build_index(c.model, root + "/c.tsv", c.index);
+  c.query = "the dog bit a man";
+  auto index = Index::open(c.index);
+  VerifierConfig vc;
+  vc.kind = VerifierKind::F2;
+  auto f2 = Verifier::create(vc);
+  PipelineParams all;
+  all.candidates = all.k = c.texts.size();
+  std::vector<float> fast;
+  for (const auto& h : search_verified(*index, *f2, c.query, all)) fast.push_back(h.verifier_score);
+  std::sort(fast.begin(), fast.end());
+  c.fast_threshold = 0.5 * (fast[3] + fast[4]);
+  f2->save_with_threshold(c.model + "/verifier.safetensors", c.fast_threshold);
+  // Half-width halfway between the 2nd and 3rd nearest distances: 2 candidates fall inside.
+  std::vector<double> d;
+  for (float f : fast) d.push_back(std::abs(f - c.fast_threshold));
+  std::sort(d.begin(), d.end());
+  const double half = 0.5 * (d[1] + d[2]);
+  c.band = {c.fast_threshold - half, c.fast_threshold + half};
+  auto ce = CrossEncoder::load(c.ce);
+  std::vector<float> cross = ce->score(c.query, c.texts);
+  std::sort(cross.begin(), cross.end());
+  c.cross_threshold = 0.5 * (cross[3] + cross[4]);
+  CrossEncoderMeta m = ce->meta();
+  m.threshold = c.cross_threshold;
+  m.cascade_low = c.band.low;
+  m.cascade_high = c.band.high;
+  m.cascade_fast_sha256 = sha256_file_hex(c.model + "/verifier.safetensors");
+  write_cross_encoder_meta(c.ce, m);
+  return c;
+}
+
+TEST(Cascade, SearchEqualsTheFastGateWithTheCrossEncoderInsideTheBand) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_search"));
+  auto index = Index::open(c.index);
+  const ResolvedVerifier rv = resolve_verifier("cascade:" + c.ce, {c.model, ""});
+  ASSERT_TRUE(rv.cascade());
+  EXPECT_TRUE(rv.calibrated);
+  EXPECT_EQ(rv.kind(), "cascade");
+  EXPECT_DOUBLE_EQ(rv.threshold(), c.fast_threshold);
+  EXPECT_DOUBLE_EQ(rv.band.low, c.band.low);
+  // The reference: each tier on its own.
+  auto fast_v = Verifier::load(c.model + "/verifier.safetensors");
+  auto ce = CrossEncoder::load(c.ce);
+  PipelineParams all;
+  all.candidates = all.k = c.texts.size();
+  std::map<std::string, float> want;
+  size_t inside = 0;
+  for (const auto& h : search_verified(*index, *fast_v, c.query, all)) {
+    const size_t doc = std::stoul(h.hit.id.substr(1));
+    const float cross = ce->score(c.query, {c.texts[doc]})[0];
+    want[h.hit.id] = cascade_score(h.verifier_score, cross, c.fast_threshold, c.cross_threshold, c.band);
+    inside += c.band.contains(h.verifier_score);
+    if (!c.band.contains(h.verifier_score)) EXPECT_EQ(want[h.hit.id], h.verifier_score);
+  }
+  ASSERT_EQ(inside, 2u);
+  PipelineParams pp = all;
+  pp.rerank = true;
+  Stage2Timing st;
+  const auto hits = search_verified(*index, rv, c.query, pp, &st);
+  ASSERT_EQ(hits.size(), c.texts.size());
+  for (size_t i = 0; i < hits.size(); ++i) {
+    EXPECT_NEAR(hits[i].verifier_score, want.at(hits[i].hit.id), 1e-6) << hits[i].hit.id;
+    EXPECT_EQ(hits[i].accepted, hits[i].verifier_score >= c.fast_threshold);
+    if (i) EXPECT_GE(hits[i - 1].verifier_score, hits[i].verifier_score);
+  }
+  EXPECT_EQ(st.scored, c.texts.size());
+  EXPECT_EQ(st.sent, 2u);
+  EXPECT_GT(st.cross, 0);
+  // Gated: exactly the accepted ones.
+  pp.gate = true;
+  size_t accepted = 0;
+  for (const auto& [id, s] : want) accepted += s >= c.fast_threshold;
+  EXPECT_EQ(search_verified(*index, rv, c.query, pp).size(), accepted);
+  // Pairs scored as texts (fresh token states, not the index's sq8 ones): each tier on its own,
+  // mapped where the fast score lies in the band.
+  auto enc = Encoder::load(c.model);
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& t : c.texts) pairs.emplace_back(c.query, t);
+  const std::vector<float> s = score_text_pairs(enc.get(), rv, pairs);
+  const std::vector<float> fast = score_text_pairs(*enc, fast_v.get(), pairs);
+  size_t changed = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const float cross = ce->score(c.query, {c.texts[i]})[0];
+    EXPECT_NEAR(s[i], cascade_score(fast[i], cross, c.fast_threshold, c.cross_threshold, c.band), 1e-6) << i;
+    changed += s[i] != fast[i];
+  }
+  EXPECT_GT(changed, 0u);
+}
+
+TEST(Cascade, ABandHoldsOnlyForTheGateItWasCalibratedWith) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_band"));
+  // Installed as MODEL_DIR/cross-encoder, the model's default gate becomes the cascade.
+  std::filesystem::copy(c.ce, c.model + "/cross-encoder", std::filesystem::copy_options::recursive);
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "cascade");
+  EXPECT_EQ(resolve_verifier("", {c.model, ""}).kind(), "cascade");
+  // Another gate file (a new threshold): the band no longer holds; default is the gate alone, and
+  // an explicit cascade refuses to search until calibrated again.
+  Verifier::load(c.model + "/verifier.safetensors")->save_with_threshold(c.model + "/verifier.safetensors", 0.123);
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");
+  const ResolvedVerifier stale = resolve_verifier("cascade:" + c.ce, {c.model, ""});
+  EXPECT_FALSE(stale.calibrated);
+  auto index = Index::open(c.index);
+  test::expect_error([&] { search_verified(*index, stale, c.query, {}); }, "calibrate the cascade");
+  test::expect_error([&] { resolve_verifier("cascade:", {c.model, ""}); }, "cascade:DIR");
+}
+
+TEST(Cascade, MetaFileKeepsTheBandAndRefusesABrokenOne) {
+  const std::string d = test::make_temp_dir("cascade_meta");
+  CrossEncoderMeta m;
+  m.threshold = 0.4;
+  m.cascade_low = 0.2;
+  m.cascade_high = 0.6;
+  m.cascade_fast_sha256 = "ab";
+  m.cascade_sent = 0.1;
+  m.cascade_auc = 0.9;
+  write_cross_encoder_meta(d, m);
+  const CrossEncoderMeta r = read_cross_encoder_meta(d);
+  EXPECT_TRUE(r.has_cascade());
+  EXPECT_DOUBLE_EQ(r.cascade_low, 0.2);
+  EXPECT_DOUBLE_EQ(r.cascade_high, 0.6);
+  EXPECT_EQ(r.cascade_fast_sha256, "ab");
+  EXPECT_DOUBLE_EQ(r.cascade_sent, 0.1);
+  EXPECT_DOUBLE_EQ(r.cascade_auc, 0.9);
+  EXPECT_TRUE(std::isnan(r.cascade_auc_fast));
+  EXPECT_EQ(nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile))["version"], 3);
+  // A record without a low end is refused (its checksum recomputed, so only the content is wrong).
+  auto j = nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile));
+  j.erase("crc32");
+  j["cascade"]["low"] = nullptr;
+  const std::string dump = j.dump();
+  j["crc32"] = crc32_hex(crc32(dump.data(), dump.size()));
+  write_file_atomic(d + "/" + kCrossEncoderMetaFile, j.dump());
+  test::expect_error([&] { read_cross_encoder_meta(d); }, "a finite low and high");
+}
+
+TEST(Cascade, CliCalibratesTheBandAndSearchesByGateMode) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_cli"));
+  const std::string sieve = test::cli_path();
+  // Calibration stores a band for this gate and reports what it measured.
+  auto r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier cascade:" + c.ce + " --pairs " +
+                             fixture().pairs + " --max-sent 0.5 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_LE(j["sent"].get<double>(), 0.5);
+  const CrossEncoderMeta m = read_cross_encoder_meta(c.ce);
+  EXPECT_EQ(m.cascade_fast_sha256, sha256_file_hex(c.model + "/verifier.safetensors"));
+  EXPECT_DOUBLE_EQ(m.cascade_low, j["band"][0].get<double>());
+  EXPECT_DOUBLE_EQ(m.cascade_high, j["band"][1].get<double>());
+  EXPECT_DOUBLE_EQ(m.threshold, c.cross_threshold);  // the rest of the file is kept
+  // Put the test's band back, then search by gate mode: the library's answer, and the count sent.
+  CrossEncoderMeta back = m;
+  back.cascade_low = c.band.low;
+  back.cascade_high = c.band.high;
+  write_cross_encoder_meta(c.ce, back);
+  const std::string search = sieve + " search --index " + c.index + " -m " + c.model + " --candidates 8 -k 8 --rerank \"" +
+                             c.query + "\"";
+  r = test::run_command(search + " --gate-mode cascade --cross " + c.ce + " 2>&1 >/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("cascade: sent 2 of 8 candidates"), std::string::npos) << r.out;
+  r = test::run_command(search + " --gate-mode cascade --cross " + c.ce + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto index = Index::open(c.index);
+  PipelineParams pp;
+  pp.candidates = pp.k = 8;
+  pp.rerank = pp.gate = true;
+  const auto want = search_verified(*index, resolve_verifier("cascade:" + c.ce, {c.model, ""}), c.query, pp);
+  const auto line = nlohmann::json::parse(r.out);
+  ASSERT_EQ(line["hits"].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(line["hits"][i]["id"], want[i].hit.id);
+    EXPECT_NEAR(line["hits"][i]["verifier_score"].get<double>(), want[i].verifier_score, 1e-6);
+  }
+  // accurate = the cross-encoder alone; fast = the gate alone.
+  r = test::run_command(search + " --gate-mode accurate --cross " + c.ce + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto ce = CrossEncoder::load(c.ce);
+  for (const auto& h : nlohmann::json::parse(r.out)["hits"]) {
+    const size_t doc = std::stoul(h["id"].get<std::string>().substr(1));
+    EXPECT_NEAR(h["verifier_score"].get<double>(), ce->score(c.query, {c.texts[doc]})[0], 1e-6);
+  }
+  r = test::run_command(search + " --gate-mode fast 2>&1 >/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("cascade:"), std::string::npos) << r.out;
+  // Clear refusals.
+  r = test::run_command(search + " --gate-mode cascade 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("needs a cross-encoder"), std::string::npos) << r.out;
+  r = test::run_command(search + " --gate-mode fast --verifier F1 2>&1");
+  EXPECT_NE(r.out.find("not both"), std::string::npos) << r.out;
+  r = test::run_command(search + " --gate-mode fast --cross " + c.ce + " 2>&1");
+  EXPECT_NE(r.out.find("--cross goes with"), std::string::npos) << r.out;
+  // Calibrating the cross-encoder's threshold again drops the band it was measured with.
+  r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier cross:" + c.ce + " --pairs " +
+                        fixture().pairs + " --target-precision 0.5 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(read_cross_encoder_meta(c.ce).has_cascade());
+}
+
 }  // namespace
 }  // namespace sieve

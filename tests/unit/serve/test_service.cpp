@@ -26,7 +26,10 @@
 #include "serve/service.h"
 #include "sieve/encoder.h"
 #include "sieve/index.h"
+#include "core/checksum.h"
+#include "sieve/cross_encoder.h"
 #include "sieve/pipeline.h"
+#include "sieve/train.h"
 #include "support/fixtures.h"
 #include "support/test_util.h"
 #include "unit/serve/serve_test_util.h"
@@ -653,6 +656,77 @@ TEST_F(ServeTest, TheDefaultGateGatesAndF1Reranks) {
   b = q;
   b["rerank"] = true;
   EXPECT_EQ(call(*named, "/v1/search", b)["verifier"], gate);
+}
+
+// --gate-mode cascade: the service's stage 2 and /v1/verify are the library's cascade, and the
+// timings say how many candidates went to the cross-encoder.
+TEST_F(ServeTest, GateModeCascadeIsTheLibrarysAndReportsWhatItSent) {
+  const std::string other = test::make_temp_dir("serve_cascade");
+  write_fixture_model(other + "/model", test::tiny_model_options(21));  // the index's model, its identity
+  std::filesystem::copy_file(*dir_ + "/v.safetensors", other + "/model/verifier.safetensors");
+  build_index(other + "/model", *dir_ + "/c.tsv", other + "/ix");
+  {
+    std::ofstream f(other + "/pairs.tsv");
+    f << "sentence1\tsentence2\tlabel\n";
+    for (int i = 0; i < 7; ++i) f << kTexts[i] << "\t" << kTexts[(i + i % 2) % 7] << "\t" << (i % 2 ? 0 : 1) << "\n";
+  }
+  CrossEncoderTrainOptions t;
+  t.model_dir = other + "/model";
+  t.train_path = other + "/pairs.tsv";
+  t.lr = 1e-2;
+  t.common.out_dir = other + "/ce";
+  t.common.steps = 2;
+  t.common.batch_size = 4;
+  t.common.progress = false;
+  t.common.threads = 1;
+  train_cross_encoder(t);
+  const std::string ce = other + "/ce/last";
+  ServeOptions o;
+  o.index_dir = other + "/ix";
+  o.encoder_workers = 1;
+  o.gate_mode = "cascade";
+  o.cross = ce;
+  // No band yet for this gate: refused at start-up.
+  test::expect_error([&] { Service s(o); }, "calibrate");
+  CrossEncoderMeta m = read_cross_encoder_meta(ce);
+  m.threshold = 0.5;
+  m.cascade_low = -1e9;  // every candidate goes to the cross-encoder
+  m.cascade_high = 1e9;
+  m.cascade_fast_sha256 = sha256_file_hex(other + "/model/verifier.safetensors");
+  write_cross_encoder_meta(ce, m);
+  Service service(o);
+  const json body = {{"query", kTexts[0]}, {"k", 7}, {"candidates", 7}, {"gate", true}, {"rerank", true}};
+  Response r = service.handle("POST", "/v1/search", body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json got = json::parse(r.body);
+  EXPECT_EQ(got["verifier"], "cascade:" + ce);
+  const json& timings = got["results"][0]["timings"];
+  EXPECT_EQ(timings["sent_to_cross"], 7);
+  EXPECT_EQ(timings["scored"], 7);
+  EXPECT_TRUE(timings.contains("cross_ms"));
+  const ResolvedVerifier rv = resolve_verifier("cascade:" + ce, {other + "/model", ""});
+  auto index = Index::open(other + "/ix");
+  PipelineParams pp;
+  pp.candidates = pp.k = 7;
+  pp.gate = pp.rerank = true;
+  const auto want = search_verified(*index, rv, kTexts[0], pp);
+  ASSERT_EQ(got["results"][0]["hits"].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got["results"][0]["hits"][i]["id"], want[i].hit.id);
+    EXPECT_NEAR(got["results"][0]["hits"][i]["verifier_score"].get<double>(), want[i].verifier_score, 1e-6);
+  }
+  // /v1/verify: the cascade's pair scores.
+  json vb;
+  vb["pairs"] = json::array({json::array({kTexts[0], kTexts[1]}), json::array({kTexts[2], kTexts[2]})});
+  r = service.handle("POST", "/v1/verify", vb.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto enc = Encoder::load(other + "/model");
+  const auto s = score_text_pairs(enc.get(), rv, {{kTexts[0], kTexts[1]}, {kTexts[2], kTexts[2]}});
+  EXPECT_NEAR(json::parse(r.body)["results"][0]["score"].get<double>(), s[0], 1e-6);
+  EXPECT_NEAR(json::parse(r.body)["results"][1]["score"].get<double>(), s[1], 1e-6);
+  // A gate mode and a verifier together are refused.
+  o.verifier = "F1";
+  test::expect_error([&] { check_serve_options(o); }, "not both");
 }
 
 // A shard set served: every search answer equals the one-index service's, byte for byte, and an
