@@ -11,7 +11,8 @@
 # cosine, F1, F2, the verifier) -> OUT. models/all-MiniLM-L6-v2.verifier.md is the shipped file's card.
 # Resumable: each step is skipped when its output exists, and training resumes from its newest
 # checkpoint; the token-state cache (float16, memory-mapped) is shared by every training run on
-# the same encoder. Step times go to WORK/times.tsv. Sizes come from the environment.
+# the same encoder. Step times go to WORK/times.tsv. Sizes come from the environment; DATA_ONLY=1
+# stops once the sets and the train / dev files are written.
 #   scripts/train-gate.sh [WORK=work/gate] [OUT=WORK/ship/verifier.safetensors]   (about 30 minutes
 #   on 2 cores for all-MiniLM-L6-v2, most of it encoding; MODEL=all-mpnet-base-v2 about 2 hours)
 set -euo pipefail
@@ -101,6 +102,8 @@ compose() {
 }
 step train_file "$WORK/train.tsv" compose train "$WORK/train.tsv"
 step dev_file "$WORK/dev.tsv" compose dev "$WORK/dev.tsv"
+# DATA_ONLY=1: stop here (scripts/train-cross-encoder.sh reads these parts).
+[[ -n "${DATA_ONLY:-}" ]] && { echo "train-gate: data ready in $WORK" >&2; exit 0; }
 # 5. The verifier. F3/F4: trained on the frozen encoder's cached token states. F2: training-free;
 # lambda, tau and the cue penalty chosen on the dev parts only. mlp: each source's train and dev
 # pairs -> their gate features (`sieve verify features`, both directions) -> scripts/fit-gate.py

@@ -30,7 +30,7 @@ const CLI::Validator kPositive(
 const char* const kVerifierNames =
     "; name a file by a path with '/' (./F1) or ending in .safetensors: F0, F1, F2, cosine and default always "
     "mean the built-ins; cross:DIR is the cross-encoder in folder DIR (sieve train cross-encoder), which reads "
-    "the texts";
+    "the texts; cascade:DIR is the model's gate with that cross-encoder for the candidates in its calibrated band";
 
 const char* const kDefaultModel =
     "$SIEVE_MODEL_DIR when set, else the installed all-MiniLM-L6-v2, else the installed sieve-mini";

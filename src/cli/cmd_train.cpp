@@ -255,7 +255,7 @@ void register_train(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "cross-encoder",
         "Cross-encoder training (BERT for sequence classification, one label): binary cross-entropy on pairs");
-    cmd->add_option("-m,--model", o->model_dir, "BERT encoder (or cross-encoder) folder to start from")->required();
+    cmd->add_option("-m,--model", o->model_dir, "BERT encoder (or cross-encoder) to start from: folder or installed name")->required();
     cmd->add_option("--train", o->train_path,
                     "Labelled pairs (sentence1, sentence2, label) or triplets (anchor, positive, negative); .tsv, .csv, .jsonl")
         ->required();
@@ -269,6 +269,7 @@ void register_train(CLI::App& app) {
                   "Take the pairs in file order, epoch after epoch (default: each epoch shuffled from --seed)");
     add_common(cmd, o->common);
     on_run(cmd, [o] {
+      o->model_dir = resolve_model_dir(o->model_dir);
       run_data_parallel(o->common, [&] {
         TrainReport r = train_cross_encoder(*o);
         if (o->common.rank == 0) print_report(r);

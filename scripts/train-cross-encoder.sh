@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The accurate tier and the cascade (issue 43, docs/evaluation.md "Gate modes"): a cross-encoder
+# trained from MODEL on the human-written train parts of the gate's sets, its threshold calibrated
+# on the gate's dev pairs, the cascade's band calibrated there for the model's shipped gate, and
+# every eval part scored by the three tiers (fast, accurate, cascade) with `sieve eval nearmiss`.
+# The sets come from scripts/train-gate.sh (DATA_ONLY=1, run here when WORK has none).
+# Resumable: each step is skipped when its output exists, and training resumes from its newest
+# checkpoint. Step times go to WORK/times-cross.tsv. Sizes come from the environment.
+#   scripts/train-cross-encoder.sh [WORK=work/gate-minilm]     (MODEL=all-MiniLM-L6-v2: about an
+#   hour on 2 cores: 700 steps of 16 pairs, then scoring)
+# Environment: MODEL, SOURCES (paws,mrpc,qqp,condaqa: the human train parts), STEPS (700, about an
+# epoch of them), BATCH (16), LR (2e-5), MAX_LENGTH (128), MAX_SENT (0.25: the largest share of
+# dev pairs the band may send), THREADS (0 = all cores), SIEVE_SHARED_DATA, SKIP_BUILD.
+# Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK="${1:-work/gate-minilm}"
+MODEL="${MODEL:-all-MiniLM-L6-v2}"
+SOURCES="${SOURCES:-paws,mrpc,qqp,condaqa}"
+STEPS="${STEPS:-700}" BATCH="${BATCH:-16}" LR="${LR:-2e-5}" MAX_LENGTH="${MAX_LENGTH:-128}"
+MAX_SENT="${MAX_SENT:-0.25}" THREADS="${THREADS:-0}"
+S="${SIEVE_BUILD_DIR:-build}/sieve"
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+  scripts/setup.sh
+  scripts/build.sh -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_BENCH=OFF
+fi
+mkdir -p "$WORK"
+TIMES="$WORK/times-cross.tsv"
+[[ -f "$TIMES" ]] || printf 'step\tseconds\n' > "$TIMES"
+step() {  # step NAME DONE_FILE COMMAND...: runs COMMAND unless DONE_FILE exists; records its time
+  local name="$1" done_file="$2"
+  shift 2
+  if [[ -e "$done_file" ]]; then echo "train-cross-encoder: $name: done before" >&2; return; fi
+  echo "train-cross-encoder: $name" >&2
+  local t0=$SECONDS
+  "$@"
+  printf '%s\t%s\n' "$name" "$((SECONDS - t0))" >> "$TIMES"
+}
+# 1. The sets (train-gate.sh's data steps).
+if [[ ! -f "$WORK/dev.tsv" ]]; then
+  MODEL="$MODEL" SKIP_BUILD=1 DATA_ONLY=1 scripts/train-gate.sh "$WORK"
+fi
+# 2. The training file: the human-written train parts, shuffled by the trainer.
+human() {
+  printf 'sentence1\tsentence2\tcategory\tlabel\n' > "$WORK/cross-train.tsv.tmp"
+  local src
+  for src in ${SOURCES//,/ }; do tail -n +2 "$WORK/sets/$src-train.tsv" >> "$WORK/cross-train.tsv.tmp"; done
+  mv "$WORK/cross-train.tsv.tmp" "$WORK/cross-train.tsv"
+}
+step train_file "$WORK/cross-train.tsv" human
+# 3. Training, resumable from its checkpoints.
+train() {
+  local resume=()
+  compgen -G "$WORK/cross/checkpoint-*/trainer_state.json" > /dev/null && resume=(--resume)
+  "$S" train cross-encoder -m "$MODEL" --train "$WORK/cross-train.tsv" --out "$WORK/cross" --steps "$STEPS" \
+    --batch-size "$BATCH" --lr "$LR" --max-length "$MAX_LENGTH" --save-every 100 --threads "$THREADS" "${resume[@]}"
+}
+step train "$WORK/cross/last/model.safetensors" train
+CE="$WORK/cross/last"
+# 4. Its threshold (the highest balanced accuracy on the dev pairs, as the shipped gate's), then
+# the cascade's band for the model's shipped gate on the same pairs.
+step calibrate "$WORK/cross-calibrate.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cross:$3" --pairs "$4" \
+  --max-balanced-accuracy --threads "$5" > "$6.tmp" && mv "$6.tmp" "$6"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$THREADS" \
+  "$WORK/cross-calibrate.json"
+step band "$WORK/cross-band.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cascade:$3" --pairs "$4" \
+  --max-sent "$5" --threads "$6" > "$7.tmp" && mv "$7.tmp" "$7"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$MAX_SENT" \
+  "$THREADS" "$WORK/cross-band.json"
+# 5. Every eval part, by the three tiers (and the pooled cosine).
+mkdir -p "$WORK/cross-eval"
+for f in "$WORK"/sets/*-eval.tsv; do
+  name="$(basename "$f" -eval.tsv)"
+  step "eval_$name" "$WORK/cross-eval/$name.json" bash -c '"$1" eval nearmiss -m "$2" --pairs "$3" --verifier default \
+    --verifier "cross:$4" --verifier "cascade:$4" --threads "$5" --markdown "$6.md" > "$6.json.tmp" &&
+    mv "$6.json.tmp" "$6.json"' _ "$S" "$MODEL" "$f" "$CE" "$THREADS" "$WORK/cross-eval/$name"
+done
+echo "train-cross-encoder: done: $CE; $WORK/cross-band.json; $WORK/cross-eval/" >&2
