@@ -100,6 +100,7 @@ done
 scifact "$MODE" --mode "$MODE" && SCI+=(--scifact "$MODE=$WORK/scifact/$MODE.json")
 for v in $VERIFIERS; do
   spec="$v" name="$(basename "$v" .safetensors)"
+  case "$v" in cross:* | cascade:*) name="${v%%:*}-$name" ;; esac  # cross:DIR and cascade:DIR apart
   if [[ "$v" == default ]]; then
     spec="$("$S" model list --json | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -10,8 +10,11 @@
 #   hour on 2 cores: 700 steps of 16 pairs, then scoring)
 # Environment: MODEL, SOURCES (paws,mrpc,qqp,condaqa: the human train parts), STEPS (700, about an
 # epoch of them), BATCH (16), LR (2e-5), MAX_LENGTH (128), MAX_SENT (0.25: the largest share of
-# dev pairs the band may send), THREADS (0 = all cores), SIEVE_SHARED_DATA, SKIP_BUILD.
-# Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/.
+# dev pairs the band may send), THREADS (0 = all cores), SIEVE_SHARED_DATA, SKIP_BUILD;
+# MIX_STEPS (0): > 0 continues the human-trained model on WORK/train.tsv (every source of the gate,
+# generated kinds included: they come after the human parts) for that many steps, into WORK/cross-mix.
+# Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/ (with
+# MIX_STEPS: WORK/cross-mix/last, WORK/cross-mix-eval/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK="${1:-work/gate-minilm}"
@@ -56,21 +59,34 @@ train() {
     --batch-size "$BATCH" --lr "$LR" --max-length "$MAX_LENGTH" --save-every 100 --threads "$THREADS" "${resume[@]}"
 }
 step train "$WORK/cross/last/model.safetensors" train
-CE="$WORK/cross/last"
+CE="$WORK/cross/last" P="cross"
+# 3b. MIX_STEPS: the whole mix after the human parts.
+MIX_STEPS="${MIX_STEPS:-0}"
+if (( MIX_STEPS > 0 )); then
+  train_mix() {
+    local resume=()
+    compgen -G "$WORK/cross-mix/checkpoint-*/trainer_state.json" > /dev/null && resume=(--resume)
+    "$S" train cross-encoder -m "$WORK/cross/last" --train "$WORK/train.tsv" --out "$WORK/cross-mix" \
+      --steps "$MIX_STEPS" --batch-size "$BATCH" --lr "$LR" --max-length "$MAX_LENGTH" --save-every 100 \
+      --threads "$THREADS" "${resume[@]}"
+  }
+  step train_mix "$WORK/cross-mix/last/model.safetensors" train_mix
+  CE="$WORK/cross-mix/last" P="cross-mix"
+fi
 # 4. Its threshold (the highest balanced accuracy on the dev pairs, as the shipped gate's), then
 # the cascade's band for the model's shipped gate on the same pairs.
-step calibrate "$WORK/cross-calibrate.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cross:$3" --pairs "$4" \
+step "calibrate_$P" "$WORK/$P-calibrate.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cross:$3" --pairs "$4" \
   --max-balanced-accuracy --threads "$5" > "$6.tmp" && mv "$6.tmp" "$6"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$THREADS" \
-  "$WORK/cross-calibrate.json"
-step band "$WORK/cross-band.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cascade:$3" --pairs "$4" \
+  "$WORK/$P-calibrate.json"
+step "band_$P" "$WORK/$P-band.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cascade:$3" --pairs "$4" \
   --max-sent "$5" --threads "$6" > "$7.tmp" && mv "$7.tmp" "$7"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$MAX_SENT" \
-  "$THREADS" "$WORK/cross-band.json"
+  "$THREADS" "$WORK/$P-band.json"
 # 5. Every eval part, by the three tiers (and the pooled cosine).
-mkdir -p "$WORK/cross-eval"
+mkdir -p "$WORK/$P-eval"
 for f in "$WORK"/sets/*-eval.tsv; do
   name="$(basename "$f" -eval.tsv)"
-  step "eval_$name" "$WORK/cross-eval/$name.json" bash -c '"$1" eval nearmiss -m "$2" --pairs "$3" --verifier default \
+  step "eval_${P}_$name" "$WORK/$P-eval/$name.json" bash -c '"$1" eval nearmiss -m "$2" --pairs "$3" --verifier default \
     --verifier "cross:$4" --verifier "cascade:$4" --threads "$5" --markdown "$6.md" > "$6.json.tmp" &&
-    mv "$6.json.tmp" "$6.json"' _ "$S" "$MODEL" "$f" "$CE" "$THREADS" "$WORK/cross-eval/$name"
+    mv "$6.json.tmp" "$6.json"' _ "$S" "$MODEL" "$f" "$CE" "$THREADS" "$WORK/$P-eval/$name"
 done
-echo "train-cross-encoder: done: $CE; $WORK/cross-band.json; $WORK/cross-eval/" >&2
+echo "train-cross-encoder: done: $CE; $WORK/$P-band.json; $WORK/$P-eval/" >&2

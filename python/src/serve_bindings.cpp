@@ -3,6 +3,7 @@
 // states); the router runs the library's own Service (the JSON API of `sieve serve`) over the
 // shard set, its shards reached through a Python object (PyShardRemote), so that the merge, the
 // fusion and stage 2 are the library's and not a second implementation.
+#include <cmath>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -51,6 +52,8 @@ class PyShardRemote final : public ShardRemote {
         Ranked r;
         for (py::ssize_t j = 0; j < ids.size(); ++j) {
           if (ids.data()[j] < 0) throw ShardUnavailable("a negative document id");
+          if (!std::isfinite(scores.data()[j]))  // the merge sorts by score: NaN breaks its ordering
+            throw ShardUnavailable("a non-finite score (" + std::to_string(scores.data()[j]) + ")");
           r.emplace_back(static_cast<uint32_t>(ids.data()[j]), scores.data()[j]);
         }
         out.push_back(std::move(r));

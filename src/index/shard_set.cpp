@@ -3,6 +3,7 @@
 #include "index/shard_set.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -266,7 +267,14 @@ class ShardSetImpl final : public Index {
     bool ok = lists.size() == n;
     for (size_t q = 0; ok && q < n; ++q) {
       ok = lists[q].size() <= depth;
-      for (const auto& [doc, score] : lists[q]) ok = ok && doc < m_.shards[s].documents;
+      for (const auto& [doc, score] : lists[q]) {
+        ok = ok && doc < m_.shards[s].documents;
+        // The merge sorts by score: a NaN there breaks the comparator's ordering.
+        if (!std::isfinite(score))
+          throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a non-finite score (" +
+                                 std::to_string(score) + ") for document " + std::to_string(doc) + " of query " +
+                                 std::to_string(q));
+      }
     }
     if (!ok)
       throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered dense lists that do not fit the query (" +

@@ -540,3 +540,43 @@ def test_gate_modes_load_the_cascade_like_the_cli(index, model, tmp_path):
         sieve.Verifier.load(model=mdir, gate_mode="fast", cross=ce)
     with pytest.raises(sieve.Error, match="needs a cross-encoder"):
         sieve.Verifier.load(model=mdir, gate_mode="cascade")
+
+
+def test_a_shard_answering_a_non_finite_score_is_refused_not_sorted(model, tmp_path):
+    # The router's shards reached through a Python object (as Ray Serve's router reaches them): a
+    # NaN score in a dense list is refused by the binding (503 naming it) before the merge sorts.
+    from sieve import _sieve
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("".join(f"d{i}\t{t}\n" for i, t in enumerate(TEXTS)))
+    run("index", "build", "--model", model, "--corpus", str(corpus), "--out", str(tmp_path / "set"), "--shards", "2")
+    shards = sorted(p for p in (tmp_path / "set").iterdir() if p.is_dir())
+    assert len(shards) == 2
+
+    class Remote:
+        def __init__(self, nan):
+            self.servers = [_sieve.ShardServer(str(p)) for p in shards]
+            self.nan = nan
+
+        def dense_lists(self, shard, pooled, depth, ef_search, nprobe):
+            lists = self.servers[shard].dense_lists(pooled, depth, ef_search, nprobe)
+            if self.nan:
+                ids, scores = lists[0]
+                scores = np.array(scores, dtype=np.float64)
+                scores[0] = np.nan
+                lists[0] = (ids, scores)
+            return lists
+
+        def tokens(self, shard, docs, max_rows):
+            return self.servers[shard].tokens(docs, max_rows)
+
+        def keys(self, shard, docs):
+            return self.servers[shard].keys(docs)
+
+    body = json.dumps({"query": TEXTS[0], "k": 3, "mode": "dense"}).encode()
+    good = _sieve.Service(str(tmp_path / "set"), verifier="F1", remote=Remote(False), threads=1, workers=1)
+    status, out, _, _ = good.handle("POST", "/v1/search", body)
+    assert status == 200, out
+    bad = _sieve.Service(str(tmp_path / "set"), verifier="F1", remote=Remote(True), threads=1, workers=1)
+    status, out, _, _ = bad.handle("POST", "/v1/search", body)
+    assert status == 503, out
+    assert b"non-finite score" in out, out

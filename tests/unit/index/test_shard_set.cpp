@@ -214,6 +214,7 @@ class ForwardingRemote final : public ShardRemote {
     EXPECT_EQ(dim, shards[shard]->stats().dim);
     auto lists = index::dense_lists(*shards[shard], n, pooled, depth, p);
     if (lie) lists[0].emplace_back(static_cast<uint32_t>(shards[shard]->size()), 1.0);
+    if (nan && !lists[0].empty()) lists[0][0].second = std::nan("");
     return lists;
   }
   std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
@@ -231,7 +232,7 @@ class ForwardingRemote final : public ShardRemote {
   }
   std::vector<std::unique_ptr<Index>> shards;
   mutable std::atomic<size_t> dense_calls{0}, token_calls{0};
-  bool fail = false, lie = false;
+  bool fail = false, lie = false, nan = false;
 };
 
 TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
@@ -273,6 +274,15 @@ TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
   remote->lie = true;
   EXPECT_THROW(set->search(corpus_->queries[0], every_mode()[0]), ShardUnavailable);
   remote->lie = false;
+  // A NaN score would reach the merge's sort (undefined behaviour there): refused, naming it.
+  remote->nan = true;
+  try {
+    set->search(corpus_->queries[0], every_mode()[0]);
+    ADD_FAILURE() << "a NaN score from a shard was accepted";
+  } catch (const ShardUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite score"), std::string::npos) << e.what();
+  }
+  remote->nan = false;
   remote->fail = true;
   EXPECT_THROW(set->search(corpus_->queries[0], every_mode()[0]), ShardUnavailable);
   EXPECT_NO_THROW(set->search(corpus_->queries[0], every_mode()[1]));  // BM25 needs no shard server
