@@ -15,6 +15,16 @@ the parts' ROC-AUCs (a part under 100 pairs, such as CondaQA's 46, is reported b
 on: its AUC moves by 0.05 with a few pairs). Writes the gate as JSON ({features, mean, scale,
 hidden_weights, hidden_bias, weights, bias, symmetric}) and a report of every setting's dev AUCs.
 
+--monotone (the recipe's default since issue 43's twin benchmark): the network's score never falls
+when a feature of agreement rises (the pooled cosine, F1, F2, the weakest rows, shared words and
+bigrams) and never rises when a feature of disruption rises (the negation cue gap, crossings, the
+order gap, discordant pairs, the length ratio, displacement), all else equal; F0, voice and
+conj_swap stay free (a passive or a swapped coordination may undo a crossing). Projected Adam: after
+every step the output weights are clipped to >= 0 and each constrained feature's input weights to
+its sign (tanh is increasing, so every path from such a feature to the score then has that sign).
+Without it the network learned, from PAWS's reordered paraphrases, to raise the score of a role swap
+when a rare word of the pair had no good match (a rewrite's twin above the rewrite's own document).
+
   /usr/bin/python3 scripts/fit-gate.py --train F/paws-train.tsv F/mrpc-train.tsv ... \\
       --dev F/paws-dev.tsv ... --symmetric --out gate.json --report fit.json
 """
@@ -105,11 +115,36 @@ def mlp_loss_grad(p, z, y, w):
     return loss, {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ d, "b2": np.array([d.sum()])}
 
 
-def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None):
+# The sign of each feature's effect under --monotone: +1 agreement, -1 disruption; the rest free.
+MONOTONE_SIGNS = {"pooled": 1, "f1": 1, "f2": 1, "f2_pos": 1, "row_min": 1, "row_low": 1, "id_share": 1,
+                  "bigram_share": 1, "cue_gap": -1, "crossed": -1, "order_gap": -1, "discordant": -1,
+                  "len_ratio": -1, "displacement": -1}
+
+
+def monotone_signs(names):
+    """The sign vector of MONOTONE_SIGNS over the features `names` (0: free)."""
+    return np.array([MONOTONE_SIGNS.get(n, 0) for n in names], dtype=float)
+
+
+def project_monotone(p, signs):
+    """In place: output weights >= 0, and each signed feature's input weights of its sign."""
+    np.maximum(p["w2"], 0.0, out=p["w2"])
+    for f, s in enumerate(signs):
+        if s > 0:
+            np.maximum(p["w1"][:, f], 0.0, out=p["w1"][:, f])
+        elif s < 0:
+            np.minimum(p["w1"][:, f], 0.0, out=p["w1"][:, f])
+
+
+def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None):
     """Full-batch Adam on the weighted log-loss with coupled L2 (torch.optim.Adam's weight_decay).
 
+    `signs` (one per feature, +1 / -1 / 0): projected after every step (project_monotone), so that
+    the logit is non-decreasing in the +1 features and non-increasing in the -1 ones.
     Returns the parameters; `trace`, a list, receives each step's loss (before the step)."""
     p = init_mlp(z.shape[1], hidden, seed)
+    if signs is not None:
+        project_monotone(p, signs)
     m = {k: np.zeros_like(v) for k, v in p.items()}
     v = {k: np.zeros_like(val) for k, val in p.items()}
     b1, b2, eps = 0.9, 0.999, 1e-8
@@ -122,6 +157,8 @@ def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None):
             m[k] = b1 * m[k] + (1 - b1) * gk
             v[k] = b2 * v[k] + (1 - b2) * gk * gk
             p[k] = p[k] - lr * (m[k] / (1 - b1 ** t)) / (np.sqrt(v[k] / (1 - b2 ** t)) + eps)
+        if signs is not None:
+            project_monotone(p, signs)
     return p
 
 
@@ -149,6 +186,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="initialisation seed")
     ap.add_argument("--min-choice-pairs", type=int, default=100, help="dev parts smaller than this are reported, not chosen on")
     ap.add_argument("--symmetric", action="store_true", help="the features are both directions' mean (record it)")
+    ap.add_argument("--monotone", action="store_true",
+                    help="the score non-decreasing in the agreement features and non-increasing in the disruption "
+                         "ones (MONOTONE_SIGNS; needs --hidden > 0)")
     ap.add_argument("--out", required=True, help="the fitted gate (JSON, for `sieve verify create --kind linear --weights`)")
     ap.add_argument("--report", help="JSON report: every setting's dev AUCs")
     args = ap.parse_args()
@@ -181,6 +221,13 @@ def main():
     z = (x - mean) / scale
     print(f"fit-gate: {len(y)} training pairs in {len(train)} parts, {len(names)} features", file=sys.stderr)
 
+    signs = None
+    if args.monotone:
+        if args.hidden == 0:
+            sys.exit("fit-gate: --monotone needs the tanh network (--hidden > 0)")
+        signs = monotone_signs(names)
+        print("fit-gate: monotone: " + ", ".join(f"{n} {'+' if s > 0 else '-'}" for n, s in zip(names, signs) if s),
+              file=sys.stderr)
     chosen_on = [k for k, (_, dy) in dev.items() if len(dy) >= args.min_choice_pairs] or list(dev)
     results = []
     for l2 in [float(v) for v in args.l2.split(",")]:
@@ -189,7 +236,7 @@ def main():
             gate = {"hidden_weights": [], "hidden_bias": [], "weights": beta.tolist(), "bias": b}
             score = lambda dz: dz @ beta + b
         else:
-            p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed)
+            p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed, signs=signs)
             gate = {"hidden_weights": p["w1"].ravel().tolist(), "hidden_bias": p["b1"].tolist(),
                     "weights": p["w2"].tolist(), "bias": float(p["b2"][0])}
             score = lambda dz, p=p: mlp_logits(p, dz)[0]
@@ -207,6 +254,7 @@ def main():
     if args.report:
         with open(args.report, "w") as f:
             json.dump({"train": args.train, "dev": list(dev), "chosen_on": chosen_on, "hidden": args.hidden,
+                       "monotone": {n: int(s) for n, s in zip(names, signs) if s} if signs is not None else None,
                        "steps": args.steps, "lr": args.lr, "seed": args.seed,
                        "best": {k: v for k, v in best.items() if k != "gate"},
                        "grid": [{k: v for k, v in r.items() if k != "gate"} for r in results]}, f, indent=1)

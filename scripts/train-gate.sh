@@ -33,6 +33,9 @@ else
 fi
 CALIBRATION="${CALIBRATION:-balanced-accuracy}" PRECISION="${PRECISION:-0.9}"
 SEED="${SEED:-42}" THREADS="${THREADS:-0}" HIDDEN="${HIDDEN:-32}"
+# MONOTONE=1 (the default): the mlp gate's score never rises with a disruption feature nor falls with
+# an agreement one (scripts/fit-gate.py --monotone); MONOTONE=0 fits it unconstrained.
+MONOTONE="${MONOTONE:-1}"
 # Debian's interpreter, whose NumPy set-up installs (not whichever python3 comes first on PATH).
 PY="${PYTHON:-/usr/bin/python3}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
@@ -130,8 +133,10 @@ if [[ "$KIND" == mlp ]]; then
       train+=("$RUN/features/$src-train.tsv")
       [[ "$src" == identity ]] || dev+=("$RUN/features/$src-dev.tsv")
     done
+    local mono=()
+    [[ "$MONOTONE" == 1 ]] && mono=(--monotone)
     "$PY" scripts/fit-gate.py --train "${train[@]}" --dev "${dev[@]}" --hidden "$HIDDEN" --seed "$SEED" --symmetric \
-      --out "$RUN/gate.json" --report "$RUN/fit.json"
+      "${mono[@]}" --out "$RUN/gate.json" --report "$RUN/fit.json"
     "$S" verify create --kind mlp -m "$MODEL" --weights "$RUN/gate.json" --max-tokens "$MAX_TOKENS" --out "$RUN/verifier.safetensors"
   }
   step train "$RUN/verifier.safetensors" fit

@@ -123,3 +123,34 @@ def test_script_writes_the_gate_its_report_describes(tmp_path):
     bad = subprocess.run([sys.executable, SCRIPT, "--train", str(tmp_path / "bad.tsv"), "--dev", str(tmp_path / "a-dev.tsv"),
                           "--out", str(tmp_path / "g.json")], capture_output=True, text=True)
     assert bad.returncode != 0 and "not a `sieve verify features` file" in bad.stderr
+
+
+def test_monotone_fit_never_rewards_disruption_and_the_plain_fit_can():
+    # Labels that rise with feature 0 except where feature 2 is high, and a disruption feature 1
+    # that, in the data, goes with "same" where feature 2 is high (the shape of PAWS's reordered
+    # paraphrases next to a rare unmatched word): a plain fit learns to reward feature 1 there.
+    rng = np.random.default_rng(3)
+    n = 600
+    z = rng.normal(size=(n, 3))
+    y = np.where(z[:, 2] > 0.5, (z[:, 1] > 0).astype(float), (z[:, 0] - z[:, 1] > 0).astype(float))
+    w = np.full(n, 1.0 / n)
+    signs = np.array([1.0, -1.0, 0.0])  # 0: agreement, 1: disruption, 2: free
+
+    def worst_step(p, f, s):
+        # The largest move against the sign when feature f alone steps up by 0.5, over many points.
+        pts = rng.normal(size=(2000, 3)) * 1.5
+        up = pts.copy()
+        up[:, f] += 0.5
+        d = fg.mlp_logits(p, up)[0] - fg.mlp_logits(p, pts)[0]
+        return float(np.max(-s * d))
+
+    plain = fg.fit_mlp(z, y, w, 8, 0.0, steps=400, lr=0.05, seed=1)
+    assert worst_step(plain, 1, -1.0) > 0.1  # the plain network does reward the disruption somewhere
+    mono = fg.fit_mlp(z, y, w, 8, 0.0, steps=400, lr=0.05, seed=1, signs=signs)
+    assert (mono["w2"] >= 0).all() and (mono["w1"][:, 0] >= 0).all() and (mono["w1"][:, 1] <= 0).all()
+    assert worst_step(mono, 0, 1.0) <= 1e-12
+    assert worst_step(mono, 1, -1.0) <= 1e-12
+    # It still learns what the signs allow.
+    assert fg.auc(fg.mlp_logits(mono, z)[0], y) > 0.7
+    # The signs come from the feature names; unknown names are free.
+    assert fg.monotone_signs(["pooled", "crossed", "voice", "something"]).tolist() == [1, -1, 0, 0]
