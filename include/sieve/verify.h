@@ -286,12 +286,14 @@ struct VerifierContext {
 };
 
 /// The one rule by which the CLI, the server and Python turn a verifier spec into a verifier:
-/// "" or "default" = the verifier shipped for the model (default_verifier), else F1; "cosine" =
+/// "" or "default" = the verifier shipped for the model (default_verifier), as a cascade when
+/// installed_cross_encoder(model) records a band for it (gate mode auto), else F1; "cosine" =
 /// the pooled cosine (a null verifier); "F0", "F1", "F2" (any case) = the built-ins, even where a
 /// file of that name is in the working folder; else a verifier file (a path with '/', such as
 /// ./F1, or ending in .safetensors), refused with sieve::Error when it was recorded for another
 /// encoder than the context's (checked whether or not an index is involved); "cross:DIR" = the
-/// cross-encoder in folder DIR (any encoder: it reads texts).
+/// cross-encoder in folder DIR (any encoder: it reads texts); "cascade:DIR" = the model's shipped
+/// gate with that cross-encoder (`calibrated` false until a band for that gate is recorded).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
 
 /// Stage 2's two jobs, one rule for every face (the CLI's search, the server, Python): the verifier
