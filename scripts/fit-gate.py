@@ -15,13 +15,15 @@ the parts' ROC-AUCs (a part under 100 pairs, such as CondaQA's 46, is reported b
 on: its AUC moves by 0.05 with a few pairs). Writes the gate as JSON ({features, mean, scale,
 hidden_weights, hidden_bias, weights, bias, symmetric}) and a report of every setting's dev AUCs.
 
---monotone (the recipe's default since issue 43's twin benchmark): the network's score never falls
+--monotone (train-gate.sh MONOTONE=1; not the shipped gate's: docs/evaluation.md): the score never falls
 when a feature of agreement rises (the pooled cosine, F1, F2, the weakest rows, shared words and
 bigrams) and never rises when a feature of disruption rises (the negation cue gap, crossings, the
 order gap, discordant pairs, the length ratio, displacement), all else equal; F0, voice and
 conj_swap stay free (a passive or a swapped coordination may undo a crossing). Projected Adam: after
-every step the output weights are clipped to >= 0 and each constrained feature's input weights to
-its sign (tanh is increasing, so every path from such a feature to the score then has that sign).
+every step each constrained feature's input weight into a hidden unit is set to 0 where it and the
+unit's output weight would give the path from the feature to the score the wrong sign (tanh is
+increasing, so the score's derivative in that feature is a sum of paths of the right sign).
+--monotone-signs "name:+,name:-,..." replaces the table.
 Without it the network learned, from PAWS's reordered paraphrases, to raise the score of a role swap
 when a rare word of the pair had no good match (a rewrite's twin above the rewrite's own document).
 
@@ -121,19 +123,30 @@ MONOTONE_SIGNS = {"pooled": 1, "f1": 1, "f2": 1, "f2_pos": 1, "row_min": 1, "row
                   "len_ratio": -1, "displacement": -1}
 
 
-def monotone_signs(names):
-    """The sign vector of MONOTONE_SIGNS over the features `names` (0: free)."""
-    return np.array([MONOTONE_SIGNS.get(n, 0) for n in names], dtype=float)
+def monotone_signs(names, table=None):
+    """The sign vector of `table` (default MONOTONE_SIGNS) over the features `names` (0: free)."""
+    table = MONOTONE_SIGNS if table is None else table
+    return np.array([table.get(n, 0) for n in names], dtype=float)
+
+
+def parse_signs(spec, names):
+    """{name: +1 / -1} from "name:+,name:-"; sys.exit naming an unknown feature or sign."""
+    table = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        name, _, sign = item.partition(":")
+        if name not in names or sign not in ("+", "-"):
+            sys.exit(f"fit-gate: --monotone-signs: '{item}' is not FEATURE:+ or FEATURE:- (features: {', '.join(names)})")
+        table[name] = 1 if sign == "+" else -1
+    return table
 
 
 def project_monotone(p, signs):
-    """In place: output weights >= 0, and each signed feature's input weights of its sign."""
-    np.maximum(p["w2"], 0.0, out=p["w2"])
+    """In place: every path from a signed feature f through unit h to the score has f's sign:
+    sign(f) * w2[h] * w1[h, f] >= 0 (tanh is increasing), the input weight set to 0 where not."""
     for f, s in enumerate(signs):
-        if s > 0:
-            np.maximum(p["w1"][:, f], 0.0, out=p["w1"][:, f])
-        elif s < 0:
-            np.minimum(p["w1"][:, f], 0.0, out=p["w1"][:, f])
+        if s != 0:
+            wrong = s * p["w2"] * p["w1"][:, f] < 0
+            p["w1"][wrong, f] = 0.0
 
 
 def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None):
@@ -189,6 +202,8 @@ def main():
     ap.add_argument("--monotone", action="store_true",
                     help="the score non-decreasing in the agreement features and non-increasing in the disruption "
                          "ones (MONOTONE_SIGNS; needs --hidden > 0)")
+    ap.add_argument("--monotone-signs", help="with --monotone: the constrained features instead of the table, "
+                                             "as name:+ (non-decreasing) or name:- (non-increasing), comma-separated")
     ap.add_argument("--out", required=True, help="the fitted gate (JSON, for `sieve verify create --kind linear --weights`)")
     ap.add_argument("--report", help="JSON report: every setting's dev AUCs")
     args = ap.parse_args()
@@ -225,7 +240,7 @@ def main():
     if args.monotone:
         if args.hidden == 0:
             sys.exit("fit-gate: --monotone needs the tanh network (--hidden > 0)")
-        signs = monotone_signs(names)
+        signs = monotone_signs(names, parse_signs(args.monotone_signs, names) if args.monotone_signs else None)
         print("fit-gate: monotone: " + ", ".join(f"{n} {'+' if s > 0 else '-'}" for n, s in zip(names, signs) if s),
               file=sys.stderr)
     chosen_on = [k for k, (_, dy) in dev.items() if len(dy) >= args.min_choice_pairs] or list(dev)

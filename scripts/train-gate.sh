@@ -33,9 +33,10 @@ else
 fi
 CALIBRATION="${CALIBRATION:-balanced-accuracy}" PRECISION="${PRECISION:-0.9}"
 SEED="${SEED:-42}" THREADS="${THREADS:-0}" HIDDEN="${HIDDEN:-32}"
-# MONOTONE=1 (the default): the mlp gate's score never rises with a disruption feature nor falls with
-# an agreement one (scripts/fit-gate.py --monotone); MONOTONE=0 fits it unconstrained.
-MONOTONE="${MONOTONE:-1}"
+# MONOTONE=1: the mlp gate's score never rises with a disruption feature nor falls with an agreement
+# one (scripts/fit-gate.py --monotone; MONOTONE_SIGNS="name:+,..." picks the features). The default,
+# 0, fits it unconstrained, as shipped: docs/evaluation.md, "A monotone gate", says what it trades.
+MONOTONE="${MONOTONE:-0}" MONOTONE_SIGNS="${MONOTONE_SIGNS:-}"
 # Debian's interpreter, whose NumPy set-up installs (not whichever python3 comes first on PATH).
 PY="${PYTHON:-/usr/bin/python3}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
@@ -135,6 +136,7 @@ if [[ "$KIND" == mlp ]]; then
     done
     local mono=()
     [[ "$MONOTONE" == 1 ]] && mono=(--monotone)
+    [[ "$MONOTONE" == 1 && -n "$MONOTONE_SIGNS" ]] && mono+=(--monotone-signs "$MONOTONE_SIGNS")
     "$PY" scripts/fit-gate.py --train "${train[@]}" --dev "${dev[@]}" --hidden "$HIDDEN" --seed "$SEED" --symmetric \
       "${mono[@]}" --out "$RUN/gate.json" --report "$RUN/fit.json"
     "$S" verify create --kind mlp -m "$MODEL" --weights "$RUN/gate.json" --max-tokens "$MAX_TOKENS" --out "$RUN/verifier.safetensors"

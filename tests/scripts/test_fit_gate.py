@@ -147,10 +147,13 @@ def test_monotone_fit_never_rewards_disruption_and_the_plain_fit_can():
     plain = fg.fit_mlp(z, y, w, 8, 0.0, steps=400, lr=0.05, seed=1)
     assert worst_step(plain, 1, -1.0) > 0.1  # the plain network does reward the disruption somewhere
     mono = fg.fit_mlp(z, y, w, 8, 0.0, steps=400, lr=0.05, seed=1, signs=signs)
-    assert (mono["w2"] >= 0).all() and (mono["w1"][:, 0] >= 0).all() and (mono["w1"][:, 1] <= 0).all()
+    assert (mono["w2"] * mono["w1"][:, 0] >= 0).all() and (mono["w2"] * mono["w1"][:, 1] <= 0).all()
     assert worst_step(mono, 0, 1.0) <= 1e-12
     assert worst_step(mono, 1, -1.0) <= 1e-12
     # It still learns what the signs allow.
     assert fg.auc(fg.mlp_logits(mono, z)[0], y) > 0.7
     # The signs come from the feature names; unknown names are free.
     assert fg.monotone_signs(["pooled", "crossed", "voice", "something"]).tolist() == [1, -1, 0, 0]
+    assert fg.parse_signs("voice:+,crossed:-", ["voice", "crossed"]) == {"voice": 1, "crossed": -1}
+    with pytest.raises(SystemExit):
+        fg.parse_signs("nope:+", ["voice"])
