@@ -51,6 +51,42 @@ double rate(double seconds, Fn&& fn) {
 
 }  // namespace
 
+// The gate's tiers on real queries: per K, each mode's stage 2 (reading what it reads, the maps,
+// the verifier, the cross-encoder) p50 / p99, per candidate, and what the cascade sent.
+nlohmann::json time_tiers(const Index& index, const std::vector<eval::Query>& queries, const std::string& cross_dir) {
+  nlohmann::json out = {{"cross_encoder", cross_dir}};
+  const VerifierContext ctx{index.stats().model_path, index.stats().model_identity};
+  const std::vector<std::pair<std::string, std::string>> modes = {
+      {"fast", gate_verifier_spec(GateMode::Fast, cross_dir, ctx.model_dir)},
+      {"accurate", gate_verifier_spec(GateMode::Accurate, cross_dir, ctx.model_dir)},
+      {"cascade", gate_verifier_spec(GateMode::Cascade, cross_dir, ctx.model_dir)}};
+  for (size_t K : {size_t(10), size_t(100)}) {
+    nlohmann::json byk;
+    for (const auto& [mode, spec] : modes) {
+      const ResolvedVerifier v = resolve_verifier(spec, ctx);
+      PipelineParams pp;
+      pp.candidates = K;
+      pp.k = K;
+      std::vector<double> stage2;
+      size_t sent = 0, scored = 0;
+      for (const auto& qq : queries) {
+        Stage2Timing t;
+        search_verified(index, v, qq.text, pp, &t);
+        stage2.push_back(t.decode + t.map + t.verify + t.cross);
+        sent += t.sent;
+        scored += t.scored;
+      }
+      byk[mode] = {{"stage2_ms_p50", percentile(stage2, 50) * 1e3},
+                   {"stage2_ms_p99", percentile(stage2, 99) * 1e3},
+                   {"ms_per_candidate_p50", percentile(stage2, 50) * 1e3 / K}};
+      if (v.cascade()) byk[mode]["sent_share"] = scored ? double(sent) / scored : 0.0;
+      std::fprintf(stderr, "tiers K=%zu %s done\n", K, mode.c_str());
+    }
+    out["K" + std::to_string(K)] = byk;
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   ensure_fast_blas(argv);
   tune_allocator();
@@ -69,6 +105,9 @@ int main(int argc, char** argv) {
   std::string only = "F0,F1,F2,F3,F4", gate_files;
   app.add_option("--gate-files", gate_files, "with --index: more verifier files for the index's model, timed like the gate");
   app.add_option("--verifiers", only, "comma-separated verifiers for the synthetic part (F3 takes seconds per call)");
+  std::string tiers;
+  app.add_option("--tiers", tiers, "with --index: a cross-encoder folder; times the gate modes fast (the model's "
+                                   "gate), accurate (cross:DIR) and cascade (cascade:DIR) at K = 10 and 100");
   CLI11_PARSE(app, argc, argv);
   set_compute_threads(threads);
   if (aten_threads > 0) at::set_num_threads(aten_threads);
@@ -151,6 +190,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "index %s done\n", name.c_str());
     }
     out["index"] = real;
+    if (!tiers.empty()) out["tiers"] = time_tiers(*index, queries, tiers);
   }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
