@@ -344,6 +344,10 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
                                     const std::vector<std::pair<std::string, std::string>>& pairs,
                                     size_t batch_size = 32);
 
+/// Throws sieve::Error unless `verifier`, when it is a cascade, has a band recorded for its fast
+/// tier (calibrated): the one check every face runs before a cascade scores anything.
+void require_calibrated_cascade(const ResolvedVerifier& verifier);
+
 /// A cascade's second step: the pairs whose fast score (`scores`, one per pair) lies in the band
 /// are scored by the cross-encoder and their scores replaced by cascade_score. Returns how many
 /// were sent. sieve::Error when `verifier` is no cascade or its cross-encoder has no threshold.

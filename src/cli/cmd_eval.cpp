@@ -196,8 +196,7 @@ void register_nearmiss_eval(CLI::App* group) {
     for (const auto& v : o->verifiers) {
       owned.push_back(resolve_verifier(v, {o->model, identity}));
       const ResolvedVerifier& r = owned.back();
-      SIEVE_THROW_IF_NOT(!r.cascade() || r.calibrated, "'" << v << "' has no band for the model's gate: calibrate it "
-                                                                   "(sieve verify calibrate --verifier " << v << ")");
+      require_calibrated_cascade(r);  // before any text is encoded
       scorers.push_back(r.cascade() ? experiment::Scorer{v, r.verifier.get(), nullptr, &r}
                                     : experiment::Scorer{v, r.verifier.get(), r.cross.get()});
     }

@@ -163,9 +163,7 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
                              : gate_verifier_spec(gate_mode_from_name(opt_.gate_mode), opt_.cross, encoder_->info().dir);
   const std::string rerank_spec = stage2_verifier_spec(opt_.gate_mode.empty() ? opt_.verifier : "", false);
   verifier_ = resolve_verifier(gate_spec, context);
-  SIEVE_THROW_IF_NOT(!verifier_.cascade() || verifier_.calibrated,
-                     "'" << verifier_.name << "' has no band for the model's gate: calibrate it first (sieve verify "
-                         "calibrate --verifier " << verifier_.name << " --pairs DEV)");
+  require_calibrated_cascade(verifier_);  // at start-up, not on the first request
   if (rerank_spec != gate_spec) relevance_ = resolve_verifier(rerank_spec, context);
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
@@ -402,10 +400,7 @@ Response Service::verify(const std::string& body, Clock::time_point deadline) {
     scores = verifier_.cross->score_pairs(text_pairs);
   } else {
     scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine(), nullptr, deadline));
-    if (verifier_.cascade()) {
-      if (!verifier_.calibrated) throw bad("the server's cascade has no band for its fast tier: calibrate it");
-      apply_cascade(verifier_, text_pairs, scores);
-    }
+    if (verifier_.cascade()) apply_cascade(verifier_, text_pairs, scores);
   }
   require_finite(scores, "pair");
   json results = json::array();

@@ -66,7 +66,6 @@ Response Service::rerank_tei(const std::string& body, Clock::time_point deadline
   } else {
     s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline));
     if (rv.cascade()) {
-      if (!rv.calibrated) throw bad("the server's cascade has no band for its fast tier: calibrate it");
       std::vector<std::pair<std::string, std::string>> pairs;
       for (const auto& t : texts) pairs.emplace_back(all[0], t);
       apply_cascade(rv, pairs, s);

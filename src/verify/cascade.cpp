@@ -52,6 +52,12 @@ std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, cons
   return std::string(mode == GateMode::Accurate ? kCrossVerifierPrefix : kCascadeVerifierPrefix) + dir;
 }
 
+void require_calibrated_cascade(const ResolvedVerifier& verifier) {
+  SIEVE_THROW_IF_NOT(!verifier.cascade() || verifier.calibrated,
+                     "'" << verifier.name << "' has no band for the model's gate: calibrate the cascade (sieve verify "
+                                             "calibrate --verifier " << verifier.name << " --pairs DEV)");
+}
+
 float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold, const CascadeBand& band) {
   if (!band.contains(fast)) return fast;
   double s;

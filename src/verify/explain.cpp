@@ -61,6 +61,7 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
 size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pair<std::string, std::string>>& pairs,
                      std::vector<float>& scores, size_t batch_size) {
   SIEVE_THROW_IF_NOT(verifier.cascade(), "'" << verifier.name << "' is not a cascade");
+  require_calibrated_cascade(verifier);
   SIEVE_THROW_IF_NOT(pairs.size() == scores.size(), "the cascade needs one fast score per pair");
   const double cross_threshold = verifier.cross->threshold();
   SIEVE_THROW_IF_NOT(!std::isnan(cross_threshold), "'" << verifier.name << "': the cross-encoder has no threshold");
@@ -83,8 +84,7 @@ std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifi
   if (verifier.cross && !verifier.cascade()) return verifier.cross->score_pairs(pairs, batch_size);
   SIEVE_THROW_IF_NOT(encoder != nullptr, "scoring with " << verifier.name << " needs an encoder");
   if (verifier.cascade()) {
-    SIEVE_THROW_IF_NOT(verifier.calibrated, "'" << verifier.name << "' has no band for its fast tier: calibrate the "
-                                                   "cascade (sieve verify calibrate --verifier " << verifier.name << ")");
+    require_calibrated_cascade(verifier);  // before the fast tier's work
     std::vector<float> out = score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
     apply_cascade(verifier, pairs, out, batch_size);
     return out;

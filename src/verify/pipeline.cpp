@@ -66,9 +66,7 @@ bool past_deadline(const std::vector<Hit>& hits, const PipelineParams& params, S
 
 std::vector<VerifiedHit> search_cascade(const Index& index, const ResolvedVerifier& verifier, const std::string& query,
                                         const PipelineParams& params, Stage2Timing* timing) {
-  SIEVE_THROW_IF_NOT(verifier.calibrated, "'" << verifier.name
-                                              << "' has no band for its fast tier: calibrate the cascade (sieve verify "
-                                                 "calibrate --verifier " << verifier.name << " --pairs DEV)");
+  require_calibrated_cascade(verifier);  // before the fast tier's work
   const double fast_threshold = verifier.verifier->config().threshold;
   // The fast tier over every candidate, in stage-1 order, nothing gated or cut yet.
   PipelineParams all = params;
