@@ -8,6 +8,13 @@ of the range is eval, the next 10% dev, the rest train; the same sentence always
 part, whichever run or machine splits it.
 
   scripts/gate-sentences.py --examples EXAMPLES.txt --scifact CORPUS.jsonl --out DIR
+
+A third source, for PAWS-style pairs (scripts/train-gate.sh's source "pawsstyle"): the sentences of
+a Wikipedia corpus (WikiQA's), split by the same hash into DIR/wiki-{train,dev,eval}.txt. Any
+sentence that occurs in an --exclude pair file (PAWS-Wiki's, itself drawn from Wikipedia) is left
+out, so that no evaluated sentence is rewritten for training.
+
+  scripts/gate-sentences.py --wiki CORPUS.jsonl [--exclude PAIRS.tsv ...] --out DIR
 """
 import argparse
 import hashlib
@@ -36,12 +43,56 @@ def scifact_sentences(path: str):
                     yield s
 
 
+def write_parts(out: str, prefix: str, parts: dict) -> None:
+    os.makedirs(out, exist_ok=True)
+    for name, rows in parts.items():
+        tmp = os.path.join(out, f".{prefix}-{name}.txt.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(s + "\n" for s in rows)
+        os.replace(tmp, os.path.join(out, f"{prefix}-{name}.txt"))
+
+
+def wiki_main(a) -> int:
+    excluded = set()
+    for p in a.exclude or []:
+        if not os.path.isfile(p):
+            print(f"gate-sentences: '{p}' is not a file", file=sys.stderr)
+            return 1
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                for field in line.rstrip("\n").split("\t")[:2]:
+                    excluded.add(" ".join(field.split()).lower())
+    if not os.path.isfile(a.wiki):
+        print(f"gate-sentences: '{a.wiki}' is not a file", file=sys.stderr)
+        return 1
+    parts = {"train": [], "dev": [], "eval": []}
+    seen, dropped = set(), 0
+    for s in scifact_sentences(a.wiki):
+        key = s.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        if key in excluded:
+            dropped += 1
+            continue
+        parts[part(s)].append(s)
+    write_parts(a.out, "wiki", parts)
+    print(json.dumps({"wiki": len(seen), "excluded": dropped, **{k: len(v) for k, v in parts.items()}}))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", required=True, help="WordNet example sentences, one per line")
-    ap.add_argument("--scifact", required=True, help="SciFact corpus.jsonl")
+    ap.add_argument("--examples", help="WordNet example sentences, one per line")
+    ap.add_argument("--scifact", help="SciFact corpus.jsonl")
+    ap.add_argument("--wiki", help="a Wikipedia corpus.jsonl (WikiQA's): writes DIR/wiki-{train,dev,eval}.txt only")
+    ap.add_argument("--exclude", nargs="+", help="with --wiki: pair TSVs whose sentences are left out")
     ap.add_argument("--out", required=True, help="folder for sentences-{train,dev,eval}.txt")
     a = ap.parse_args()
+    if a.wiki:
+        return wiki_main(a)
+    if not a.examples or not a.scifact:
+        ap.error("--examples and --scifact are required (or --wiki)")
     for p in (a.examples, a.scifact):
         if not os.path.isfile(p):
             print(f"gate-sentences: '{p}' is not a file", file=sys.stderr)
@@ -56,12 +107,7 @@ def main() -> int:
             if i < len(src) and src[i].lower() not in seen:
                 seen.add(src[i].lower())
                 parts[part(src[i])].append(src[i])
-    os.makedirs(a.out, exist_ok=True)
-    for name, rows in parts.items():
-        tmp = os.path.join(a.out, f".sentences-{name}.txt.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(s + "\n" for s in rows)
-        os.replace(tmp, os.path.join(a.out, f"sentences-{name}.txt"))
+    write_parts(a.out, "sentences", parts)
     print(json.dumps({"wordnet": len(wordnet), "scifact": len(scifact), **{k: len(v) for k, v in parts.items()}}))
     return 0
 

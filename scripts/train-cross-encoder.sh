@@ -12,7 +12,10 @@
 # epoch of them), BATCH (16), LR (2e-5), MAX_LENGTH (128), MAX_SENT (0.25: the largest share of
 # dev pairs the band may send), THREADS (0 = all cores), SIEVE_SHARED_DATA, SKIP_BUILD;
 # MIX_STEPS (0): > 0 continues the human-trained model on WORK/train.tsv (every source of the gate,
-# generated kinds included: they come after the human parts) for that many steps, into WORK/cross-mix.
+# generated kinds included: they come after the human parts) for that many steps, into WORK/cross-mix;
+# MIX_TRAIN (a labelled pair file) and MIX_NAME (cross-mix) continue it on another file into
+# WORK/MIX_NAME instead (one source's effect at a time: e.g. the human parts plus train-gate.sh's
+# PAWS-style pairs).
 # Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/ (with
 # MIX_STEPS: WORK/cross-mix/last, WORK/cross-mix-eval/).
 set -euo pipefail
@@ -64,17 +67,18 @@ train() {
 step train "$WORK/cross/last/model.safetensors" train
 CE="$WORK/cross/last" P="cross"
 # 3b. MIX_STEPS: the whole mix after the human parts.
-MIX_STEPS="${MIX_STEPS:-0}"
+MIX_STEPS="${MIX_STEPS:-0}" MIX_TRAIN="${MIX_TRAIN:-$WORK/train.tsv}" MIX_NAME="${MIX_NAME:-cross-mix}"
 if (( MIX_STEPS > 0 )); then
+  [[ -f "$MIX_TRAIN" ]] || { echo "train-cross-encoder: MIX_TRAIN '$MIX_TRAIN' is not a file" >&2; exit 1; }
   train_mix() {
     local resume=()
-    compgen -G "$WORK/cross-mix/checkpoint-*/trainer_state.json" > /dev/null && resume=(--resume)
-    "$S" train cross-encoder -m "$WORK/cross/last" --train "$WORK/train.tsv" --out "$WORK/cross-mix" \
+    compgen -G "$WORK/$MIX_NAME/checkpoint-*/trainer_state.json" > /dev/null && resume=(--resume)
+    "$S" train cross-encoder -m "$WORK/cross/last" --train "$MIX_TRAIN" --out "$WORK/$MIX_NAME" \
       --steps "$MIX_STEPS" --batch-size "$BATCH" --lr "$LR" --max-length "$MAX_LENGTH" --save-every 100 \
       --threads "$THREADS" "${resume[@]}"
   }
-  step train_mix "$WORK/cross-mix/last/model.safetensors" train_mix
-  CE="$WORK/cross-mix/last" P="cross-mix"
+  step "train_$MIX_NAME" "$WORK/$MIX_NAME/last/model.safetensors" train_mix
+  CE="$WORK/$MIX_NAME/last" P="$MIX_NAME"
 fi
 # 4. Its threshold (the highest balanced accuracy on the dev pairs, as the shipped gate's), then
 # the cascade's band for the model's shipped gate on the same pairs.

@@ -23,7 +23,7 @@ MODEL="${MODEL:-all-MiniLM-L6-v2}"
 DATA="${SIEVE_SHARED_DATA:-../shared/data}"
 KIND="${KIND:-mlp}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
 MAX_TOKENS="${MAX_TOKENS:-64}" MAX_LENGTH="${MAX_LENGTH:-64}" EXTRA="${EXTRA:-}"
-GEN_CAP="${GEN_CAP:-1500}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:-3000}" IDENTITY="${IDENTITY:-1000}"
+GEN_CAP="${GEN_CAP:-1500}" PAWSSTYLE_CAP="${PAWSSTYLE_CAP:-6000}" EVAL_CAP="${EVAL_CAP:-500}" CANNOT_CAP="${CANNOT_CAP:-3000}" IDENTITY="${IDENTITY:-1000}"
 # qqp (question duplicates) is a source of the mlp gate; the F2 / F3 / F4 recipes keep the sources
 # they were measured with. Every set's eval part is scored whenever it exists.
 if [[ "$KIND" == mlp ]]; then
@@ -82,6 +82,26 @@ generate() {
 step generate_train "$WORK/generated-train.tsv" generate train "$GEN_CAP"
 step generate_dev "$WORK/generated-dev.tsv" generate dev "$EVAL_CAP"
 step generate_eval "$WORK/generated-eval.tsv" generate eval "$EVAL_CAP"
+# 2b. Source "pawsstyle" (when SOURCES names it): PAWS-style pairs of high word overlap. Near-misses:
+# two names or numbers exchanged (entity_swap) in Wikipedia sentences (WikiQA's corpus, less any
+# sentence of PAWS-Wiki) and in the sentences above; rewrites of the Wikipedia sentences keep the
+# meaning (coordination, passive, adverb moves, ...). Split by the same sentence hash.
+if [[ ",$SOURCES," == *,pawsstyle,* ]]; then
+  step wiki_sentences "$WORK/sentences/wiki-eval.txt" "$PY" scripts/gate-sentences.py \
+    --wiki "$DATA/retrieval/wikiqa/corpus.jsonl" --exclude "$DATA/pairs/paws-wiki-dev.tsv" --out "$WORK/sentences"
+  pawsstyle() {
+    local part="$1" cap="$2"
+    cat "$WORK/sentences/wiki-$part.txt" "$WORK/sentences/sentences-$part.txt" > "$WORK/pawsstyle-$part.in.txt"
+    "$S" nearmiss generate --in "$WORK/pawsstyle-$part.in.txt" --kinds entity_swap --seed "$SEED" \
+      --max-per-category "$cap" --out "$WORK/pawsstyle-$part.swap.tsv" > /dev/null
+    "$S" nearmiss generate --in "$WORK/sentences/wiki-$part.txt" --kinds "$REWRITES" --seed "$SEED" \
+      --max-per-category "$cap" --out "$WORK/pawsstyle-$part.rewrite.tsv" > /dev/null
+    { cat "$WORK/pawsstyle-$part.swap.tsv"; tail -n +2 "$WORK/pawsstyle-$part.rewrite.tsv"; } > "$WORK/pawsstyle-$part.raw.tsv"
+    label_generated "$WORK/pawsstyle-$part.raw.tsv" "$WORK/pawsstyle-$part.tsv"
+  }
+  step pawsstyle_train "$WORK/pawsstyle-train.tsv" pawsstyle train "$PAWSSTYLE_CAP"
+  step pawsstyle_dev "$WORK/pawsstyle-dev.tsv" pawsstyle dev "$EVAL_CAP"
+fi
 # 3. The human-written sets, split by sentence component; the generated eval pairs join mixed-eval.
 step sets "$WORK/sets/report.json" "$S" eval paraphrase-sets --shared "$DATA" --generated "$WORK/generated-eval.tsv" \
   --generated-positive "$REWRITES" --out "$WORK/sets"
@@ -92,6 +112,7 @@ source_rows() {  # source_rows SOURCE PART: that source's rows of PART (train, d
     cannot) tail -n +2 "$WORK/sets/cannot-$part.tsv" | awk -v n="$CANNOT_CAP" -v total="$(($(wc -l < "$WORK/sets/cannot-$part.tsv") - 1))" \
               'BEGIN { step = total > n ? total / n : 1 } NR - 1 >= k * step { print; k++ }' ;;
     generated) tail -n +2 "$WORK/generated-$part.tsv" ;;
+    pawsstyle) tail -n +2 "$WORK/pawsstyle-$part.tsv" ;;
     identity) tail -n +2 "$WORK/generated-$part.tsv" | cut -f1 |
                 awk -v n="$IDENTITY" 'BEGIN { OFS = "\t" } !seen[$0]++ && c++ < n { print $0, $0, "identity", 1 }' ;;
     *) tail -n +2 "$WORK/sets/$src-$part.tsv" ;;

@@ -252,6 +252,7 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
       break;
     }
     case Kind::RoleSwap:
+    case Kind::EntitySwap:
     case Kind::BindingSwap: d.intended = d.shape == "swap"; break;
     case Kind::SpatialFlip:
       if (d.shape == "replace1" || d.shape == "replace") {

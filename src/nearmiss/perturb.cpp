@@ -33,7 +33,8 @@ const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap
                            {Kind::Passive, "passive"},           {Kind::Contraction, "contraction"},
                            {Kind::Coordination, "coordination"}, {Kind::Possessive, "possessive"},
                            {Kind::AdverbMove, "adverb_move"},    {Kind::PassiveRoleSwap, "passive_role_swap"},
-                           {Kind::Determiner, "determiner"},     {Kind::NegatedAntonym, "negated_antonym"}};
+                           {Kind::Determiner, "determiner"},     {Kind::NegatedAntonym, "negated_antonym"},
+                           {Kind::EntitySwap, "entity_swap"}};
 
 bool is_question(const Sentence& s) {
   const auto& t = s.tokens;
@@ -140,6 +141,7 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
     case Kind::NegatedAntonym:
       if (!is_question(s)) negated_antonym_candidates(s, lex_, cands);
       break;
+    case Kind::EntitySwap: entity_swap_candidates(s, cands); break;
     case Kind::PassiveRoleSwap: break;  // composed of two kinds above
   }
   const std::string source = lower(sentence);

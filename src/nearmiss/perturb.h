@@ -36,12 +36,15 @@ enum class Kind {
   /// A negated word replaced by its complementary antonym ("is not dead" -> "is alive", "did not
   /// forget" -> "remembered"), only for pairs that WordNet lists as antonyms and that leave no
   /// middle ground (a fixed list: not "not hot" -> "cold").
-  NegatedAntonym /*positive*/
+  NegatedAntonym /*positive*/,
+  /// Two names or two written numbers of the sentence exchanged, PAWS-style ("flew from Paris to
+  /// Rome" -> "flew from Rome to Paris"); never two that are only coordinated ("Paris and Rome").
+  EntitySwap
 };
 
 /// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive",
 /// "contraction", "coordination", "possessive", "adverb_move", "passive_role_swap", "determiner",
-/// "negated_antonym".
+/// "negated_antonym", "entity_swap".
 const char* kind_name(Kind k);
 
 /// True for the meaning-preserving kinds (synonym, passive, contraction, coordination, possessive,

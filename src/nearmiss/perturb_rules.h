@@ -27,6 +27,8 @@ void role_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sen
 void of_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
 /// perturb_swap.cpp: the adjectives of two NPs exchanged.
 void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
+/// perturb_swap.cpp: two names or two written numbers exchanged (not when only coordinated).
+void entity_swap_candidates(const Sentence& s, std::vector<Sentence>& out);
 /// perturb_spatial.cpp: one spatial word or phrase replaced by its opposite.
 void spatial_candidates(const Sentence& s, std::vector<Sentence>& out);
 /// perturb_lexical.cpp: one content word replaced by a WordNet antonym (`antonym`) or synonym.

@@ -1,5 +1,7 @@
-// Role and binding swaps: subject <-> object, the two NPs of "X of Y", the adjectives of two NPs.
+// Role, binding and entity swaps: subject <-> object, the two NPs of "X of Y", the adjectives of two
+// NPs, two names or numbers.
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 #include <vector>
@@ -204,6 +206,60 @@ void binding_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<
       if (span_text(s, a) == span_text(s, b)) continue;
       if (!article_ok(s, a.b, t[b.b].text) || !article_ok(s, b.b, t[a.b].text)) continue;
       out.push_back(swap_spans(s, a, b));
+    }
+}
+
+
+// ---- entity swap -------------------------------------------------------------------------------
+
+// PAWS-style: two names (runs of capitalised words) or two written numbers of one sentence trade
+// places ("born in Paris in 1950, moved to Rome" -> "born in Rome in 1950, moved to Paris").
+// The words stay the same and their relation changes. Spans joined only by "and", "or", commas or
+// "&" are a coordination, whose swap keeps the meaning ("Paris and Rome"): no candidate there.
+void entity_swap_candidates(const Sentence& s, std::vector<Sentence>& out) {
+  const auto& t = s.tokens;
+  auto digits = [](const std::string& w) {
+    bool any = false;
+    for (char c : w) {
+      if (std::isdigit(static_cast<unsigned char>(c))) any = true;
+      else if (c != ',' && c != '.') return false;
+    }
+    return any;
+  };
+  // A year trades places with a year, a quantity with a quantity ("in 1832 ... 40 acres" is not
+  // swapped: "in 40 ... 1832 acres" reads as noise rather than as a near-miss).
+  auto year = [](const std::string& w) {
+    return w.size() == 4 && w.find_first_not_of("0123456789") == std::string::npos && (w[0] == '1' || w[0] == '2');
+  };
+  enum Class { kName, kYear, kQuantity };
+  struct Span {
+    Range r;
+    Class c;
+  };
+  std::vector<Span> spans;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i].tag == Tag::Propn) {
+      size_t e = i;
+      while (e < t.size() && t[e].tag == Tag::Propn) ++e;
+      if (e - i <= 4) spans.push_back({Range{i, e}, kName});
+      i = e;
+    } else {
+      if (t[i].tag == Tag::Num && digits(t[i].text)) spans.push_back({Range{i, i + 1}, year(t[i].text) ? kYear : kQuantity});
+      ++i;
+    }
+  }
+  for (size_t p = 0; p < spans.size(); ++p)
+    for (size_t q = p + 1; q < spans.size(); ++q) {
+      const Span& a = spans[p];
+      const Span& b = spans[q];
+      if (a.c != b.c || span_text(s, a.r) == span_text(s, b.r)) continue;
+      bool coordinated = true;
+      for (size_t k = a.r.e; k < b.r.b && coordinated; ++k) {
+        const std::string w = lower(t[k].text);
+        coordinated = w == "and" || w == "or" || w == "," || w == "&" || w == "nor";
+      }
+      if (coordinated) continue;
+      out.push_back(swap_spans(s, a.r, b.r));
     }
 }
 

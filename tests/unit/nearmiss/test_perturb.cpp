@@ -52,6 +52,9 @@ TEST(Perturb, KindNames) {
   EXPECT_STREQ(kind_name(Kind::Determiner), "determiner");
   EXPECT_STREQ(kind_name(Kind::NegatedAntonym), "negated_antonym");
   EXPECT_EQ(kind_from_name("negated_antonym"), Kind::NegatedAntonym);
+  EXPECT_STREQ(kind_name(Kind::EntitySwap), "entity_swap");
+  EXPECT_EQ(kind_from_name("entity_swap"), Kind::EntitySwap);
+  EXPECT_FALSE(is_positive(Kind::EntitySwap));
   for (Kind k : {Kind::Synonym, Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove,
                  Kind::Determiner, Kind::NegatedAntonym})
     EXPECT_TRUE(is_positive(k)) << kind_name(k);
@@ -153,6 +156,27 @@ TEST_F(PerturbTest, RoleSwap) {
   EXPECT_PERTURB("The roof of the house was red", Kind::RoleSwap, "The house of the roof was red");
   EXPECT_FALSE(apply("She drank a cup of the tea", Kind::RoleSwap).has_value());
   EXPECT_FALSE(apply("She met the leader of the rebels", Kind::RoleSwap).has_value());  // number differs
+}
+
+TEST_F(PerturbTest, EntitySwapExchangesTwoNamesOrTwoNumbers) {
+  EXPECT_PERTURB("He flew from Paris to Rome", Kind::EntitySwap, "He flew from Rome to Paris");
+  EXPECT_PERTURB("The club moved to Leeds in 1950 and closed in 1962.", Kind::EntitySwap,
+                 "The club moved to Leeds in 1962 and closed in 1950.");
+  // A multi-word name moves whole.
+  EXPECT_PERTURB("In the final Great Britain beat New Zealand twice", Kind::EntitySwap,
+                 "In the final New Zealand beat Great Britain twice");
+  // Coordinated names keep the meaning when swapped: that is a rewrite, not a near-miss.
+  EXPECT_FALSE(apply("He visited Paris and Rome", Kind::EntitySwap).has_value());
+  EXPECT_FALSE(apply("He visited Paris, Rome", Kind::EntitySwap).has_value());
+  // The same name twice, a name and a number, or one entity only: nothing to exchange.
+  EXPECT_FALSE(apply("Paris is far from Paris", Kind::EntitySwap).has_value());
+  EXPECT_FALSE(apply("He left Paris in 1950", Kind::EntitySwap).has_value());
+  EXPECT_FALSE(apply("In 1832 the plot was cut to 40 acres", Kind::EntitySwap).has_value());  // a year, a size
+  EXPECT_FALSE(apply("the dog bit the man", Kind::EntitySwap).has_value());
+  // Number words are not swapped (their agreement differs: "one dog", "two dogs").
+  EXPECT_FALSE(apply("one man saw two dogs", Kind::EntitySwap).has_value());
+  EXPECT_TRUE(check_edit("He flew from Paris to Rome", "He flew from Rome to Paris", Kind::EntitySwap, lx()).intended);
+  EXPECT_FALSE(check_edit("He flew from Paris to Rome", "He flew from Paris to Milan", Kind::EntitySwap, lx()).intended);
 }
 
 TEST_F(PerturbTest, PassiveRoleSwapLooksLikeAParaphrase) {
@@ -402,7 +426,8 @@ TEST_F(PerturbTest, GarbageGivesNothing) {
   std::string long_line;
   for (int i = 0; i < 500; ++i) long_line += "the dog bit the man ";
   for (Kind k : {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym, Kind::Synonym,
-                 Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove}) {
+                 Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove,
+                 Kind::EntitySwap}) {
     for (const std::string g : {"<div>", "", "   ", "日本語のテキスト", "<p>the box is above the shelf</p>",
                                 "!!! ??? ...", "12345 678", "'", "n't", "'s", "the dog bit\nthe man"}) {
       EXPECT_FALSE(apply(g, k).has_value()) << kind_name(k) << " on '" << g << "'";
