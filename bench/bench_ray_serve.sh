@@ -4,7 +4,8 @@
 # wrk: QPS and p50/p99 at 1, 16 and 64 connections for /v1/search (bm25, dense, hybrid + gate).
 # SciFact's corpus from ../shared/data (DOCS=n: its first n documents), the default model, SHARDS
 # shards (3), REPLICAS replicas per shard (1). Before the load, the script checks that both answer
-# every query alike. One JSON line per case.
+# every query alike. Ray Serve runs twice: stage 2 at the router (token states cross the wire) and
+# at the shards (scores do), with the stage-2 bytes per query of each. One JSON line per case.
 #   bench/bench_ray_serve.sh [SECONDS_PER_CASE=10] [WORK=/tmp/sieve_bench_ray_serve]
 # Needs wrk and jq (scripts/setup.sh --bench) and build/ray-venv (scripts/setup.sh --oracles).
 set -euo pipefail
@@ -62,15 +63,24 @@ answers > "$WORK/answers-one.jsonl"
 load "sieve serve" 1
 stop
 
-PYTHONPATH="$B/python" RAY_USAGE_STATS_ENABLED=0 "$PY" -m sieve.ray serve --index "$WORK/set" --port "$PORT" \
-  --replicas "${REPLICAS:-1}" 2> "$WORK/ray-serve.log" &
-PID=$!
-for _ in $(seq 900); do grep -q serving "$WORK/ray-serve.log" && break; sleep 0.2; done
-answers > "$WORK/answers-ray.jsonl"
-if cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-ray.jsonl"; then
-  echo "{\"check\": \"answers equal\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
-else
-  echo "{\"check\": \"answers differ\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$WORK/answers-ray.jsonl" | grep -c '^<' || true)}"
-fi
-load "ray serve" "$SHARDS"
-stop
+# Ray Serve twice: stage 2 at the router (the candidates' token states cross the wire: before
+# issue 45) and at the shards (only their scores do: the default). Stage-2 bytes per query are
+# the router's counter (GET /router/stats) over the 50 hybrid + gate answers' queries.
+for where in ${STAGE2:-router shards}; do
+  flag=()
+  [[ "$where" == router ]] && flag=(--stage2-at-router)
+  PYTHONPATH="$B/python" RAY_USAGE_STATS_ENABLED=0 "$PY" -m sieve.ray serve --index "$WORK/set" --port "$PORT" \
+    --replicas "${REPLICAS:-1}" "${flag[@]}" 2> "$WORK/ray-serve-$where.log" &
+  PID=$!
+  for _ in $(seq 900); do grep -q serving "$WORK/ray-serve-$where.log" && break; sleep 0.2; done
+  answers > "$WORK/answers-ray-$where.jsonl"
+  bytes=$(curl -s "$URL/router/stats" | jq .stage2_bytes_received)
+  echo "{\"server\": \"ray serve\", \"stage2\": \"$where\", \"stage2_bytes_per_query\": $((bytes / 50))}"
+  if cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-ray-$where.jsonl"; then
+    echo "{\"check\": \"answers equal\", \"stage2\": \"$where\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
+  else
+    echo "{\"check\": \"answers differ\", \"stage2\": \"$where\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$WORK/answers-ray-$where.jsonl" | grep -c '^<' || true)}"
+  fi
+  load "ray serve (stage 2 at $where)" "$SHARDS"
+  stop
+done

@@ -3,11 +3,13 @@
 // The directory format is specified in docs/formats.md.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,9 @@ struct SearchParams {
   /// weight for every query).
   double weight_slope = 0.0;
   bool query_tokens = false;  ///< also return the query's token states (for stage 2)
+  /// The request's deadline: a shard served elsewhere (ShardRemote) is not waited for past it
+  /// (ShardTimeout). Local work is not cut short. Default: none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// The stage-1 search a model folder recommends for itself: the "search" object of the sieve file
@@ -153,11 +158,19 @@ struct ShardUnavailable : Error {
   using Error::Error;
 };
 
+/// A shard served elsewhere had not answered when the request's deadline (SearchParams::deadline)
+/// passed; the server's 504. Never retried: the time is spent.
+struct ShardTimeout : ShardUnavailable {
+  using ShardUnavailable::ShardUnavailable;
+};
+
 /// The parts of a shard set's shards that live in other processes (Ray Serve's shard replicas,
 /// python/sieve/ray_serve.py): each shard's dense search and its stored keys and token states.
 /// The opener keeps the rest (BM25 over every shard's database, documents, token ids), so it
 /// needs the set's folder on its file system; it never loads a shard's vectors. Internal ids are
-/// the shard's own (0-based). Calls may come from several threads at once.
+/// the shard's own (0-based). Calls may come from several threads at once: a shard set sends each
+/// stage's calls to every shard at once, each on its own thread, and waits for them until the
+/// request's deadline.
 class ShardRemote {
  public:
   virtual ~ShardRemote() = default;
@@ -170,6 +183,17 @@ class ShardRemote {
   virtual std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const = 0;
   /// The documents' pooled keys, docs.size() x dim floats (Index::key).
   virtual std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const = 0;
+  /// Stage 2 at the shard: the verifier the shard holds scores the query's token states (L2-
+  /// normalised rows, as SearchResult::query_tokens) against each document's stored ones, one
+  /// score per document. `verifier` is the key of the verifier the caller means (verifier_key()
+  /// in sieve/verify.h); a shard that holds another refuses (ShardUnavailable), so that a score
+  /// never comes from a verifier the caller did not choose. Only called when scores_at_shards().
+  virtual std::vector<float> scores(size_t shard, const std::string& verifier, const TokenStates& query,
+                                    const std::vector<uint32_t>& docs,
+                                    std::chrono::steady_clock::time_point deadline) const;
+  /// Whether the shards score candidates themselves (scores()); false: stage 2 reads their token
+  /// states here (tokens()).
+  virtual bool scores_at_shards() const { return false; }
 };
 
 /// Options of Index::open.
@@ -233,6 +257,13 @@ class Index {
   virtual TokenStates tokens(uint32_t doc, size_t max_rows) const = 0;
   /// tokens(doc, max_rows) of each of `docs`, in order (one call per shard on a remote shard set).
   virtual std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const;
+  /// Stage 2 where the documents live: the scores of the shards' verifier (key `verifier`,
+  /// ShardRemote::scores) for the query's token states against each of `docs`, asked of every
+  /// shard at once; nullopt when this index's documents are read here (every local index, and a
+  /// shard set whose remote does not score). ShardTimeout past `deadline`.
+  virtual std::optional<std::vector<float>> shard_scores(const std::string& verifier, const TokenStates& query,
+                                                         const std::vector<uint32_t>& docs,
+                                                         std::chrono::steady_clock::time_point deadline) const;
   /// The token ids of tokens(doc)'s rows: stored beside them in indexes built since the index kept
   /// them (manifest `logs.token_ids`); in older ones, from the document's text through the
   /// encoder's tokenizer (sieve::Error when opened without the encoder, or when the text no longer

@@ -24,6 +24,10 @@ struct PipelineParams {
   /// Stage 2 runs only when stage 1 (and the candidates' decoding) end before this time; past it,
   /// the top k of stage 1 come back unverified (Stage2Timing::skipped). Default: none.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The verifier's key (shard_verifier_key) when the index's shards score their own candidates
+  /// (Index::shard_scores: a shard set served elsewhere whose shards hold that verifier): stage 2
+  /// then asks them, and no token state crosses the wire. "": the token states are read here.
+  std::string shard_verifier;
 };
 
 /// A stage-1 hit with the verifier's verdict.

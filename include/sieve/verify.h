@@ -296,6 +296,16 @@ struct VerifierContext {
 /// gate with that cross-encoder (`calibrated` false until a band for that gate is recorded).
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context);
 
+/// Stage 2 at the shards (ShardRemote::scores): the token-map verifier a spec's stage 2 reads, the
+/// one a shard must hold: "" or "default" or "cascade:DIR" = the model's shipped gate (its fast
+/// tier; F1 when the model ships none), "cosine" and "cross:DIR" = "" (nothing to hold: the
+/// cosine and the cross-encoder are computed where the texts and keys are read), else the spec.
+std::string shard_verifier_spec(const std::string& spec, const VerifierContext& context);
+/// The key by which a router and its shards agree on a token-map verifier: its kind's name for
+/// the built-ins ("F1"), "sha256:" + the file's SHA-256 for a file (a cascade's: its fast tier's);
+/// "" for the cosine and the cross-encoder.
+std::string shard_verifier_key(const ResolvedVerifier& verifier, const VerifierContext& context);
+
 /// Stage 2's two jobs, one rule for every face (the CLI's search, the server, Python): the verifier
 /// spec a request uses. `named`: the spec the user gave (--verifier, the server's option; "" =
 /// none). A named verifier serves both jobs. Without one, gating (`gate`) takes the model's shipped

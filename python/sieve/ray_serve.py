@@ -16,8 +16,17 @@ or, from Python, `sieve.ray_serve.run(index, ...)`. Without an address a local R
   the same documents.
 - The router needs the set's folder on its file system (BM25, documents and token ids are read
   there; shared storage when the shards run on other nodes); the shard replicas need their shard.
+- Each stage's calls go to every shard at once (the library's fan-out: one thread per shard),
+  and none is waited for past the request's deadline (the body's `timeout_ms`, or the router's
+  `--request-timeout-ms`, as `sieve serve`'s): 504 then.
+- Stage 2 runs at the shards (`stage2_at_shards`, the default): each shard replica holds the
+  router's token-map verifier and scores its own candidates against the query's token states, so
+  only scores cross the wire, never a candidate's token states. The router and the shards agree
+  on the verifier by its key (the file's SHA-256); a shard holding another one refuses.
 - A call to a shard that fails (its replica died) is tried again on another replica, twice; a
   shard that still does not answer makes the request's answer a 503 with Retry-After.
+- GET /router/stats: the router's counters ({"stage2_bytes_received", "retried"}): the bytes of
+  the shards' stage-2 answers since start, and the shard calls retried.
 
 Ray Serve is not a dependency of sieve: install it to use this module (scripts/setup.sh --oracles
 installs the pinned versions the tests use into build/ray-venv).
@@ -58,11 +67,14 @@ class _RemoteShards:
     it to another replica, or to the one that replaced the dead one. A deterministic error (the
     shard refused the call) or a timeout is not retried: it would fail again, or wait again."""
 
-    def __init__(self, handles, timeout_s=30.0, attempts=3):
+    def __init__(self, handles, timeout_s=30.0, attempts=3, scores_at_shards=True):
         self._handles = list(handles)
         self._timeout = timeout_s
         self._attempts = attempts
+        # Read once by the library: whether stage 2 asks the shards for scores (else token states).
+        self.scores_at_shards = bool(scores_at_shards)
         self.retried = 0
+        self.bytes_received = 0  # of the shards' answers (arrays' bytes): what stage 2 moves
 
     @staticmethod
     def retriable(error):
@@ -73,21 +85,34 @@ class _RemoteShards:
             return False
         return isinstance(error, (rex.RayActorError, rex.ActorUnavailableError, BackPressureError))
 
-    def _call(self, shard, method, *args):
+    def _call(self, shard, method, *args, timeout_s=None):
+        """One call to a shard's deployment, waited for at most the router's timeout or the
+        request's remaining time (`timeout_s`), whichever is shorter; retried while time remains."""
+        end = None if timeout_s is None else time.monotonic() + timeout_s
         for attempt in range(self._attempts):
+            wait = self._timeout if end is None else max(0.0, min(self._timeout, end - time.monotonic()))
             try:
-                return getattr(self._handles[shard], method).remote(*args).result(timeout_s=self._timeout)
+                return getattr(self._handles[shard], method).remote(*args).result(timeout_s=wait)
             except Exception as e:
-                if attempt + 1 == self._attempts or not self.retriable(e):
+                pause = 0.2 * (attempt + 1)
+                out_of_time = end is not None and time.monotonic() + pause >= end
+                if attempt + 1 == self._attempts or out_of_time or not self.retriable(e):
                     raise
                 self.retried += 1
-                time.sleep(0.2 * (attempt + 1))
+                time.sleep(pause)
 
-    def dense_lists(self, shard, pooled, depth, ef_search, nprobe):
-        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe)
+    def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None):
+        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, timeout_s=timeout_s)
 
     def tokens(self, shard, docs, max_rows):
-        return self._call(shard, "tokens", docs, max_rows)
+        got = self._call(shard, "tokens", docs, max_rows)
+        self.bytes_received += sum(getattr(a, "nbytes", 0) for a in got)
+        return got
+
+    def scores(self, shard, verifier, query, query_ids, docs, timeout_s=None):
+        got = self._call(shard, "scores", verifier, query, query_ids, docs, timeout_s=timeout_s)
+        self.bytes_received += getattr(got, "nbytes", 0)
+        return got
 
     def keys(self, shard, docs):
         return self._call(shard, "keys", docs)
@@ -96,10 +121,10 @@ class _RemoteShards:
 class ShardReplica:
     """One shard of the set (a Ray Serve deployment's replica)."""
 
-    def __init__(self, path, threads=1):
+    def __init__(self, path, threads=1, verifiers=(), model=""):
         if threads > 0:
             _sieve.set_threads(threads)
-        self._shard = _sieve.ShardServer(path)
+        self._shard = _sieve.ShardServer(path, list(verifiers), model)
         self.path = path
 
     def dense_lists(self, pooled, depth, ef_search, nprobe):
@@ -111,6 +136,9 @@ class ShardReplica:
     def keys(self, docs):
         return self._shard.keys(docs)
 
+    def scores(self, verifier, query, query_ids, docs):
+        return self._shard.scores(verifier, query, query_ids, docs)
+
     def info(self):
         """{"pid", "node", "documents"}: which process and node serve this replica (for tests)."""
         import ray
@@ -120,15 +148,19 @@ class ShardReplica:
 class Router:
     """The HTTP face: every request goes to the library's service, which reaches the shards."""
 
-    def __init__(self, path, shards, model="", verifier="", threads=0, workers=0, timeout_s=30.0):
-        self._remote = _RemoteShards(shards, timeout_s)
+    def __init__(self, path, shards, model="", verifier="", threads=0, workers=0, timeout_s=30.0,
+                 stage2_at_shards=True, request_timeout_ms=0):
+        self._remote = _RemoteShards(shards, timeout_s, scores_at_shards=stage2_at_shards)
         self._service = _sieve.Service(path, model=model, verifier=verifier, remote=self._remote, threads=threads,
-                                       workers=workers)
+                                       workers=workers, request_timeout_ms=request_timeout_ms)
         # Requests wait for the service in threads of their own (it blocks on the shards).
         self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sieve-router")
 
     async def __call__(self, request):
         from starlette.responses import Response
+        if request.url.path == "/router/stats" and request.method == "GET":  # the router's own counters
+            return Response(content=json.dumps({"stage2_bytes_received": self._remote.bytes_received,
+                                                "retried": self._remote.retried}), media_type="application/json")
         body = await request.body()
         status, out, ctype, headers = await asyncio.get_running_loop().run_in_executor(
             self._pool, self._service.handle, request.method, request.url.path, body, dict(request.query_params))
@@ -137,11 +169,19 @@ class Router:
     def retried(self):
         return self._remote.retried
 
+    def bytes_received(self):
+        """Bytes of the shards' answers to stage-2 calls since start (token states or scores)."""
+        return self._remote.bytes_received
+
 
 def application(index, *, replicas=1, router_replicas=1, model="", verifier="", threads=0, shard_threads=1,
-                shard_cpus=0.0, router_cpus=0.0, shard_resources=None, timeout_s=30.0):
+                shard_cpus=0.0, router_cpus=0.0, shard_resources=None, timeout_s=30.0, stage2_at_shards=True,
+                request_timeout_ms=0):
     """The Ray Serve application of shard set `index`: a router bound to one deployment per shard.
-    `shard_resources` ({"name": amount}) places the shard replicas on nodes that have them."""
+    `shard_resources` ({"name": amount}) places the shard replicas on nodes that have them.
+    `stage2_at_shards`: the shards score their own candidates with the router's verifier (False:
+    they send the candidates' token states and the router scores them). `request_timeout_ms`: every
+    request's deadline when its body gives no timeout_ms, and the most one may ask (0: none)."""
     ray, serve = _serve()
     index = _check_set(index)
     manifest = json.load(open(os.path.join(index, "shardset.json"), encoding="utf-8"))
@@ -151,12 +191,12 @@ def application(index, *, replicas=1, router_replicas=1, model="", verifier="", 
         opts["resources"] = dict(shard_resources)
     shard_app = serve.deployment(ShardReplica)
     bound = [shard_app.options(name=shard_deployment_name(i), num_replicas=replicas, ray_actor_options=opts,
-                               max_ongoing_requests=64).bind(d, shard_threads)
+                               max_ongoing_requests=64).bind(d, shard_threads, [verifier or "default"], model)
              for i, d in enumerate(shard_dirs)]
     router = serve.deployment(Router).options(name=ROUTER, num_replicas=router_replicas,
                                               ray_actor_options={"num_cpus": router_cpus},
                                               max_ongoing_requests=256)
-    return router.bind(index, bound, model, verifier, threads, 0, timeout_s)
+    return router.bind(index, bound, model, verifier, threads, 0, timeout_s, stage2_at_shards, request_timeout_ms)
 
 
 def _check_set(index):
@@ -197,6 +237,10 @@ def main(argv=None):
     p.add_argument("--verifier", default="", help="stage 2's verifier, as `sieve serve --verifier`")
     p.add_argument("--threads", type=int, default=0, help="the router's compute threads (0: all cores)")
     p.add_argument("--shard-threads", type=int, default=1, help="compute threads of each shard replica")
+    p.add_argument("--request-timeout-ms", type=int, default=0, help="every request's deadline when its body "
+                   "gives no timeout_ms, and the most one may ask; shards are not waited for past it (0: none)")
+    p.add_argument("--stage2-at-router", action="store_true", help="stage 2 reads the candidates' token states "
+                   "at the router (default: each shard scores its own candidates; only scores cross the wire)")
     p.add_argument("--shard-cpus", type=float, default=0.0, help="CPUs Ray reserves per shard replica")
     p.add_argument("--shard-resource", action="append", default=[], metavar="NAME[=AMOUNT]",
                    help="a custom Ray resource the shard replicas' nodes must have (repeatable)")
@@ -209,7 +253,8 @@ def main(argv=None):
         url = run(a.index, host=a.host, port=a.port, address=a.address or None,
                   node_ip_address=a.node_ip_address or None, replicas=a.replicas,
                   router_replicas=a.router_replicas, model=a.model, verifier=a.verifier, threads=a.threads,
-                  shard_threads=a.shard_threads, shard_cpus=a.shard_cpus, shard_resources=resources or None)
+                  shard_threads=a.shard_threads, shard_cpus=a.shard_cpus, shard_resources=resources or None,
+                  stage2_at_shards=not a.stage2_at_router, request_timeout_ms=a.request_timeout_ms)
     except (ValueError, _sieve.Error) as e:
         print(f"sieve.ray serve: error: {e}", file=sys.stderr)
         return 1

@@ -3,6 +3,8 @@
 // states); the router runs the library's own Service (the JSON API of `sieve serve`) over the
 // shard set, its shards reached through a Python object (PyShardRemote), so that the merge, the
 // fusion and stage 2 are the library's and not a second implementation.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -17,6 +19,7 @@
 #include "serve/service.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/verify.h"
 
 namespace py = pybind11;
 using namespace sieve;
@@ -25,12 +28,16 @@ namespace {
 
 using index::Ranked;
 
-// A Python object with dense_lists(shard, pooled, depth, ef_search, nprobe), tokens(shard, docs,
-// max_rows) and keys(shard, docs) (ray_serve._RemoteShards), as the library's ShardRemote. Each
-// call takes the GIL; a Python exception becomes ShardUnavailable (the server's 503).
+// A Python object with dense_lists(shard, pooled, depth, ef_search, nprobe, timeout_s), tokens(shard,
+// docs, max_rows), keys(shard, docs) and, when its attribute scores_at_shards is true, scores(shard,
+// verifier, query, query_ids, docs, timeout_s) (ray_serve._RemoteShards), as the library's
+// ShardRemote. timeout_s: the seconds the request has left (None: no deadline). Each call takes the
+// GIL (the Python side waits on its shard without it); a Python exception becomes ShardUnavailable
+// (the server's 503).
 class PyShardRemote final : public ShardRemote {
  public:
-  explicit PyShardRemote(py::object target) : target_(std::move(target)) {}
+  explicit PyShardRemote(py::object target)
+      : target_(std::move(target)), scores_(py::bool_(py::getattr(target_, "scores_at_shards", py::bool_(false)))) {}
   ~PyShardRemote() override {
     py::gil_scoped_acquire gil;
     target_ = py::object();
@@ -42,7 +49,7 @@ class PyShardRemote final : public ShardRemote {
     return guarded(shard, [&] {
       py::array_t<float> q({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
       std::copy(pooled, pooled + n * dim, q.mutable_data());
-      py::list lists = target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe);
+      py::list lists = target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline));
       std::vector<Ranked> out;
       for (py::handle item : lists) {
         auto pair = item.cast<py::tuple>();
@@ -79,6 +86,20 @@ class PyShardRemote final : public ShardRemote {
     });
   }
 
+  std::vector<float> scores(size_t shard, const std::string& verifier, const TokenStates& query,
+                            const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point deadline) const override {
+    py::gil_scoped_acquire gil;
+    return guarded(shard, [&] {
+      const auto dim = static_cast<py::ssize_t>(query.length ? query.values.size() / query.length : 0);
+      py::array_t<float> q({static_cast<py::ssize_t>(query.length), dim});
+      std::copy(query.values.begin(), query.values.end(), q.mutable_data());
+      auto a = target_.attr("scores")(shard, verifier, q, query.ids, docs, timeout_of(deadline))
+                   .cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
+      return std::vector<float>(a.data(), a.data() + a.size());
+    });
+  }
+  bool scores_at_shards() const override { return scores_; }
+
   std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
@@ -88,6 +109,11 @@ class PyShardRemote final : public ShardRemote {
   }
 
  private:
+  // Seconds left until `deadline` (None: no deadline), for the Python side's own wait.
+  static py::object timeout_of(std::chrono::steady_clock::time_point deadline) {
+    if (deadline == std::chrono::steady_clock::time_point::max()) return py::none();
+    return py::float_(std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count()));
+  }
   template <class Fn>
   auto guarded(size_t shard, Fn&& fn) const -> decltype(fn()) {
     try {
@@ -102,16 +128,66 @@ class PyShardRemote final : public ShardRemote {
   }
 
   py::object target_;
+  bool scores_;  // target.scores_at_shards, read once
 };
 
 // One shard of a set, opened whole and without an encoder: what a shard replica answers.
 class ShardServer {
  public:
-  explicit ShardServer(const std::string& dir) {
+  // `verifiers`: the specs of the router's stage 2 (resolve_verifier's); the token-map verifier of
+  // each (shard_verifier_spec) is loaded here and scores by its key. The built-ins F0-F2 need no
+  // spec. `model`: the encoder's folder the verifiers are checked against (default: the shard's).
+  ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model) {
     IndexOpenOptions o;
     o.load_encoder = false;
     index_ = Index::open(dir, o);
     SIEVE_THROW_IF_NOT(index_->stats().shards == 1, "'" << dir << "' is a shard set, not one shard of it");
+    context_ = {model.empty() ? index_->stats().model_path : model, index_->stats().model_identity};
+    for (const std::string& spec : verifiers) hold(shard_verifier_spec(spec, context_));
+    for (const char* builtin : {"F0", "F1", "F2"}) hold(builtin);
+  }
+
+  // Stage 2 here: the verifier of key `key` over the documents' stored token states.
+  py::array_t<float> scores(const std::string& key, py::array_t<float, py::array::c_style | py::array::forcecast> query,
+                            const std::vector<int32_t>& query_ids, const std::vector<uint32_t>& docs) const {
+    auto it = verifiers_.find(key);
+    if (it == verifiers_.end()) {
+      std::string held;
+      for (const auto& [k, v] : verifiers_) held += (held.empty() ? "" : ", ") + k;
+      SIEVE_THROW("this shard holds no verifier " << key << " (it holds " << held
+                                                  << "): start its replicas with the router's verifier");
+    }
+    const size_t dim = index_->stats().dim;
+    SIEVE_THROW_IF_NOT(query.ndim() == 2 && static_cast<size_t>(query.shape(1)) == dim,
+                       "the query's token states must be an n x " << dim << " array");
+    for (uint32_t d : docs) SIEVE_THROW_IF_NOT(d < index_->size(), "document " << d << " is not in this shard");
+    TokenStates q;
+    q.length = static_cast<size_t>(query.shape(0));
+    q.values.assign(query.data(), query.data() + query.size());
+    q.ids = query_ids;
+    std::vector<float> out;
+    {
+      py::gil_scoped_release nogil;
+      const Verifier& v = *it->second;
+      std::vector<TokenStates> cands = index_->tokens_of(docs, v.config().max_tokens);
+      if (reads_token_ids(v.config()))
+        for (size_t i = 0; i < cands.size(); ++i) {
+          cands[i].ids = index_->token_ids(docs[i]);
+          cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
+        }
+      std::vector<const TokenStates*> ptrs;
+      for (const auto& c : cands) ptrs.push_back(&c);
+      out = v.score(q, ptrs);
+    }
+    py::array_t<float> a(static_cast<py::ssize_t>(out.size()));
+    std::copy(out.begin(), out.end(), a.mutable_data());
+    return a;
+  }
+
+  std::vector<std::string> verifier_keys() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : verifiers_) out.push_back(k);
+    return out;
   }
 
   py::list dense_lists(py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t depth,
@@ -169,14 +245,26 @@ class ShardServer {
   size_t size() const { return index_->size(); }
 
  private:
+  void hold(const std::string& spec) {
+    if (spec.empty()) return;
+    ResolvedVerifier r = resolve_verifier(spec, context_);
+    if (!r.verifier) return;
+    const std::string key = shard_verifier_key(r, context_);
+    verifiers_.emplace(key, std::shared_ptr<const Verifier>(std::move(r.verifier)));
+  }
   std::unique_ptr<Index> index_;
+  VerifierContext context_;
+  std::map<std::string, std::shared_ptr<const Verifier>> verifiers_;  // by shard_verifier_key
 };
 
 }  // namespace
 
 void bind_serving(py::module_& m) {
   py::class_<ShardServer>(m, "ShardServer")
-      .def(py::init<const std::string&>(), py::arg("path"))
+      .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&>(), py::arg("path"),
+           py::arg("verifiers") = std::vector<std::string>{}, py::arg("model") = "")
+      .def("scores", &ShardServer::scores, py::arg("verifier"), py::arg("query"), py::arg("query_ids"), py::arg("docs"))
+      .def("verifier_keys", &ShardServer::verifier_keys)
       .def("dense_lists", &ShardServer::dense_lists, py::arg("pooled"), py::arg("depth"), py::arg("ef_search") = 0,
            py::arg("nprobe") = 0)
       .def("tokens", &ShardServer::tokens, py::arg("docs"), py::arg("max_rows"))
@@ -185,7 +273,7 @@ void bind_serving(py::module_& m) {
 
   py::class_<serve::Service>(m, "Service")
       .def(py::init([](const std::string& index, const std::string& model, const std::string& verifier,
-                       py::object remote, int threads, size_t workers, size_t search_slots) {
+                       py::object remote, int threads, size_t workers, size_t search_slots, size_t request_timeout_ms) {
              serve::ServeOptions o;
              o.index_dir = index;
              o.model_dir = model;
@@ -193,13 +281,15 @@ void bind_serving(py::module_& m) {
              o.encoder.threads = threads;
              o.encoder_workers = workers;
              o.search_slots = search_slots;
+             o.request_timeout_ms = request_timeout_ms;
              if (!remote.is_none()) o.remote = std::make_shared<PyShardRemote>(remote);
              py::gil_scoped_release nogil;
              serve::check_serve_options(o);
              return std::make_unique<serve::Service>(o);
            }),
            py::arg("index") = "", py::arg("model") = "", py::arg("verifier") = "", py::arg("remote") = py::none(),
-           py::arg("threads") = 0, py::arg("workers") = 0, py::arg("search_slots") = 0)
+           py::arg("threads") = 0, py::arg("workers") = 0, py::arg("search_slots") = 0,
+           py::arg("request_timeout_ms") = 0)
       .def(
           "handle",
           [](serve::Service& s, const std::string& method, const std::string& path, const py::bytes& body,

@@ -425,4 +425,15 @@ std::vector<TokenStates> Index::tokens_of(const std::vector<uint32_t>& docs, siz
   return out;
 }
 
+std::optional<std::vector<float>> Index::shard_scores(const std::string&, const TokenStates&,
+                                                     const std::vector<uint32_t>&,
+                                                     std::chrono::steady_clock::time_point) const {
+  return std::nullopt;
+}
+
+std::vector<float> ShardRemote::scores(size_t shard, const std::string&, const TokenStates&, const std::vector<uint32_t>&,
+                                       std::chrono::steady_clock::time_point) const {
+  throw ShardUnavailable("shard " + std::to_string(shard) + " does not score candidates (no verifier at the shards)");
+}
+
 }  // namespace sieve

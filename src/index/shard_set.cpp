@@ -3,9 +3,15 @@
 #include "index/shard_set.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -118,6 +124,64 @@ ShardSetManifest read_shard_set_manifest(const std::string& dir) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Runs call(shards[i]) for every i at once, each on a thread of its own, and returns the answers in
+// that order once all are in; the first failure is rethrown as soon as it arrives. Past `deadline`,
+// ShardTimeout naming the shards still out: their threads finish on their own and their answers
+// are dropped, so `call` must own what it reads (copies, shared pointers), never the caller's
+// stack. One shard and no deadline: called on this thread.
+template <class T>
+std::vector<T> fan_out(const std::vector<size_t>& shards, Clock::time_point deadline,
+                       std::function<T(size_t)> call, const std::vector<ShardEntry>& entries) {
+  const size_t n = shards.size();
+  if (n == 0) return {};
+  if (Clock::now() >= deadline)
+    throw ShardTimeout("the request's deadline passed before the shards were asked (give a larger timeout_ms)");
+  if (n == 1 && deadline == Clock::time_point::max()) return {call(shards[0])};
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    size_t done = 0;
+    std::vector<std::optional<T>> out;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();
+  st->out.resize(n);
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    std::thread([st, call, i, shard = shards[i]] {
+      std::optional<T> v;
+      std::exception_ptr e;
+      try {
+        v = call(shard);
+      } catch (...) {
+        e = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(st->m);
+      if (e && !st->error) st->error = e;
+      st->out[i] = std::move(v);
+      ++st->done;
+      st->cv.notify_all();
+    }).detach();
+  }
+  std::unique_lock<std::mutex> lock(st->m);
+  const bool in = st->cv.wait_until(lock, deadline, [&] { return st->done == n || st->error; });
+  if (st->error) std::rethrow_exception(st->error);
+  if (!in) {
+    std::string late;
+    for (size_t i = 0; i < n; ++i)
+      if (!st->out[i]) late += (late.empty() ? "" : ", ") + entries[shards[i]].dir;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    throw ShardTimeout("shard " + late + " had not answered when the request's deadline passed (" +
+                       std::to_string(waited) + " ms after the call; give a larger timeout_ms)");
+  }
+  std::vector<T> out;
+  out.reserve(n);
+  for (auto& v : st->out) out.push_back(std::move(*v));
+  return out;
+}
+
 class ShardSetImpl final : public Index {
  public:
   ShardSetImpl(const std::string& dir, const IndexOpenOptions& opt)
@@ -186,17 +250,48 @@ class ShardSetImpl final : public Index {
   std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const override {
     if (!remote_) return Index::tokens_of(docs, max_rows);
     std::vector<TokenStates> out(docs.size());
-    std::vector<std::vector<uint32_t>> local(shards_.size());
-    std::vector<std::vector<size_t>> where(shards_.size());
-    for (size_t i = 0; i < docs.size(); ++i) {
-      auto [s, l] = locate(docs[i]);
-      local[s].push_back(l);
-      where[s].push_back(i);
+    const ByShard g = by_shard(docs);
+    const auto& local = g.local;
+    const auto& where = g.where;
+    const auto& asked = g.asked;
+    auto answers = fan_out<std::vector<TokenStates>>(
+        asked, Clock::time_point::max(),
+        [remote = remote_, local, max_rows](size_t s) { return remote->tokens(s, local[s], max_rows); }, m_.shards);
+    for (size_t a = 0; a < asked.size(); ++a) {
+      const size_t s = asked[a];
+      check_tokens(s, answers[a], local[s].size(), max_rows);
+      for (size_t j = 0; j < answers[a].size(); ++j) out[where[s][j]] = std::move(answers[a][j]);
     }
-    for (size_t s = 0; s < shards_.size(); ++s) {
-      if (local[s].empty()) continue;
-      std::vector<TokenStates> got = remote_tokens(s, local[s], max_rows);
-      for (size_t j = 0; j < got.size(); ++j) out[where[s][j]] = std::move(got[j]);
+    return out;
+  }
+  // Remote shards that score: one scores() call per shard that holds some of `docs`, all at once.
+  std::optional<std::vector<float>> shard_scores(const std::string& verifier, const TokenStates& query,
+                                                 const std::vector<uint32_t>& docs,
+                                                 Clock::time_point deadline) const override {
+    if (!remote_ || !remote_->scores_at_shards()) return std::nullopt;
+    const ByShard g = by_shard(docs);
+    const auto& local = g.local;
+    const auto& where = g.where;
+    const auto& asked = g.asked;
+    auto q = std::make_shared<const TokenStates>(query);
+    auto answers = fan_out<std::vector<float>>(
+        asked, deadline,
+        [remote = remote_, local, verifier, q, deadline](size_t s) {
+          return remote->scores(s, verifier, *q, local[s], deadline);
+        },
+        m_.shards);
+    std::vector<float> out(docs.size());
+    for (size_t a = 0; a < asked.size(); ++a) {
+      const size_t s = asked[a];
+      if (answers[a].size() != local[s].size())
+        throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered " + std::to_string(answers[a].size()) +
+                               " scores for " + std::to_string(local[s].size()) + " documents");
+      for (size_t j = 0; j < answers[a].size(); ++j) {
+        if (!std::isfinite(answers[a][j]))
+          throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a non-finite score (" +
+                                 std::to_string(answers[a][j]) + ") for document " + std::to_string(local[s][j]));
+        out[where[s][j]] = answers[a][j];
+      }
     }
     return out;
   }
@@ -230,14 +325,31 @@ class ShardSetImpl final : public Index {
     std::vector<SearchResult> out(n);
     std::vector<Ranked> dls(n);
     if (plan.dense && n > 0) {
-      for (size_t s = 0; s < shards_.size(); ++s) {
-        const size_t d = std::min<size_t>(depth, m_.shards[s].documents);
-        if (d == 0) continue;
-        std::vector<Ranked> part = remote_ ? remote_dense_lists(s, n, e.pooled.data(), d, p)
-                                           : dense_lists(*shards_[s], n, e.pooled.data(), d, p);
-        const auto first = static_cast<uint32_t>(m_.shards[s].first);
+      std::vector<size_t> asked;
+      for (size_t s = 0; s < shards_.size(); ++s)
+        if (std::min<size_t>(depth, m_.shards[s].documents) > 0) asked.push_back(s);
+      std::vector<std::vector<Ranked>> parts;
+      if (remote_) {  // every shard at once, until the deadline
+        auto pooled = std::make_shared<const std::vector<float>>(e.pooled);
+        const size_t dim = m_.dim;
+        std::vector<size_t> depths;
+        for (const ShardEntry& se : m_.shards) depths.push_back(std::min<size_t>(depth, se.documents));
+        parts = fan_out<std::vector<Ranked>>(
+            asked, p.deadline,
+            [remote = remote_, pooled, n, dim, depths, p](size_t s) {
+              return remote->dense_lists(s, n, dim, pooled->data(), depths[s], p);
+            },
+            m_.shards);
+        for (size_t a = 0; a < asked.size(); ++a)
+          check_dense_lists(asked[a], parts[a], n, std::min<size_t>(depth, m_.shards[asked[a]].documents));
+      } else {
+        for (size_t s : asked)
+          parts.push_back(dense_lists(*shards_[s], n, e.pooled.data(), std::min<size_t>(depth, m_.shards[s].documents), p));
+      }
+      for (size_t a = 0; a < asked.size(); ++a) {
+        const auto first = static_cast<uint32_t>(m_.shards[asked[a]].first);
         for (size_t q = 0; q < n; ++q)
-          for (const auto& [doc, score] : part[q]) dls[q].emplace_back(first + doc, score);
+          for (const auto& [doc, score] : parts[a][q]) dls[q].emplace_back(first + doc, score);
       }
       for (Ranked& dl : dls) {
         std::sort(dl.begin(), dl.end(), [](const auto& a, const auto& b) {
@@ -261,9 +373,7 @@ class ShardSetImpl final : public Index {
   // A remote shard's answers, checked before they are trusted: one list per query, no longer
   // than asked, of the shard's own documents; one token record per document, of whole rows.
   // A wrong answer is the shard's failure (ShardUnavailable), not the request's.
-  std::vector<Ranked> remote_dense_lists(size_t s, size_t n, const float* pooled, size_t depth,
-                                         const SearchParams& p) const {
-    std::vector<Ranked> lists = remote_->dense_lists(s, n, m_.dim, pooled, depth, p);
+  void check_dense_lists(size_t s, const std::vector<Ranked>& lists, size_t n, size_t depth) const {
     bool ok = lists.size() == n;
     for (size_t q = 0; ok && q < n; ++q) {
       ok = lists[q].size() <= depth;
@@ -280,17 +390,36 @@ class ShardSetImpl final : public Index {
       throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered dense lists that do not fit the query (" +
                              std::to_string(lists.size()) + " lists for " + std::to_string(n) + " queries, depth " +
                              std::to_string(depth) + ", " + std::to_string(m_.shards[s].documents) + " documents)");
-    return lists;
   }
-  std::vector<TokenStates> remote_tokens(size_t s, const std::vector<uint32_t>& docs, size_t max_rows) const {
-    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows);
-    bool ok = got.size() == docs.size();
+  // `docs` grouped by shard: each shard's own ids, their positions in `docs`, and the shards that hold any.
+  struct ByShard {
+    std::vector<std::vector<uint32_t>> local;
+    std::vector<std::vector<size_t>> where;
+    std::vector<size_t> asked;
+  };
+  ByShard by_shard(const std::vector<uint32_t>& docs) const {
+    ByShard g{std::vector<std::vector<uint32_t>>(shards_.size()), std::vector<std::vector<size_t>>(shards_.size()), {}};
+    for (size_t i = 0; i < docs.size(); ++i) {
+      auto [s, l] = locate(docs[i]);
+      g.local[s].push_back(l);
+      g.where[s].push_back(i);
+    }
+    for (size_t s = 0; s < shards_.size(); ++s)
+      if (!g.local[s].empty()) g.asked.push_back(s);
+    return g;
+  }
+  void check_tokens(size_t s, const std::vector<TokenStates>& got, size_t docs, size_t max_rows) const {
+    bool ok = got.size() == docs;
     for (size_t i = 0; ok && i < got.size(); ++i)
       ok = got[i].values.size() == got[i].length * m_.dim && got[i].length <= max_rows;
     if (!ok)
       throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered token states that do not fit the request (" +
-                             std::to_string(got.size()) + " records for " + std::to_string(docs.size()) +
+                             std::to_string(got.size()) + " records for " + std::to_string(docs) +
                              " documents, rows of " + std::to_string(m_.dim) + ")");
+  }
+  std::vector<TokenStates> remote_tokens(size_t s, const std::vector<uint32_t>& docs, size_t max_rows) const {
+    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows);
+    check_tokens(s, got, docs.size(), max_rows);
     return got;
   }
 

@@ -165,6 +165,10 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   verifier_ = resolve_verifier(gate_spec, context);
   require_calibrated_cascade(verifier_);  // at start-up, not on the first request
   if (rerank_spec != gate_spec) relevance_ = resolve_verifier(rerank_spec, context);
+  if (opt_.remote && opt_.remote->scores_at_shards()) {  // stage 2 at the shards
+    verifier_key_ = shard_verifier_key(verifier_, context);
+    relevance_key_ = relevance_.name.empty() ? verifier_key_ : shard_verifier_key(relevance_, context);
+  }
   batcher_ = std::make_unique<EmbedBatcher>(*encoder_, opt_.batching);
   const size_t default_slots = opt_.batching.workers > 1 ? opt_.batching.workers
                                                          : static_cast<size_t>(std::max(1, compute_threads()));
@@ -216,6 +220,8 @@ Response Service::handle(const std::string& method, const std::string& path, con
   } catch (const QueueFull& e) {
     r = error_response(503, "overloaded", e.what());
     r.headers.emplace_back("Retry-After", "1");
+  } catch (const ShardTimeout& e) {  // a shard served elsewhere had not answered by the deadline
+    r = error_response(504, "deadline_exceeded", e.what());
   } catch (const ShardUnavailable& e) {  // a shard served elsewhere (Ray Serve) failed
     r = error_response(503, "shard_unavailable", e.what());
     r.headers.emplace_back("Retry-After", "1");
@@ -443,6 +449,7 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
   pp.deadline = deadline;
   const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
   const ResolvedVerifier& stage2_verifier = pp.rerank && !pp.gate ? reranker() : verifier_;
+  pp.shard_verifier = &stage2_verifier == &verifier_ ? verifier_key_ : relevance_key_;
   HitJsonOptions ho;  // the keys `sieve search` prints, at full precision
   ho.text = bool_of(j, "with_text", false);
   SlotHold slot(*slots_, deadline, arrived);  // 504 when the deadline passes first

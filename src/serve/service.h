@@ -136,6 +136,9 @@ class Service {
   ResolvedVerifier relevance_;
   /// What orders by relevance (rerank without gate, TEI /rerank): relevance_ when set, else verifier_.
   const ResolvedVerifier& reranker() const { return relevance_.name.empty() ? verifier_ : relevance_; }
+  /// Their keys (shard_verifier_key) when the shards are served elsewhere and score their own
+  /// candidates (ShardRemote::scores_at_shards); "" otherwise.
+  std::string verifier_key_, relevance_key_;
   std::string model_name_;
   SearchRecommendation rec_;
   std::unique_ptr<EmbedBatcher> batcher_;

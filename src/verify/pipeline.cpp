@@ -113,6 +113,7 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
   SIEVE_THROW_IF_NOT(index.encoder() != nullptr, "the cosine verifier needs the index's encoder");
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
+  sp.deadline = std::min(sp.deadline, params.deadline);
   SearchResult r = index.search(query, sp);
   std::vector<VerifiedHit> cut;
   if (past_deadline(r.hits, params, timing, &cut)) return cut;
@@ -140,6 +141,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder&
   SIEVE_THROW_IF_NOT(params.candidates > 0 && params.k > 0, "candidates and k must be positive");
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
+  sp.deadline = std::min(sp.deadline, params.deadline);
   SearchResult r = index.search(query, sp);
   std::vector<VerifiedHit> cut;
   if (past_deadline(r.hits, params, timing, &cut)) return cut;
@@ -172,14 +174,23 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   SearchParams sp = params.stage1;
   sp.k = params.candidates;
   sp.query_tokens = true;
+  sp.deadline = std::min(sp.deadline, params.deadline);
   SearchResult r = index.search(query, sp);
   std::vector<VerifiedHit> cut;
   if (past_deadline(r.hits, params, timing, &cut)) return cut;
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
   std::vector<uint32_t> docs;
   for (const Hit& h : r.hits) docs.push_back(h.doc);
+  const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
+  // Shards served elsewhere that hold this verifier score their own candidates, all at once.
+  if (!params.shard_verifier.empty()) {
+    if (auto scores = index.shard_scores(params.shard_verifier, r.query_tokens, docs, params.deadline)) {
+      if (timing) timing->verify = std::chrono::duration<double>(Clock::now() - t0).count();
+      return decide(r.hits, *scores, threshold, params);
+    }
+  }
+  // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
   std::vector<TokenStates> cands = index.tokens_of(docs, verifier.config().max_tokens);  // the rows it reads
   if (reads_token_ids(verifier.config()))
     omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
@@ -199,7 +210,6 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
     timing->map = st.map;
     timing->verify = st.model;
   }
-  const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
   return decide(r.hits, scores, threshold, params);
 }
 

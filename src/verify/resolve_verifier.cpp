@@ -87,6 +87,20 @@ ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext
   return r;
 }
 
+std::string shard_verifier_spec(const std::string& spec, const VerifierContext& context) {
+  if (spec == "cosine" || spec.rfind(kCrossVerifierPrefix, 0) == 0) return "";
+  if (spec.empty() || spec == "default" || spec.rfind(kCascadeVerifierPrefix, 0) == 0)
+    return default_verifier(context.model_dir, "F1");
+  return spec;
+}
+
+std::string shard_verifier_key(const ResolvedVerifier& verifier, const VerifierContext& context) {
+  if (!verifier.verifier) return "";
+  if (!verifier.file) return verifier_kind_name(verifier.verifier->config().kind);
+  const std::string file = verifier.cascade() ? default_verifier(context.model_dir, "") : verifier.name;
+  return "sha256:" + sha256_file_hex(file);
+}
+
 void check_verifier_encoder(const Verifier& verifier, const std::string& name, const VerifierContext& context) {
   const std::string& recorded = verifier.config().encoder_identity;
   if (recorded.empty()) return;

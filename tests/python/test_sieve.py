@@ -557,7 +557,7 @@ def test_a_shard_answering_a_non_finite_score_is_refused_not_sorted(model, tmp_p
             self.servers = [_sieve.ShardServer(str(p)) for p in shards]
             self.nan = nan
 
-        def dense_lists(self, shard, pooled, depth, ef_search, nprobe):
+        def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None):
             lists = self.servers[shard].dense_lists(pooled, depth, ef_search, nprobe)
             if self.nan:
                 ids, scores = lists[0]

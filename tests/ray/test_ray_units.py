@@ -63,6 +63,7 @@ class FakeShard:
     def __init__(self, script):
         self.script = list(script)
         self.calls = 0
+        self.waits = []  # the timeout_s of each result() wait
 
     def __getattr__(self, method):
         outer = self
@@ -73,6 +74,7 @@ class FakeShard:
                 return self
 
             def result(self, timeout_s):
+                outer.waits.append(timeout_s)
                 step = outer.script.pop(0) if outer.script else "ok"
                 if isinstance(step, BaseException):
                     raise step
@@ -101,6 +103,24 @@ def test_the_router_retries_a_replica_that_is_gone_and_nothing_else(monkeypatch)
         with pytest.raises(type(error)):
             remote.dense_lists(0, [0.1], 10, 0, 0)
         assert (shard.calls, remote.retried) == (1, 0), error
+
+
+def test_a_shard_call_waits_no_longer_than_the_request_has_left(monkeypatch):
+    import ray.exceptions as rex
+    monkeypatch.setattr(rs.time, "sleep", lambda s: None)
+    # No deadline: the router's own timeout. A deadline: the time it leaves, if shorter.
+    shard = FakeShard([])
+    remote = rs._RemoteShards([shard], timeout_s=30.0)
+    remote.dense_lists(0, [0.1], 10, 0, 0)
+    remote.dense_lists(0, [0.1], 10, 0, 0, timeout_s=0.5)
+    remote.scores(0, "F1", [[0.1]], [1], [3], timeout_s=90.0)
+    assert shard.waits[0] == 30.0 and 0.4 < shard.waits[1] <= 0.5 and shard.waits[2] == 30.0, shard.waits
+    # A replica that is gone is not retried when the request's time would run out first.
+    shard = FakeShard([rex.ActorDiedError(), "late"])
+    remote = rs._RemoteShards([shard])
+    with pytest.raises(rex.ActorDiedError):
+        remote.dense_lists(0, [0.1], 10, 0, 0, timeout_s=0.1)
+    assert (shard.calls, remote.retried) == (1, 0)
 
 
 def test_the_build_key_follows_the_corpus_bytes_and_the_model_identity(tmp_path):

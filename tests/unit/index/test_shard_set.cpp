@@ -10,8 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -230,9 +234,75 @@ class ForwardingRemote final : public ShardRemote {
     }
     return out;
   }
+  // Stage 2 at the shard, as a shard replica runs it: the held verifier over the stored states.
+  std::vector<float> scores(size_t shard, const std::string& key, const TokenStates& query,
+                            const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point) const override {
+    ++score_calls;
+    auto it = held.find(key);
+    if (it == held.end()) throw ShardUnavailable("holds no verifier " + key);
+    std::vector<TokenStates> cands = shards[shard]->tokens_of(docs, it->second->config().max_tokens);
+    if (reads_token_ids(it->second->config()))
+      for (size_t i = 0; i < cands.size(); ++i) {
+        cands[i].ids = shards[shard]->token_ids(docs[i]);
+        cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
+      }
+    std::vector<const TokenStates*> ptrs;
+    for (const auto& c : cands) ptrs.push_back(&c);
+    auto out = it->second->score(query, ptrs);
+    if (nan && !out.empty()) out[0] = std::nanf("");
+    return out;
+  }
+  bool scores_at_shards() const override { return !held.empty(); }
   std::vector<std::unique_ptr<Index>> shards;
-  mutable std::atomic<size_t> dense_calls{0}, token_calls{0};
+  std::map<std::string, std::shared_ptr<const Verifier>> held;  // by shard_verifier_key
+  mutable std::atomic<size_t> dense_calls{0}, token_calls{0}, score_calls{0};
   bool fail = false, lie = false, nan = false;
+};
+
+// A remote whose dense calls wait for one another (`together`: each waits until every shard's
+// call has arrived, which only calls made at once can do) or for a release (`hold`).
+class GatedRemote final : public ShardRemote {
+ public:
+  explicit GatedRemote(const std::string& set) : inner(set) {}
+  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim, const float* pooled,
+                                                                   size_t depth, const SearchParams& p) const override {
+    {
+      std::unique_lock<std::mutex> lock(m);
+      ++arrived;
+      cv.notify_all();
+      if (together) {
+        // Bounded so that a serial caller fails the test instead of hanging it.
+        if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return arrived >= together; })) alone = true;
+      }
+      if (hold) cv.wait(lock, [&] { return released; });
+    }
+    auto out = inner.dense_lists(shard, n, dim, pooled, depth, p);
+    std::lock_guard<std::mutex> lock(m);
+    ++finished;
+    cv.notify_all();
+    return out;
+  }
+  // Waits (bounded) until `count` calls have finished.
+  bool wait_finished(size_t count) const {
+    std::unique_lock<std::mutex> lock(m);
+    return cv.wait_for(lock, std::chrono::seconds(20), [&] { return finished >= count; });
+  }
+  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
+    return inner.tokens(shard, docs, max_rows);
+  }
+  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override { return inner.keys(shard, docs); }
+  void release() {
+    std::lock_guard<std::mutex> lock(m);
+    released = true;
+    cv.notify_all();
+  }
+  ForwardingRemote inner;
+  mutable std::mutex m;
+  mutable std::condition_variable cv;
+  mutable size_t arrived = 0, finished = 0;
+  mutable bool alone = false;
+  size_t together = 0;
+  bool hold = false, released = false;
 };
 
 TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
@@ -294,6 +364,99 @@ TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
   auto bare = Index::open(*dir_ + "/one", nv);
   EXPECT_THROW(bare->search(corpus_->queries[0], every_mode()[0]), Error);
   EXPECT_EQ(bare->search(corpus_->queries[0], every_mode()[1]).hits.size(), 10u);
+}
+
+TEST_F(ShardSetTest, RemoteShardsScoreTheirOwnCandidates) {
+  const std::string out = *dir_ + "/remote3";
+  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  auto local = Index::open(out);
+  auto remote = std::make_shared<ForwardingRemote>(out);
+  IndexOpenOptions o;
+  o.remote = remote;
+  auto set = Index::open(out, o);
+  const VerifierContext ctx{model_dir(), local->stats().model_identity};
+  ResolvedVerifier f2 = resolve_verifier("F2", ctx);
+  const std::string key = shard_verifier_key(f2, ctx);
+  EXPECT_EQ(key, "F2");
+  // Not scoring at the shards yet: no scores; the index says so rather than guessing.
+  EXPECT_FALSE(set->shard_scores(key, TokenStates{}, {0}, std::chrono::steady_clock::time_point::max()).has_value());
+  EXPECT_FALSE(local->shard_scores(key, TokenStates{}, {0}, std::chrono::steady_clock::time_point::max()).has_value());
+  remote->held[key] = std::shared_ptr<const Verifier>(Verifier::load("F2"));
+  PipelineParams pp;
+  pp.stage1.mode = SearchMode::Hybrid;
+  pp.candidates = 30;
+  pp.rerank = true;
+  for (const auto& q : corpus_->queries) {
+    auto want = search_verified(*local, *f2.verifier, q, pp);
+    PipelineParams at = pp;
+    at.shard_verifier = key;
+    const size_t tokens_before = remote->token_calls.load(), scores_before = remote->score_calls.load();
+    auto got = search_verified(*set, *f2.verifier, q, at);
+    EXPECT_EQ(remote->token_calls.load(), tokens_before) << "no token state crossed the wire";
+    EXPECT_GT(remote->score_calls.load(), scores_before);
+    EXPECT_LE(remote->score_calls.load() - scores_before, 3u) << "one scores call per shard";
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(want[i].hit.id, got[i].hit.id) << q;
+      EXPECT_EQ(want[i].verifier_score, got[i].verifier_score) << q;  // bit for bit
+    }
+  }
+  // A key the shards do not hold is refused, not scored by another verifier.
+  PipelineParams wrong = pp;
+  wrong.shard_verifier = "sha256:0000";
+  EXPECT_THROW(search_verified(*set, *f2.verifier, corpus_->queries[0], wrong), ShardUnavailable);
+  // A non-finite score from a shard is refused, naming it.
+  remote->nan = true;
+  PipelineParams at = pp;
+  at.shard_verifier = key;
+  try {
+    search_verified(*set, *f2.verifier, corpus_->queries[0], at);
+    ADD_FAILURE() << "a NaN score from a shard was accepted";
+  } catch (const ShardUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite score"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ShardSetTest, RemoteShardsAreAskedAtOnceAndNotWaitedForPastTheDeadline) {
+  const std::string out = *dir_ + "/remote3";
+  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  auto local = Index::open(out);
+  auto remote = std::make_shared<GatedRemote>(out);
+  IndexOpenOptions o;
+  o.remote = remote;
+  auto set = Index::open(out, o);
+  // Each shard's call waits until all three have arrived: only a fan-out that calls them at once
+  // answers (a serial one leaves the first call alone until its bound).
+  remote->together = 3;
+  auto got = set->search(corpus_->queries[0], every_mode()[0]);
+  EXPECT_FALSE(remote->alone) << "the shards were called one after another";
+  expect_same_hits(local->search(corpus_->queries[0], every_mode()[0]).hits, got.hits, "fan-out");
+  // Held shards: the search gives up at the deadline with ShardTimeout (the server's 504), not
+  // when the shards answer.
+  remote->together = 0;
+  remote->hold = true;
+  SearchParams p = every_mode()[0];
+  p.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  try {
+    set->search(corpus_->queries[0], p);
+    ADD_FAILURE() << "a search waited past its deadline";
+  } catch (const ShardTimeout& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-000"), std::string::npos) << e.what();
+    EXPECT_GE(std::chrono::steady_clock::now(), p.deadline);
+  }
+  EXPECT_FALSE(remote->released);  // it returned while the shards were still held
+  remote->release();               // the abandoned calls finish on their own threads
+  EXPECT_TRUE(remote->wait_finished(6));
+  // A deadline already past: no shard is asked.
+  const size_t before = remote->inner.dense_calls.load();
+  p.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  EXPECT_THROW(set->search(corpus_->queries[0], p), ShardTimeout);
+  // Through the pipeline too: stage 1's deadline is the request's.
+  PipelineParams pp;
+  pp.deadline = p.deadline;
+  auto f1 = resolve_verifier("F1", {model_dir(), local->stats().model_identity});
+  EXPECT_THROW(search_verified(*set, *f1.verifier, corpus_->queries[0], pp), ShardTimeout);
+  EXPECT_EQ(remote->inner.dense_calls.load(), before);
 }
 
 // BM25 is scored in sieve's fixed order (so that several databases give the bits of one): the
