@@ -25,7 +25,11 @@ or, from Python, `sieve.ray_serve.run(index, ...)`. Without an address a local R
   on the verifier by its key (the file's SHA-256); a shard holding another one refuses.
 - A call to a shard that fails (its replica died) is tried again on another replica, twice; a
   shard that still does not answer makes the request's answer a 503 with Retry-After.
-- GET /router/stats: the router's counters ({"stage2_bytes_received", "retried"}): the bytes of
+- Admission is `sieve serve`'s (the library's Admission): API keys and scopes (`--api-key`,
+  `--api-key-file`), per-client rate and concurrency limits (429 with Retry-After, held a while
+  for clients that ignore it), the body cap (413, before the body is read when it declares its
+  length), the trusted proxy header for the client's address.
+- GET /router/stats (admin scope when keys are set): the router's counters ({"stage2_bytes_received", "retried"}): the bytes of
   the shards' stage-2 answers since start, and the shard calls retried.
 
 Ray Serve is not a dependency of sieve: install it to use this module (scripts/setup.sh --oracles
@@ -146,25 +150,66 @@ class ShardReplica:
 
 
 class Router:
-    """The HTTP face: every request goes to the library's service, which reaches the shards."""
+    """The HTTP face: every request is admitted by the library's Admission (API keys and scopes,
+    rate and concurrency limits, the body cap: `sieve serve`'s own), then goes to the library's
+    service, which reaches the shards. `admission`: keyword arguments of _sieve.Admission
+    (api_key_file, api_key, rate, burst, concurrent, max_body, refusal_delay_ms, ...);
+    `client_address_header`: the trusted proxy's header that names the client (its rightmost
+    address), as `sieve serve --client-address-header`."""
+
+    THREADS = 64  # requests answered at once (the service blocks on the shards in these threads)
 
     def __init__(self, path, shards, model="", verifier="", threads=0, workers=0, timeout_s=30.0,
-                 stage2_at_shards=True, request_timeout_ms=0):
+                 stage2_at_shards=True, request_timeout_ms=0, admission=None, client_address_header=""):
         self._remote = _RemoteShards(shards, timeout_s, scores_at_shards=stage2_at_shards)
+        self._admission = _sieve.Admission(request_threads=self.THREADS, **(admission or {}))
+        self._client_header = client_address_header.lower()
         self._service = _sieve.Service(path, model=model, verifier=verifier, remote=self._remote, threads=threads,
                                        workers=workers, request_timeout_ms=request_timeout_ms)
-        # Requests wait for the service in threads of their own (it blocks on the shards).
-        self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sieve-router")
+        self._pool = ThreadPoolExecutor(max_workers=self.THREADS, thread_name_prefix="sieve-router")
+
+    def _address(self, request):
+        if self._client_header:
+            values = request.headers.getlist(self._client_header)
+            if values:  # its last instance, as sieve serve reads it
+                address = _sieve.client_address_from_header(values[-1])
+                if address:
+                    return address
+        return request.client.host if request.client else ""
 
     async def __call__(self, request):
         from starlette.responses import Response
-        if request.url.path == "/router/stats" and request.method == "GET":  # the router's own counters
-            return Response(content=json.dumps({"stage2_bytes_received": self._remote.bytes_received,
-                                                "retried": self._remote.retried}), media_type="application/json")
-        body = await request.body()
-        status, out, ctype, headers = await asyncio.get_running_loop().run_in_executor(
-            self._pool, self._service.handle, request.method, request.url.path, body, dict(request.query_params))
-        return Response(content=out, status_code=status, media_type=ctype, headers=dict(headers))
+
+        def answer(status, out, ctype, headers):
+            return Response(content=out, status_code=status, media_type=ctype, headers=dict(headers))
+        method, path = request.method, request.url.path
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit():  # refused before the body is read
+            refusal = self._admission.body_refusal(int(declared))
+            if refusal:
+                return answer(*refusal)
+        # The router's counters need an admin key, as /metrics does.
+        scope_path = "/metrics" if path == "/router/stats" else path
+        refusal, hold, client, in_flight = self._admission.admit(
+            method, scope_path, request.headers.get("authorization", ""), self._address(request))
+        if refusal:
+            if hold > 0:  # a client that ignores Retry-After waits for its refusal
+                await asyncio.sleep(hold)
+                self._admission.end_hold(client)
+            return answer(*refusal)
+        try:
+            if path == "/router/stats" and method == "GET":
+                return Response(content=json.dumps({"stage2_bytes_received": self._remote.bytes_received,
+                                                    "retried": self._remote.retried}), media_type="application/json")
+            body = await request.body()
+            refusal = self._admission.body_refusal(len(body))  # a body sent without its length
+            if refusal:
+                return answer(*refusal)
+            return answer(*await asyncio.get_running_loop().run_in_executor(
+                self._pool, self._service.handle, method, path, body, dict(request.query_params)))
+        finally:
+            if in_flight:
+                self._admission.release(client)
 
     def retried(self):
         return self._remote.retried
@@ -176,12 +221,13 @@ class Router:
 
 def application(index, *, replicas=1, router_replicas=1, model="", verifier="", threads=0, shard_threads=1,
                 shard_cpus=0.0, router_cpus=0.0, shard_resources=None, timeout_s=30.0, stage2_at_shards=True,
-                request_timeout_ms=0):
+                request_timeout_ms=0, admission=None, client_address_header=""):
     """The Ray Serve application of shard set `index`: a router bound to one deployment per shard.
     `shard_resources` ({"name": amount}) places the shard replicas on nodes that have them.
     `stage2_at_shards`: the shards score their own candidates with the router's verifier (False:
     they send the candidates' token states and the router scores them). `request_timeout_ms`: every
-    request's deadline when its body gives no timeout_ms, and the most one may ask (0: none)."""
+    request's deadline when its body gives no timeout_ms, and the most one may ask (0: none).
+    `admission`, `client_address_header`: the router's keys, limits and body cap (Router)."""
     ray, serve = _serve()
     index = _check_set(index)
     manifest = json.load(open(os.path.join(index, "shardset.json"), encoding="utf-8"))
@@ -196,7 +242,9 @@ def application(index, *, replicas=1, router_replicas=1, model="", verifier="", 
     router = serve.deployment(Router).options(name=ROUTER, num_replicas=router_replicas,
                                               ray_actor_options={"num_cpus": router_cpus},
                                               max_ongoing_requests=256)
-    return router.bind(index, bound, model, verifier, threads, 0, timeout_s, stage2_at_shards, request_timeout_ms)
+    _sieve.Admission(**(admission or {}))  # bad settings refused here, before anything is deployed
+    return router.bind(index, bound, model, verifier, threads, 0, timeout_s, stage2_at_shards, request_timeout_ms,
+                       admission or {}, client_address_header)
 
 
 def _check_set(index):
@@ -239,6 +287,15 @@ def main(argv=None):
     p.add_argument("--shard-threads", type=int, default=1, help="compute threads of each shard replica")
     p.add_argument("--request-timeout-ms", type=int, default=0, help="every request's deadline when its body "
                    "gives no timeout_ms, and the most one may ask; shards are not waited for past it (0: none)")
+    p.add_argument("--api-key", default="", help="one key every route but /health, / and /openapi.json needs "
+                   "(Authorization: Bearer KEY), as sieve serve --api-key")
+    p.add_argument("--api-key-file", default="", help="scoped keys with their own limits, one a line, as sieve serve's")
+    p.add_argument("--rate-limit", type=float, default=0.0, help="requests per second per client (key, else address)")
+    p.add_argument("--burst", type=float, default=0.0, help="requests a client may send at once (0: the rate)")
+    p.add_argument("--max-concurrent", type=int, default=0, help="requests in flight per client (0: no limit)")
+    p.add_argument("--max-body", type=int, default=16 << 20, help="request bodies over this many bytes: 413")
+    p.add_argument("--client-address-header", default="", help="the trusted proxy's header naming the client "
+                   "(its rightmost address), e.g. X-Forwarded-For")
     p.add_argument("--stage2-at-router", action="store_true", help="stage 2 reads the candidates' token states "
                    "at the router (default: each shard scores its own candidates; only scores cross the wire)")
     p.add_argument("--shard-cpus", type=float, default=0.0, help="CPUs Ray reserves per shard replica")
@@ -254,7 +311,10 @@ def main(argv=None):
                   node_ip_address=a.node_ip_address or None, replicas=a.replicas,
                   router_replicas=a.router_replicas, model=a.model, verifier=a.verifier, threads=a.threads,
                   shard_threads=a.shard_threads, shard_cpus=a.shard_cpus, shard_resources=resources or None,
-                  stage2_at_shards=not a.stage2_at_router, request_timeout_ms=a.request_timeout_ms)
+                  stage2_at_shards=not a.stage2_at_router, request_timeout_ms=a.request_timeout_ms,
+                  admission={"api_key": a.api_key, "api_key_file": a.api_key_file, "rate": a.rate_limit,
+                             "burst": a.burst, "concurrent": a.max_concurrent, "max_body": a.max_body},
+                  client_address_header=a.client_address_header)
     except (ValueError, _sieve.Error) as e:
         print(f"sieve.ray serve: error: {e}", file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "index/shard_set.h"
+#include "serve/admission.h"
 #include "serve/service.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
@@ -259,7 +260,57 @@ class ShardServer {
 
 }  // namespace
 
+// A service answer as Python sees it: (status, body bytes, content type, [(header, value)]).
+py::tuple answer_tuple(const serve::Response& r) {
+  return py::make_tuple(r.status, py::bytes(r.body), r.content_type, r.headers);
+}
+
 void bind_serving(py::module_& m) {
+  // Admission (keys, scopes, limits, the body cap): `sieve serve`'s, for Ray Serve's router.
+  py::class_<serve::Admission>(m, "Admission")
+      .def(py::init([](const std::string& api_key_file, const std::string& api_key, double rate, double burst,
+                       size_t concurrent, size_t max_body, size_t refusal_delay_ms, size_t refusals_held,
+                       size_t refusals_held_total, size_t request_threads) {
+             serve::AdmissionOptions o;
+             if (!api_key_file.empty()) o.api_keys = serve::read_api_keys(api_key_file);
+             o.api_key = api_key;
+             o.limits = {rate, burst, concurrent};
+             o.max_body = max_body;
+             o.refusal_delay_ms = refusal_delay_ms;
+             o.refusals_held = refusals_held;
+             o.refusals_held_total = refusals_held_total;
+             return std::make_unique<serve::Admission>(o, request_threads);
+           }),
+           py::arg("api_key_file") = "", py::arg("api_key") = "", py::arg("rate") = 0.0, py::arg("burst") = 0.0,
+           py::arg("concurrent") = 0, py::arg("max_body") = size_t{16u << 20}, py::arg("refusal_delay_ms") = 1000,
+           py::arg("refusals_held") = 16, py::arg("refusals_held_total") = 0, py::arg("request_threads") = 64)
+      .def(
+          "body_refusal",
+          [](const serve::Admission& a, size_t bytes) -> py::object {
+            auto r = a.body_refusal(bytes);
+            return r ? py::object(answer_tuple(*r)) : py::object(py::none());
+          },
+          py::arg("bytes"), "The 413 answer for a body of that many bytes over the cap, else None.")
+      .def(
+          "admit",
+          [](serve::Admission& a, const std::string& method, const std::string& path, const std::string& authorization,
+             const std::string& address) {
+            serve::AdmissionVerdict v = a.admit(method, path, authorization, address);
+            py::object refusal = v.refusal ? py::object(answer_tuple(*v.refusal)) : py::object(py::none());
+            const bool place = v.ticket.held();
+            v.ticket.hand_over();
+            return py::make_tuple(refusal, v.hold_seconds, v.client, place);
+          },
+          py::arg("method"), py::arg("path"), py::arg("authorization") = "", py::arg("address") = "",
+          "(refusal, hold_seconds, client, in_flight): refusal is None or the 401 / 403 / 429 answer; a 429 "
+          "with hold_seconds > 0 is answered after that long, then end_hold(client); an admitted "
+          "request with in_flight true holds a place until release(client), once it is answered.")
+      .def("release", &serve::Admission::release, py::arg("client"))
+      .def("end_hold", &serve::Admission::end_hold, py::arg("client"))
+      .def("in_flight", &serve::Admission::in_flight, py::arg("client"));
+  m.def("client_address_from_header", &serve::client_address_from_header, py::arg("value"),
+        "The client's address in a trusted proxy's header: the rightmost address, trimmed.");
+
   py::class_<ShardServer>(m, "ShardServer")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&>(), py::arg("path"),
            py::arg("verifiers") = std::vector<std::string>{}, py::arg("model") = "")

@@ -116,97 +116,21 @@ const char* error_type(int status) {
 
 }  // namespace
 
-bool equal_constant_time(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
+void HttpServer::set_api_keys(std::vector<ApiKey> keys) { admission_.set_api_keys(std::move(keys)); }
+
+std::string HttpServer::address_of(const httplib::Request& req) const {
+  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str())) {
+    // The last instance of the header, its rightmost address: what the proxy itself added.
+    const size_t n = req.get_header_value_count(opt_.client_header.c_str());
+    const std::string address = client_address_from_header(req.get_header_value(opt_.client_header.c_str(), n - 1));
+    if (!address.empty()) return address;
   }
-  return diff == 0;
+  return req.remote_addr;
 }
 
-std::string client_address_from_header(const std::string& value) {
-  const size_t comma = value.rfind(',');
-  std::string last = comma == std::string::npos ? value : value.substr(comma + 1);
-  const size_t b = last.find_first_not_of(" \t"), e = last.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : last.substr(b, e - b + 1);
-}
-
-ClientLimits ApiKey::limits(const ClientLimits& server) const {
-  ClientLimits l = server;
-  if (rate) l.rate = *rate;
-  if (burst) l.burst = *burst;
-  if (concurrent) l.concurrent = *concurrent;
-  return l;
-}
-
-std::vector<ApiKey> read_api_keys(const std::string& path) {
-  std::ifstream f(path);
-  SIEVE_THROW_IF_NOT(f.good(), "cannot read the API key file '" << path << "'");
-  std::vector<ApiKey> keys;
-  std::string line;
-  for (size_t n = 1; std::getline(f, line); ++n) {
-    std::istringstream words(line);
-    std::string key, word;
-    words >> key;
-    if (key.empty() || key[0] == '#') continue;
-    ApiKey k;
-    k.key = key;
-    bool scoped = false;
-    while (words >> word) {
-      const size_t eq = word.find('=');
-      if (eq == std::string::npos) {
-        SIEVE_THROW_IF_NOT(!scoped, "'" << path << "' line " << n << ": two scopes ('" << word << "')");
-        scoped = true;
-        if (word == "read") k.scope = KeyScope::Read;
-        else if (word == "write") k.scope = KeyScope::Write;
-        else if (word == "admin") k.scope = KeyScope::Admin;
-        else SIEVE_THROW("'" << path << "' line " << n << ": unknown scope '" << word << "' (read, write or admin)");
-        continue;
-      }
-      const std::string name = word.substr(0, eq), value = word.substr(eq + 1);
-      char* end = nullptr;
-      const double x = std::strtod(value.c_str(), &end);
-      SIEVE_THROW_IF_NOT(!value.empty() && end && *end == '\0' && std::isfinite(x) && x >= 0,
-                         "'" << path << "' line " << n << ": '" << word << "' needs a number >= 0");
-      if (name == "rate") k.rate = x;
-      else if (name == "burst") {
-        SIEVE_THROW_IF_NOT(x == 0 || x >= 1, "'" << path << "' line " << n << ": burst= must be 0 (the rate) or at least "
-                                                 "1 (a bucket below one request would refuse the key forever)");
-        k.burst = x;
-      }
-      else if (name == "concurrent") {
-        SIEVE_THROW_IF_NOT(x == std::floor(x), "'" << path << "' line " << n << ": concurrent= takes a whole number");
-        k.concurrent = static_cast<size_t>(x);
-      } else
-        SIEVE_THROW("'" << path << "' line " << n << ": unknown limit '" << name << "' (rate=, burst=, concurrent=)");
-    }
-    for (const ApiKey& other : keys)
-      SIEVE_THROW_IF_NOT(other.key != k.key, "'" << path << "' line " << n << ": a key given twice");
-    keys.push_back(std::move(k));
-  }
-  SIEVE_THROW_IF_NOT(!keys.empty(), "the API key file '" << path << "' holds no key");
-  return keys;
-}
-
-std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path) {
-  if (path == "/health" || (path == "/" && method == "GET") || path == "/openapi.json") return std::nullopt;
-  if (path == "/metrics" || path == "/v1/info") return KeyScope::Admin;
-  if (path == "/v1/documents" && method == "POST") return KeyScope::Write;
-  return KeyScope::Read;
-}
-
-void HttpServer::set_api_keys(std::vector<ApiKey> keys) {
-  auto next = std::make_shared<const std::vector<ApiKey>>(std::move(keys));
-  std::lock_guard<std::mutex> lock(keys_mu_);
-  keys_ = std::move(next);
-}
-
-HttpServer::Caller HttpServer::identify(const httplib::Request& req) const {
-  Caller c;
+Caller HttpServer::identify(const httplib::Request& req) const {
   if (!std::atomic_load(&service_)) {
+    Caller c;
     const std::string failed = load_error();
     Response r = error_response(503, "unavailable", failed.empty() ? "the model is loading" : "loading failed: " + failed);
     r.headers.emplace_back("Retry-After", "5");
@@ -214,56 +138,30 @@ HttpServer::Caller HttpServer::identify(const httplib::Request& req) const {
     return c;
   }
   // The page and the spec hold no data (the page asks for the key and sends it with every call).
-  std::shared_ptr<const std::vector<ApiKey>> keys;
-  {
-    std::lock_guard<std::mutex> lock(keys_mu_);
-    keys = keys_;
-  }
-  const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
-  // Who the request is, for its limits: its key when the server has keys, else its address.
-  c.client = "address " + req.remote_addr;
-  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str())) {
-    // The last instance of the header, its rightmost address: what the proxy itself added.
-    const size_t n = req.get_header_value_count(opt_.client_header.c_str());
-    const std::string address = client_address_from_header(req.get_header_value(opt_.client_header.c_str(), n - 1));
-    if (!address.empty()) c.client = "address " + address;
-  }
-  c.limits = opt_.limits;
-  if (!keys || keys->empty() || !needed) return c;
-  const std::string auth = req.get_header_value("Authorization");
-  // Every key is compared, in constant time each: the time says nothing of which matched.
-  const ApiKey* found = nullptr;
-  for (const ApiKey& k : *keys)
-    if (equal_constant_time(auth, "Bearer " + k.key)) found = &k;
-  if (!found) {
-    Response r = error_response(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
-    r.headers.emplace_back("WWW-Authenticate", "Bearer");
-    c.refusal = std::move(r);
-  } else if (found->scope < *needed) {
-    static const char* const kNames[] = {"read", "write", "admin"};
-    c.refusal = error_response(403, "forbidden", req.method + " " + req.path + " needs a key of scope '" +
-                                                     kNames[static_cast<int>(*needed)] + "'; this key's is '" +
-                                                     kNames[static_cast<int>(found->scope)] + "'");
-  } else {
-    c.client = "key " + found->key;
-    c.limits = found->limits(opt_.limits);
-  }
-  return c;
+  return admission_.identify(req.method, req.path, req.get_header_value("Authorization"), address_of(req));
 }
 
+namespace {
+
+AdmissionOptions admission_options(const HttpOptions& o) {
+  AdmissionOptions a;
+  a.max_body = o.max_body;
+  a.api_key = o.api_key;
+  a.api_keys = o.api_keys;
+  a.limits = o.limits;
+  a.refusal_delay_ms = o.refusal_delay_ms;
+  a.refusals_held = o.refusals_held;
+  a.refusals_held_total = o.refusals_held_total;
+  return a;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()> load)
-    : opt_(std::move(opt)), load_(std::move(load)), svr_(std::make_unique<httplib::Server>()) {
-  check_client_limits(opt_.limits, "the server's limits (--rate-limit, --burst)");
-  for (const ApiKey& k : opt_.api_keys) check_client_limits(k.limits(opt_.limits), "an API key's limits");
-  held_total_cap_ = opt_.refusals_held_total > 0 ? opt_.refusals_held_total
-                                                 : std::max<size_t>(1, std::max<size_t>(4, opt_.connection_threads) / 2);
-  std::vector<ApiKey> keys = opt_.api_keys;
-  if (!opt_.api_key.empty()) {
-    ApiKey k;
-    k.key = opt_.api_key;
-    keys.push_back(std::move(k));
-  }
-  set_api_keys(std::move(keys));
+    : opt_(std::move(opt)),
+      load_(std::move(load)),
+      svr_(std::make_unique<httplib::Server>()),
+      admission_(admission_options(opt_), opt_.connection_threads) {
   const size_t threads = std::max<size_t>(4, opt_.connection_threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr_->set_payload_max_length(opt_.max_body);
@@ -278,11 +176,9 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const size_t declared = unread_bytes(req);  // nothing of the body is read yet
     if (declared < kEarlyRefusalBytes) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string length = req.get_header_value("Content-Length");
     // Up to twice --max-body, httplib reads the body and answers 413 itself (error handler).
     if (declared / 2 > opt_.max_body) {
-      Response r = error_response(413, "payload_too_large", "the request body (" + length + " bytes) is larger than " +
-                                                                std::to_string(opt_.max_body) + " bytes (--max-body)");
+      Response r = *admission_.body_refusal(declared);
       send(res, r, req);
       if (auto s = std::atomic_load(&service_)) s->count(req.path, 413, 0);
       return httplib::Server::HandlerResponse::Handled;
@@ -303,37 +199,17 @@ HttpServer::HttpServer(HttpOptions opt, std::function<std::unique_ptr<Service>()
       if (s) s->count(req.path, c.refusal->status, seconds());
       return;
     }
-    const std::optional<KeyScope> needed = scope_needed(req.method, req.path);
-    const std::string& client = c.client;
-    const ClientLimits& limits = c.limits;
-    // The open routes (health probes, the page, the spec) are never limited.
-    const bool limited = needed.has_value() && (limits.rate > 0 || limits.concurrent > 0);
-    if (limited) {
-      const ClientLimiter::Verdict v = limiter_.admit(client, limits);
-      if (!v.admitted) {
-        Response r = error_response(429, "rate_limited", v.why);
-        r.headers.emplace_back("Retry-After", std::to_string(retry_after_header(v.retry_after)));
-        if (opt_.refusal_delay_ms > 0) {
-          if (limiter_.begin_hold(client, opt_.refusals_held, held_total_cap_)) {
-            const double ms = std::min<double>(static_cast<double>(opt_.refusal_delay_ms), 1000 * v.retry_after);
-            std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
-            limiter_.end_hold(client);
-          } else {
-            r.headers.emplace_back("Connection", "close");  // past the refusals held: no more of its requests here
-          }
-        }
-        send(res, r, req);
-        s->count(req.path, 429, seconds());
-        return;
+    // The limits; an admitted request keeps its place in flight (`admitted.ticket`) until answered.
+    AdmissionVerdict admitted = admission_.admit(c);
+    if (admitted.refusal) {  // a 429 (the keys were checked just above)
+      if (admitted.hold_seconds > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(admitted.hold_seconds * 1e6)));
+        admission_.end_hold(admitted.client);
       }
+      send(res, *admitted.refusal, req);
+      s->count(req.path, admitted.refusal->status, seconds());
+      return;
     }
-    struct InFlight {
-      ClientLimiter* limiter;
-      const std::string& client;
-      ~InFlight() {
-        if (limiter) limiter->release(client);
-      }
-    } in_flight{limited && limits.concurrent > 0 ? &limiter_ : nullptr, client};
     std::map<std::string, std::string> query;
     for (const auto& [k, v] : req.params) query[k] = v;
     send(res, s->handle(req.method, req.path, req.body, query, t0), req);

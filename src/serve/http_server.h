@@ -1,6 +1,7 @@
 // `sieve serve`'s HTTP layer (cpp-httplib from Debian): binds, loads the Service in the
-// background (503 until loaded), checks the API key, limits the body, answers every route
-// through Service::handle, and stops gracefully (in-flight requests finish).
+// background (503 until loaded), admits requests (API keys, limits and the body cap: Admission,
+// the library's, which Ray Serve's router uses too), answers every route through
+// Service::handle, and stops gracefully (in-flight requests finish).
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/admission.h"
 #include "serve/limits.h"
 #include "serve/service.h"
 
@@ -21,37 +23,6 @@ struct Request;
 }
 
 namespace sieve::serve {
-
-/// What an API key may do: `read` searches, embeds, reranks, verifies, explains and reads
-/// documents; `write` also adds documents; `admin` does everything, /metrics and /v1/info included.
-enum class KeyScope { Read = 0, Write = 1, Admin = 2 };
-
-struct ApiKey {
-  std::string key;
-  KeyScope scope = KeyScope::Admin;
-  /// This key's own limits (rate=, burst=, concurrent= on its line); unset: the server's.
-  std::optional<double> rate, burst;
-  std::optional<size_t> concurrent;
-  /// The server's limits with this key's own in their place.
-  ClientLimits limits(const ClientLimits& server) const;
-};
-
-/// The client's address in a proxy's header (`--client-address-header`): the rightmost of its
-/// comma-separated addresses, trimmed; "" when it holds none. X-Forwarded-For grows by one address
-/// at each proxy, appended on the right, and a client may send the header with any addresses of
-/// its own in it: only the rightmost was written by the (trusted) proxy in front of the server.
-/// X-Real-IP's single address is itself. A request carrying the header twice is read at its last.
-std::string client_address_from_header(const std::string& value);
-
-/// Reads an API key file: one `KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]` a line (SCOPE read,
-/// write or admin; a key with no scope keeps the old meaning, everything; a limit given replaces
-/// the server's for that key, 0 lifts it); blank lines and lines starting with # are skipped.
-/// sieve::Error naming the file and line for an unknown scope or word, a bad number, a repeated
-/// key, or a file with no key.
-std::vector<ApiKey> read_api_keys(const std::string& path);
-
-/// The scope a request needs; nullopt for the open routes (/health, / and /openapi.json).
-std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path);
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -94,19 +65,14 @@ class HttpServer {
   /// True once the service is loaded.
   bool ready() const { return ready_.load(); }
   /// Requests of `client` (as the limiter names it: "address ADDR", or "key ..." for an API key) being answered under a concurrency limit.
-  size_t in_flight(const std::string& client) const { return limiter_.in_flight(client); }
+  size_t in_flight(const std::string& client) const { return admission_.in_flight(client); }
   int port() const { return port_; }
 
  private:
-  /// Who asks (its key, or its address) and under which limits, or why it is refused before its
-  /// request is served: 503 while loading, 401 without a known key, 403 for a key whose scope
-  /// does not cover the route.
-  struct Caller {
-    std::optional<Response> refusal;
-    std::string client;
-    ClientLimits limits;
-  };
+  /// 503 while the service loads; then who asks and why it is refused (Admission::identify).
   Caller identify(const httplib::Request& req) const;
+  /// The request's client address: the peer's, or the trusted proxy header's (client_header).
+  std::string address_of(const httplib::Request& req) const;
   HttpOptions opt_;
   std::function<std::unique_ptr<Service>()> load_;
   std::unique_ptr<httplib::Server> svr_;
@@ -117,11 +83,8 @@ class HttpServer {
   mutable std::mutex load_mu_;
   std::string load_error_;
   std::thread loader_;
-  mutable std::mutex keys_mu_;
-  std::shared_ptr<const std::vector<ApiKey>> keys_;  ///< null or empty: no key needed
   int port_ = 0;
-  ClientLimiter limiter_;
-  size_t held_total_cap_ = 0;  ///< refusals_held_total, resolved
+  Admission admission_;
 };
 
 /// cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into
@@ -130,7 +93,5 @@ class HttpServer {
 /// on the bound socket raises the backlog to SOMAXCONN (Linux). Returns the sockets widened.
 int widen_listen_backlog(int port);
 
-/// Constant-time comparison of two strings (same length and bytes), for API keys.
-bool equal_constant_time(const std::string& a, const std::string& b);
 
 }  // namespace sieve::serve

@@ -142,3 +142,84 @@ def test_the_build_key_follows_the_corpus_bytes_and_the_model_identity(tmp_path)
     assert os.stat(corpus).st_size == st.st_size and os.stat(corpus).st_mtime_ns == st.st_mtime_ns
     assert sray.build_key(corpus, 1, 2, model, options) != key
     assert sray.build_key(corpus, 1, 3, model, options) != sray.build_key(corpus, 1, 2, model, options)
+
+
+class FakeRequest:
+    """What the router reads of a starlette request."""
+
+    def __init__(self, method, path, body=b"", headers=None, host="10.0.0.1"):
+        from starlette.datastructures import Headers
+        self.method = method
+        self.url = type("URL", (), {"path": path})()
+        self._body = body
+        raw = dict(headers or {})
+        if body and "content-length" not in {k.lower() for k in raw}:
+            raw["Content-Length"] = str(len(body))
+        self.headers = Headers(headers=raw)
+        self.client = type("Client", (), {"host": host})()
+        self.query_params = {}
+        self.read = False
+
+    async def body(self):
+        self.read = True
+        return self._body
+
+
+def test_the_router_admits_as_sieve_serve_does(tmp_path):
+    """Ray Serve's router runs the library's Admission before the service: keys and scopes, the
+    open routes, a per-key rate with a held 429, the body cap before the body is read, and the
+    trusted proxy header. BM25 searches need no shard call, so fake shard handles serve."""
+    import asyncio
+    import json
+    import subprocess
+    cli = os.environ.get("SIEVE_CLI", "build/sieve")
+    model = str(tmp_path / "model")
+    subprocess.run([cli, "make-fixture", "--out", model, "--seed", "5"], check=True, capture_output=True)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"the dog {i} bit the man"}) + "\n" for i in range(20)))
+    subprocess.run([cli, "index", "build", "--model", model, "--corpus", str(corpus), "--out", str(tmp_path / "set"),
+                    "--shards", "2"], check=True, capture_output=True)
+    keys = tmp_path / "keys"
+    keys.write_text("reader read rate=1 burst=1\nboss admin\n")
+    router = rs.Router(str(tmp_path / "set"), [FakeShard([]), FakeShard([])], threads=1,
+                       admission={"api_key_file": str(keys), "max_body": 200, "refusal_delay_ms": 50},
+                       client_address_header="X-Forwarded-For")
+    search = json.dumps({"query": "dog", "mode": "bm25", "k": 3}).encode()
+
+    def call(req, via=None):
+        r = asyncio.run((via or router)(req))
+        return r.status_code, json.loads(r.body) if r.body else None, r.headers
+
+    assert call(FakeRequest("GET", "/health"))[0] == 200  # open, no key
+    status, body, headers = call(FakeRequest("POST", "/v1/search", search))
+    assert status == 401 and body["error"]["type"] == "unauthorized" and headers["www-authenticate"] == "Bearer"
+    status, body, _ = call(FakeRequest("POST", "/v1/documents", b'{"documents": []}',
+                                       {"Authorization": "Bearer reader"}))
+    assert status == 403 and "scope 'write'" in body["error"]["message"]
+    status, body, _ = call(FakeRequest("GET", "/router/stats", headers={"Authorization": "Bearer reader"}))
+    assert status == 403  # the router's counters are the admin's, as /metrics
+    assert call(FakeRequest("GET", "/router/stats", headers={"Authorization": "Bearer boss"}))[0] == 200
+    status, body, _ = call(FakeRequest("POST", "/v1/search", search, {"Authorization": "Bearer reader"}))
+    assert status == 200 and len(body["results"][0]["hits"]) == 3
+    status, body, headers = call(FakeRequest("POST", "/v1/search", search, {"Authorization": "Bearer reader"}))
+    assert status == 429 and body["error"]["type"] == "rate_limited" and int(headers["retry-after"]) >= 1
+    # A body over the cap: 413 before it is read.
+    big = FakeRequest("POST", "/v1/search", b"x" * 500, {"Authorization": "Bearer boss"})
+    status, body, _ = call(big)
+    assert status == 413 and not big.read
+    # Per-address limits read the trusted header's rightmost address, not the client's own words.
+    open_router = rs.Router(str(tmp_path / "set"), [FakeShard([]), FakeShard([])], threads=1,
+                            admission={"rate": 1, "burst": 1, "refusal_delay_ms": 0},
+                            client_address_header="X-Forwarded-For")
+    ask = lambda fwd: call(FakeRequest("POST", "/v1/search", search, {"X-Forwarded-For": fwd}), open_router)[0]  # noqa: E731
+    assert ask("1.1.1.1, 10.9.9.9") == 200
+    assert ask("2.2.2.2, 10.9.9.9") == 429  # the same proxy-written address: the same client
+    assert ask("10.9.9.8") == 200
+    # Settings that could never admit are refused before anything is deployed.
+    with pytest.raises(_sieve_error()):
+        rs.Router(str(tmp_path / "set"), [FakeShard([])], admission={"rate": 1, "burst": 0.5})
+
+
+def _sieve_error():
+    from sieve import _sieve
+    return _sieve.Error

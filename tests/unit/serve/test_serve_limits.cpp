@@ -194,6 +194,77 @@ httplib::Headers as(const std::string& key) { return {{"Authorization", "Bearer 
 // Behind a proxy the client is the address the proxy wrote: the rightmost of X-Forwarded-For
 // (issue 45: the whole header was the identity, so a client naming itself anew each time evaded
 // its limit). By hand, then over HTTP with a rate of 0.5/s.
+// Admission alone, as both faces use it (sieve serve's HTTP layer, Ray Serve's router through
+// _sieve.Admission): keys and scopes, the open routes, per-client limits with a held 429, the
+// place in flight given back, the body cap.
+TEST(Admission, KeysScopesLimitsAndTheBodyCapInOnePlace) {
+  AdmissionOptions o;
+  ApiKey reader;
+  reader.key = "r-key";
+  reader.scope = KeyScope::Read;
+  reader.rate = 1;
+  reader.burst = 1;
+  ApiKey admin;
+  admin.key = "a-key";
+  admin.concurrent = 1;
+  o.api_keys = {reader, admin};
+  o.max_body = 100;
+  o.refusal_delay_ms = 250;
+  Admission a(o, 8);
+  // The open routes need no key and are never limited.
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(a.admit("GET", "/health", "", "10.0.0.1").refusal);
+  auto no_key = a.admit("POST", "/v1/search", "", "10.0.0.1");
+  ASSERT_TRUE(no_key.refusal);
+  EXPECT_EQ(no_key.refusal->status, 401);
+  EXPECT_EQ(a.admit("POST", "/v1/search", "Bearer nope", "10.0.0.1").refusal->status, 401);
+  auto wrong_scope = a.admit("POST", "/v1/documents", "Bearer r-key", "10.0.0.1");
+  ASSERT_TRUE(wrong_scope.refusal);
+  EXPECT_EQ(wrong_scope.refusal->status, 403);
+  EXPECT_NE(wrong_scope.refusal->body.find("needs a key of scope 'write'"), std::string::npos);
+  // The reader's own rate (1/s, burst 1): the first passes, the second is a 429 held for
+  // min(250 ms, Retry-After), counted per key whatever the address.
+  auto first = a.admit("POST", "/v1/search", "Bearer r-key", "10.0.0.1");
+  EXPECT_FALSE(first.refusal);
+  EXPECT_EQ(first.client, "key r-key");
+  auto second = a.admit("POST", "/v1/search", "Bearer r-key", "10.0.0.2");
+  ASSERT_TRUE(second.refusal);
+  EXPECT_EQ(second.refusal->status, 429);
+  EXPECT_DOUBLE_EQ(second.hold_seconds, 0.25);
+  a.end_hold(second.client);
+  // The admin's one place in flight: taken by an admitted request, refused to the next, given
+  // back when the first one's ticket ends.
+  {
+    auto in = a.admit("GET", "/metrics", "Bearer a-key", "x");
+    EXPECT_FALSE(in.refusal);
+    EXPECT_TRUE(in.ticket.held());
+    EXPECT_EQ(a.in_flight("key a-key"), 1u);
+    auto more = a.admit("GET", "/metrics", "Bearer a-key", "x");
+    ASSERT_TRUE(more.refusal);
+    EXPECT_EQ(more.refusal->status, 429);
+    a.end_hold(more.client);
+  }
+  EXPECT_EQ(a.in_flight("key a-key"), 0u);
+  EXPECT_FALSE(a.admit("GET", "/metrics", "Bearer a-key", "x").refusal);
+  // A place handed over is the caller's to give back.
+  auto handed = a.admit("GET", "/metrics", "Bearer a-key", "x");
+  handed.ticket.hand_over();
+  EXPECT_EQ(a.in_flight("key a-key"), 1u);
+  a.release("key a-key");
+  EXPECT_EQ(a.in_flight("key a-key"), 0u);
+  // The body cap.
+  EXPECT_FALSE(a.body_refusal(100));
+  ASSERT_TRUE(a.body_refusal(101));
+  EXPECT_EQ(a.body_refusal(101)->status, 413);
+  // Keys replaced: the old ones stop working at once; no keys: every route is open.
+  a.set_api_keys({});
+  EXPECT_FALSE(a.admit("POST", "/v1/documents", "", "10.0.0.1").refusal);
+  // Settings that could never admit are refused when it is made.
+  AdmissionOptions bad;
+  bad.limits.rate = 1;
+  bad.limits.burst = 0.5;
+  EXPECT_THROW(Admission(bad, 8), Error);
+}
+
 TEST(ServeLimits, AForwardedForClientCannotChooseItsIdentity) {
   EXPECT_EQ(client_address_from_header("203.0.113.7"), "203.0.113.7");
   EXPECT_EQ(client_address_from_header("1.2.3.4, 198.51.100.9"), "198.51.100.9");
