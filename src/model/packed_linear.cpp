@@ -181,7 +181,13 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
   std::vector<int64_t> out_shape(x_in.sizes().begin(), x_in.sizes().end());
   out_shape.back() = n_;
   at::Tensor y = at::empty({M, n_}, x.options());
-  if (M == 0) return y.view(out_shape);
+  forward(x.data_ptr<float>(), M, y.data_ptr<float>());
+  return y.view(out_shape);
+}
+
+void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
+  if (M == 0) return;
+  auto* xp_mut = const_cast<float*>(xp_in);  // oneDNN's memory takes a non-const handle; it only reads
   const auto& eng = cpu_engine();
   dnnl::stream s(eng);
   const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_), Md = static_cast<memory::dim>(M);
@@ -189,8 +195,8 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
   memory scratchpad(sp_desc, eng, thread_buffer(kScratch, std::max<size_t>(64, sp_desc.get_size())));
   ScopedOmpThreads threads(compute_threads());
   if (precision_ == Precision::Fp32) {
-    memory src({{Md, K}, Dt::f32, Tag::ab}, eng, x.data_ptr<float>());
-    memory dst({{Md, N}, Dt::f32, Tag::ab}, eng, y.data_ptr<float>());
+    memory src({{Md, K}, Dt::f32, Tag::ab}, eng, xp_mut);
+    memory dst({{Md, N}, Dt::f32, Tag::ab}, eng, yp_out);
     memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
     impl_->mm.execute(s, {{DNNL_ARG_SRC, src},
                           {DNNL_ARG_WEIGHTS, impl_->weights},
@@ -198,14 +204,14 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
                           {DNNL_ARG_DST, dst},
                           {DNNL_ARG_SCRATCHPAD, scratchpad}});
     s.wait();
-    return y.view(out_shape);
+    return;
   }
   // Int8: each row to uint8 with its own scale and zero point.
   uint8_t* q = thread_buffer(kQuantized, static_cast<size_t>(M * k_));
   auto* row_params = reinterpret_cast<float*>(thread_buffer(kRowParams, static_cast<size_t>(M) * 2 * sizeof(float)));
   float* row_scale = row_params;
   auto* row_zero = reinterpret_cast<int32_t*>(row_params + M);
-  const float* xp = x.data_ptr<float>();
+  const float* xp = xp_in;
   std::atomic<bool> non_finite{false};
   at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
@@ -225,7 +231,7 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
                         {DNNL_ARG_DST, dst},
                         {DNNL_ARG_SCRATCHPAD, scratchpad}});
   s.wait();
-  float* yp = y.data_ptr<float>();
+  float* yp = yp_out;
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
   const float* bp = impl_->bias.data();
@@ -233,7 +239,6 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
     for (int64_t m = begin; m < end; ++m)
       dequantize_row(acc + m * n_, n_, row_scale[m], row_zero[m], cs, ws, bp, yp + m * n_);
   });
-  return y.view(out_shape);
 }
 
 }  // namespace sieve

@@ -31,6 +31,8 @@ class PackedLinear {
 
   /// x [..., K] float32 on the CPU -> [..., N].
   at::Tensor forward(const at::Tensor& x) const;
+  /// x [M, K] row-major -> y [M, N] (the native engine's call: no tensor is made).
+  void forward(const float* x, int64_t m, float* y) const;
 
   int64_t in_features() const { return k_; }
   int64_t out_features() const { return n_; }

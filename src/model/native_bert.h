@@ -1,0 +1,47 @@
+// The BERT forward pass for CPU inference without libtorch's per-operation dispatch (issue 44):
+// every layer is three oneDNN products on the real tokens only (query/key/value fused, the
+// attention output, the two feed-forward ones; weights packed once, PackedLinear) and loops of
+// sieve's own for the rest (embeddings, LayerNorm, masked softmax attention, GELU), on one OpenMP
+// team, with its scratch made once per call. The libtorch modules (bert.h) stay the reference
+// and the training path; the two agree within float rounding (tests/unit/model/test_native_bert.cpp).
+// Internal to sieve's model code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/packed_linear.h"
+#include "sieve/encoder.h"
+#include "sieve/model.h"
+
+namespace sieve {
+
+struct BertModelImpl;
+
+/// Immutable once built; forward() may run on several threads at once.
+class NativeBert {
+ public:
+  /// Copies the weights of a loaded BERT model (model_type "bert" only: the RoBERTa family's
+  /// positions and MPNet's relative bias are not here) and packs its dense layers at `precision`
+  /// (`int8_levels` as PackedLinear's). sieve::Error for another family or activation.
+  NativeBert(const BertModelImpl& model, Precision precision, int int8_levels = 0);
+  ~NativeBert();
+
+  /// Whether the native pass can run this configuration ("bert" with gelu, gelu_new or relu).
+  static bool supports(const BertConfig& config);
+
+  /// Final-layer token states of a batch: ids, mask and types [B, L] row-major (types may be
+  /// null: all 0); out [B, L, H], padded rows 0 (as the libtorch path leaves them).
+  void forward(const int64_t* ids, const int64_t* mask, const int64_t* types, int64_t batch, int64_t length,
+               float* out) const;
+  const BertConfig& config() const { return cfg_; }
+
+ private:
+  struct Layer;
+  BertConfig cfg_;
+  std::vector<float> word_, position_, type_, emb_gamma_, emb_beta_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace sieve
