@@ -39,24 +39,135 @@ SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h
   for (int64_t i = 0; i < h; ++i) x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
 }
 
-SIEVE_MULTIVERSION float dot(const float* a, const float* b, int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+// exp(x) for the vectorised loops (libm's expf is a call per element): Cephes' reduction by ln 2
+// in two parts and its degree-5 polynomial, within 2 ulp over the range softmax and GELU use;
+// below -87.3 it gives 2^-126 scaled (about 1e-38), not 0.
+inline float fast_exp(float x) {
+  x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
+  // Round to nearest by truncation of +-0.5 (a conversion the vectoriser knows, unlike floor).
+  const float t = x * 1.44269504088896341f;
+  const int32_t ni = static_cast<int32_t>(t + (t >= 0 ? 0.5f : -0.5f));
+  const float n = static_cast<float>(ni);
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t bits = (ni + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
 }
 
-SIEVE_MULTIVERSION void axpy(float a, const float* x, float* y, int64_t n) {
+// erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), with fast_exp.
+inline float fast_erf(float x) {
+  const float a = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float e = 1.0f - poly * fast_exp(-a * a);
+  return x < 0 ? -e : e;
+}
+
+// One head of one sequence: softmax(q k^T * scale) v over its n real tokens. `qkv` is the first
+// token's fused row (query, key, value of width h each; rows `stride` floats apart) moved to the
+// head's columns; `kv` scratch of dh * (2 n + 16) floats, `p` of n + 16; ctx rows
+// `ctx_stride` apart. The keys are gathered transposed and padded to whole blocks of 16 columns, so
+// that a query's scores for 16 keys build up in one register over the head's dh dimensions; DH > 0
+// fixes dh at compile time (the common widths), so that a context row stays in registers too.
+template <int DH>
+SIEVE_MULTIVERSION void attend_head(const float* qkv, int64_t stride, int64_t h, int64_t n, int64_t dh_run,
+                                    float scale, float* kv, float* p, float* ctx, int64_t ctx_stride) {
+  constexpr int64_t kBlock = 16;
+  const int64_t dh = DH > 0 ? DH : dh_run;
+  const int64_t np = (n + kBlock - 1) / kBlock * kBlock;
+  float* kt = kv;            // [dh][np]
+  float* v = kv + dh * np;   // [n][dh]
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = qkv + j * stride;
+    for (int64_t d = 0; d < dh; ++d) {
+      kt[d * np + j] = row[h + d];
+      v[j * dh + d] = row[2 * h + d];
+    }
+  }
+  for (int64_t d = 0; d < dh; ++d)
+    for (int64_t j = n; j < np; ++j) kt[d * np + j] = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* q = qkv + i * stride;
+    // Four blocks at a time where they fit: four independent chains of fused multiply-adds
+    // instead of one waiting on its own latency.
+    int64_t j0 = 0;
+    for (; j0 + 4 * kBlock <= np; j0 += 4 * kBlock) {
+      float acc[4 * kBlock] = {};
+      for (int64_t d = 0; d < dh; ++d) {
+        const float qd = q[d] * scale;
+        const float* kd = kt + d * np + j0;
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+        for (int64_t jj = 0; jj < 4 * kBlock; ++jj) acc[jj] += qd * kd[jj];
+      }
+#pragma omp simd
+      for (int64_t jj = 0; jj < 4 * kBlock; ++jj) p[j0 + jj] = acc[jj];
+    }
+    for (; j0 < np; j0 += kBlock) {
+      float acc[kBlock] = {};
+      for (int64_t d = 0; d < dh; ++d) {
+        const float qd = q[d] * scale;
+        const float* kd = kt + d * np + j0;
+#pragma omp simd
+        for (int64_t jj = 0; jj < kBlock; ++jj) acc[jj] += qd * kd[jj];
+      }
+#pragma omp simd
+      for (int64_t jj = 0; jj < kBlock; ++jj) p[j0 + jj] = acc[jj];
+    }
+    float mx = p[0];
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = fast_exp(p[j] - mx);
+      sum += p[j];
+    }
+    const float inv = 1.0f / sum;
+    float* c = ctx + i * ctx_stride;
+    if constexpr (DH > 0) {
+      // Four partial sums over alternating keys (independent chains), added at the end.
+      float out[4][DH] = {};
+      int64_t j = 0;
+      for (; j + 4 <= n; j += 4)
+        for (int64_t u = 0; u < 4; ++u) {
+          const float w = p[j + u];
+          const float* vj = v + (j + u) * DH;
+#pragma omp simd
+          for (int64_t d = 0; d < DH; ++d) out[u][d] += w * vj[d];
+        }
+      for (; j < n; ++j) {
+        const float w = p[j];
+#pragma omp simd
+        for (int64_t d = 0; d < DH; ++d) out[0][d] += w * v[j * DH + d];
+      }
+#pragma omp simd
+      for (int64_t d = 0; d < DH; ++d) c[d] = ((out[0][d] + out[1][d]) + (out[2][d] + out[3][d])) * inv;
+    } else {
+      for (int64_t d = 0; d < dh; ++d) c[d] = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        const float w = p[j] * inv;
+#pragma omp simd
+        for (int64_t d = 0; d < dh; ++d) c[d] += w * v[j * dh + d];
+      }
+    }
+  }
 }
 
 enum class Act { Gelu, GeluTanh, Relu };
 
-void activate(float* x, int64_t n, Act act) {
+SIEVE_MULTIVERSION void activate(float* x, int64_t n, Act act) {
   switch (act) {
     case Act::Gelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * static_cast<float>(M_SQRT1_2)));
       break;
     case Act::GeluTanh: {
       const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
@@ -167,25 +278,14 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
     // additive mask makes the padded keys' weights exactly 0, so leaving them out is the same sum.
 #pragma omp parallel num_threads(threads)
     {
-      std::vector<float> p(static_cast<size_t>(L));
+      std::vector<float> p(static_cast<size_t>(L + 16)), kv(static_cast<size_t>(dh * (2 * L + 16)));
+      const auto attend = dh == 32 ? &attend_head<32> : dh == 64 ? &attend_head<64> : &attend_head<0>;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t task = 0; task < B * heads; ++task) {
         const int64_t b = task / heads, h = task % heads;
         const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
-        for (int64_t qi = 0; qi < n; ++qi) {
-          const float* q = qkv.data() + (t0 + qi) * 3 * H + h * dh;
-          float mx = -INFINITY;
-          for (int64_t kj = 0; kj < n; ++kj) {
-            p[static_cast<size_t>(kj)] = dot(q, qkv.data() + (t0 + kj) * 3 * H + H + h * dh, dh) * scale;
-            mx = std::max(mx, p[static_cast<size_t>(kj)]);
-          }
-          float sum = 0;
-          for (int64_t kj = 0; kj < n; ++kj) sum += (p[static_cast<size_t>(kj)] = std::exp(p[static_cast<size_t>(kj)] - mx));
-          float* c = ctx.data() + (t0 + qi) * H + h * dh;
-          std::fill(c, c + dh, 0.0f);
-          for (int64_t kj = 0; kj < n; ++kj)
-            axpy(p[static_cast<size_t>(kj)] / sum, qkv.data() + (t0 + kj) * 3 * H + 2 * H + h * dh, c, dh);
-        }
+        attend(qkv.data() + t0 * 3 * H + h * dh, 3 * H, H, n, dh, scale, kv.data(), p.data(),
+               ctx.data() + t0 * H + h * dh, H);
       }
     }
     layer.attn_out->forward(ctx.data(), T, tmp.data());
