@@ -41,6 +41,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,6 +80,20 @@ class _RemoteShards:
         self.scores_at_shards = bool(scores_at_shards)
         self.retried = 0
         self.bytes_received = 0  # of the shards' answers (arrays' bytes): what stage 2 moves
+        # The library calls every shard at once, each from a thread of its own. Ray 2.40 sets up
+        # some per-process state on first use without a lock (ray/_private/state.py stores its
+        # GCS state accessor before connecting it; a second thread then fails a fatal check in
+        # the raylet and the router's process dies). So the state is set up here, and each
+        # handle's first call is made alone (_first).
+        self._first = threading.Lock()
+        self._warm = set()
+        try:
+            import ray
+            if ray.is_initialized():
+                import ray._private.state as ray_state
+                ray_state.state._check_connected()
+        except ImportError:
+            pass
 
     @staticmethod
     def retriable(error):
@@ -92,6 +107,14 @@ class _RemoteShards:
     def _call(self, shard, method, *args, timeout_s=None):
         """One call to a shard's deployment, waited for at most the router's timeout or the
         request's remaining time (`timeout_s`), whichever is shorter; retried while time remains."""
+        if shard not in self._warm:
+            with self._first:  # a handle's first call alone (see __init__)
+                result = self._call_timed(shard, method, args, timeout_s)
+                self._warm.add(shard)
+                return result
+        return self._call_timed(shard, method, args, timeout_s)
+
+    def _call_timed(self, shard, method, args, timeout_s):
         end = None if timeout_s is None else time.monotonic() + timeout_s
         for attempt in range(self._attempts):
             wait = self._timeout if end is None else max(0.0, min(self._timeout, end - time.monotonic()))
