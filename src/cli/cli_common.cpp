@@ -114,6 +114,11 @@ void DeviceFlags::add(CLI::App* cmd) {
                   "per row; faster, keys within about 0.01 in cosine)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "int8"}));
+  cmd->add_option("--engine", engine,
+                  "The encoder's CPU forward pass: torch (libtorch's modules, every family), or native (sieve's own "
+                  "pass for BERT models: no per-operation dispatch; the same keys within float rounding)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"torch", "native"}));
 }
 
 EncoderOptions DeviceFlags::options() const {
@@ -121,6 +126,7 @@ EncoderOptions DeviceFlags::options() const {
   eo.device = device;
   eo.threads = threads;
   eo.precision = precision_from_name(precision);
+  eo.engine = engine_from_name(engine);
   return eo;
 }
 

@@ -18,8 +18,9 @@ struct DeviceFlags {
   std::string device = "cpu";
   int threads = 0;
   std::string precision = "fp32";
+  std::string engine = "torch";
   void add(CLI::App* cmd);
-  /// EncoderOptions with the device, thread count and precision set.
+  /// EncoderOptions with the device, thread count, precision and engine set.
   EncoderOptions options() const;
 };
 

@@ -320,6 +320,31 @@ TEST(Cli, EmbedPrecisionInt8IsTheLibrarysInt8Encoder) {
   EXPECT_NE(bad.out.find("int4"), std::string::npos);
 }
 
+TEST(Cli, EngineNativeReachesTheEncoder) {
+  std::string dir = make_temp_dir("cli_native");
+  write_fixture_model(dir, small_fixture(Pooling::Mean));
+  auto e = test::run_command(test::cli_path() + " embed --engine native --model " + dir + " 'the dog bit the man'");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EncoderOptions eo;
+  eo.engine = Engine::Native;
+  const Embeddings native = Encoder::load(dir, eo)->encode({"the dog bit the man"}, {});
+  auto j = nlohmann::json::parse(e.out);
+  ASSERT_EQ(j["embedding"].size(), native.dim);
+  for (size_t h = 0; h < native.dim; ++h) EXPECT_NEAR(j["embedding"][h].get<double>(), native.pooled[h], 1e-6);
+  // A family the native pass does not run is refused through the flag, naming the engine.
+  std::string roberta = make_temp_dir("cli_native_roberta");
+  FixtureModelOptions f = small_fixture(Pooling::Mean);
+  f.config.model_type = "roberta";
+  f.config.pad_token_id = 1;
+  write_fixture_model(roberta, f);
+  auto refused = test::run_command(test::cli_path() + " embed --engine native --model " + roberta + " x 2>&1");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.out.find("native engine runs BERT models"), std::string::npos) << refused.out;
+  auto bad = test::run_command(test::cli_path() + " embed --engine onnx --model " + dir + " x 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("onnx"), std::string::npos);
+}
+
 TEST(Cli, EmptyInputWritesNothingAndLongInputWarnsOnce) {
   std::string dir = make_temp_dir("cli_empty");
   write_fixture_model(dir, small_fixture(Pooling::Mean));
