@@ -223,3 +223,85 @@ def test_the_router_admits_as_sieve_serve_does(tmp_path):
 def _sieve_error():
     from sieve import _sieve
     return _sieve.Error
+
+
+class LiveShard:
+    """A shard deployment's handle over a real shard served in this process (rs.ShardReplica);
+    while `down`, every call fails as Ray's do when the replica's node is gone (ActorDiedError)."""
+
+    def __init__(self, replica):
+        self.replica = replica
+        self.down = False
+        self.calls = 0
+
+    def __getattr__(self, method):
+        outer = self
+
+        class Call:
+            def remote(self, *args):
+                outer.calls += 1
+                self.args = args
+                return self
+
+            def result(self, timeout_s):
+                import ray.exceptions as rex
+                if outer.down:
+                    raise rex.ActorDiedError()
+                return getattr(outer.replica, method)(*self.args)
+        return Call()
+
+
+def test_the_router_survives_its_shards_node_gone_and_answers_again_when_it_is_back(tmp_path, monkeypatch):
+    """Every shard's replica gone at once (their node marked dead): the router stays up, answers
+    each search with a 503 naming the shard (after its retries), keeps answering what needs no
+    shard (BM25, /health), and answers as the set opened whole again once the replicas are back. The handles
+    are in-process stand-ins for Serve's (the same calls and failures); the two-raylet test kills a
+    real replica under load."""
+    import asyncio
+    import json
+    import subprocess
+    monkeypatch.setattr(rs.time, "sleep", lambda s: None)
+    cli = os.environ.get("SIEVE_CLI", "build/sieve")
+    model = str(tmp_path / "model")
+    subprocess.run([cli, "make-fixture", "--out", model, "--seed", "5"], check=True, capture_output=True)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"the dog {i} bit the man near river {i % 7}"}) + "\n"
+                              for i in range(30)))
+    subprocess.run([cli, "index", "build", "--model", model, "--corpus", str(corpus), "--out", str(tmp_path / "set"),
+                    "--shards", "2"], check=True, capture_output=True)
+    shards = [LiveShard(rs.ShardReplica(str(tmp_path / "set" / f"shard-00{i}"), 1, ["F1"])) for i in range(2)]
+    router = rs.Router(str(tmp_path / "set"), shards, verifier="F1", threads=1)
+    local = _sieve_service(str(tmp_path / "set"))  # the same set opened whole in this process
+    body = {"query": "the dog bit the man", "mode": "hybrid", "k": 5, "candidates": 10, "rerank": True}
+
+    def call(path, payload=None):
+        r = asyncio.run(router(FakeRequest("POST" if payload else "GET", path,
+                                           json.dumps(payload).encode() if payload else b"")))
+        return r.status_code, r.body
+
+    def strip(raw):
+        j = json.loads(raw)
+        for r in j.get("results", []):
+            r.pop("timings", None)
+        return j
+    want = strip(local.handle("POST", "/v1/search", json.dumps(body).encode(), {})[1])
+    status, got = call("/v1/search", body)
+    assert status == 200 and strip(got) == want
+    for s in shards:
+        s.down = True
+    for _ in range(3):
+        status, got = call("/v1/search", body)
+        assert status == 503 and json.loads(got)["error"]["type"] == "shard_unavailable", got
+    assert router.retried() > 0  # a replica that is gone is tried again before the 503
+    assert call("/health")[0] == 200
+    status, got = call("/v1/search", dict(body, mode="bm25", rerank=False))
+    assert status == 200  # BM25 needs no shard
+    for s in shards:
+        s.down = False
+    status, got = call("/v1/search", body)
+    assert status == 200 and strip(got) == want
+
+
+def _sieve_service(path):
+    from sieve import _sieve
+    return _sieve.Service(path, verifier="F1", threads=1, workers=1)
