@@ -49,16 +49,22 @@ class BertEncoder final : public Encoder {
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
-    const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
-    key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
     if (opt.engine == Engine::Native) {
       auto* bert = dynamic_cast<BertModelImpl*>(model_.get());
       SIEVE_THROW_IF_NOT(device_.is_cpu() && bert && NativeBert::supports(info_.config),
                          "the native engine runs BERT models on the CPU; '" << dir << "' is a " << info_.config.model_type
                                                                             << " model" << (device_.is_cpu() ? "" : " on CUDA")
                                                                             << " (use the torch engine)");
-      native_ = std::make_unique<NativeBert>(*bert, opt.precision, levels > 0 ? levels : 0);
+      const int levels = opt.precision == Precision::Int8
+                             ? (opt.int8_levels ? opt.int8_levels : PackedLinear::default_weight_levels())
+                             : 0;
+      native_ = std::make_unique<NativeBert>(*bert, opt.precision, levels);
+      key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
+      model_.reset();  // the native pass holds its own copies (int8: no fp32 copy of the dense layers)
+      return;
     }
+    const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
+    key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
@@ -214,7 +220,7 @@ class BertEncoder final : public Encoder {
   std::unique_ptr<Tokenizer> tokenizer_;  // null when loaded without one
   int64_t pad_id_ = 0;
   std::shared_ptr<EncoderBackbone> model_;
-  std::unique_ptr<NativeBert> native_;  // Engine::Native: the forward pass (model_ keeps the weights)
+  std::unique_ptr<NativeBert> native_;  // Engine::Native: the forward pass (model_ is then null)
   Pooling pooling_ = Pooling::Mean;
   size_t max_length_ = 512;
   std::string key_grid_ = "fp32";
