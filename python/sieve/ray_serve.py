@@ -192,13 +192,8 @@ class Router:
         self._pool = ThreadPoolExecutor(max_workers=self.THREADS, thread_name_prefix="sieve-router")
 
     def _address(self, request):
-        if self._client_header:
-            values = request.headers.getlist(self._client_header)
-            if values:  # its last instance, as sieve serve reads it
-                address = _sieve.client_address_from_header(values[-1])
-                if address:
-                    return address
-        return request.client.host if request.client else ""
+        values = request.headers.getlist(self._client_header) if self._client_header else []
+        return _sieve.client_address(request.client.host if request.client else "", values[-1] if values else None)
 
     async def __call__(self, request):
         from starlette.responses import Response
@@ -211,10 +206,8 @@ class Router:
             refusal = self._admission.body_refusal(int(declared))
             if refusal:
                 return answer(*refusal)
-        # The router's counters need an admin key, as /metrics does.
-        scope_path = "/metrics" if path == "/router/stats" else path
         refusal, hold, client, in_flight = self._admission.admit(
-            method, scope_path, request.headers.get("authorization", ""), self._address(request))
+            method, path, request.headers.get("authorization", ""), self._address(request))
         if refusal:
             if hold > 0:  # a client that ignores Retry-After waits for its refusal
                 await asyncio.sleep(hold)

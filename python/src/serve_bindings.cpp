@@ -20,6 +20,7 @@
 #include "serve/service.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
+#include "sieve/shard_scorer.h"
 #include "sieve/verify.h"
 
 namespace py = pybind11;
@@ -67,7 +68,7 @@ class PyShardRemote final : public ShardRemote {
         out.push_back(std::move(r));
       }
       return out;
-    });
+    }, p.deadline);
   }
 
   std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
@@ -97,7 +98,7 @@ class PyShardRemote final : public ShardRemote {
       auto a = target_.attr("scores")(shard, verifier, q, query.ids, docs, timeout_of(deadline))
                    .cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
       return std::vector<float>(a.data(), a.data() + a.size());
-    });
+    }, deadline);
   }
   bool scores_at_shards() const override { return scores_; }
 
@@ -115,11 +116,17 @@ class PyShardRemote final : public ShardRemote {
     if (deadline == std::chrono::steady_clock::time_point::max()) return py::none();
     return py::float_(std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count()));
   }
+  // A Python exception becomes ShardUnavailable; a timeout of the wait cut to the request's
+  // deadline (timeout_of) is ShardTimeout, as the library's own wait at the deadline says.
   template <class Fn>
-  auto guarded(size_t shard, Fn&& fn) const -> decltype(fn()) {
+  auto guarded(size_t shard, Fn&& fn,
+               std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) const
+      -> decltype(fn()) {
     try {
       return fn();
     } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_TimeoutError) && std::chrono::steady_clock::now() >= deadline - std::chrono::milliseconds(50))
+        throw ShardTimeout("shard " + std::to_string(shard) + " had not answered when the request's deadline passed");
       throw ShardUnavailable("shard " + std::to_string(shard) + " did not answer: " + std::string(e.what()));
     } catch (const py::cast_error& e) {
       throw ShardUnavailable("shard " + std::to_string(shard) + " answered in an unexpected form: " + e.what());
@@ -135,33 +142,24 @@ class PyShardRemote final : public ShardRemote {
 // One shard of a set, opened whole and without an encoder: what a shard replica answers.
 class ShardServer {
  public:
-  // `verifiers`: the specs of the router's stage 2 (resolve_verifier's); the token-map verifier of
-  // each (shard_verifier_spec) is loaded here and scores by its key. The built-ins F0-F2 need no
-  // spec. `model`: the encoder's folder the verifiers are checked against (default: the shard's).
+  // `verifiers`: the router's stage-2 specs (ShardScorer holds their token-map verifiers);
+  // `model`: the encoder's folder they are checked against (default: the shard's).
   ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model) {
     IndexOpenOptions o;
     o.load_encoder = false;
     index_ = Index::open(dir, o);
     SIEVE_THROW_IF_NOT(index_->stats().shards == 1, "'" << dir << "' is a shard set, not one shard of it");
-    context_ = {model.empty() ? index_->stats().model_path : model, index_->stats().model_identity};
-    for (const std::string& spec : verifiers) hold(shard_verifier_spec(spec, context_));
-    for (const char* builtin : {"F0", "F1", "F2"}) hold(builtin);
+    scorer_ = std::make_unique<ShardScorer>(
+        index_, verifiers,
+        VerifierContext{model.empty() ? index_->stats().model_path : model, index_->stats().model_identity});
   }
 
-  // Stage 2 here: the verifier of key `key` over the documents' stored token states.
+  // Stage 2 here (ShardScorer::score).
   py::array_t<float> scores(const std::string& key, py::array_t<float, py::array::c_style | py::array::forcecast> query,
                             const std::vector<int32_t>& query_ids, const std::vector<uint32_t>& docs) const {
-    auto it = verifiers_.find(key);
-    if (it == verifiers_.end()) {
-      std::string held;
-      for (const auto& [k, v] : verifiers_) held += (held.empty() ? "" : ", ") + k;
-      SIEVE_THROW("this shard holds no verifier " << key << " (it holds " << held
-                                                  << "): start its replicas with the router's verifier");
-    }
     const size_t dim = index_->stats().dim;
     SIEVE_THROW_IF_NOT(query.ndim() == 2 && static_cast<size_t>(query.shape(1)) == dim,
                        "the query's token states must be an n x " << dim << " array");
-    for (uint32_t d : docs) SIEVE_THROW_IF_NOT(d < index_->size(), "document " << d << " is not in this shard");
     TokenStates q;
     q.length = static_cast<size_t>(query.shape(0));
     q.values.assign(query.data(), query.data() + query.size());
@@ -169,27 +167,14 @@ class ShardServer {
     std::vector<float> out;
     {
       py::gil_scoped_release nogil;
-      const Verifier& v = *it->second;
-      std::vector<TokenStates> cands = index_->tokens_of(docs, v.config().max_tokens);
-      if (reads_token_ids(v.config()))
-        for (size_t i = 0; i < cands.size(); ++i) {
-          cands[i].ids = index_->token_ids(docs[i]);
-          cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
-        }
-      std::vector<const TokenStates*> ptrs;
-      for (const auto& c : cands) ptrs.push_back(&c);
-      out = v.score(q, ptrs);
+      out = scorer_->score(key, q, docs);
     }
     py::array_t<float> a(static_cast<py::ssize_t>(out.size()));
     std::copy(out.begin(), out.end(), a.mutable_data());
     return a;
   }
 
-  std::vector<std::string> verifier_keys() const {
-    std::vector<std::string> out;
-    for (const auto& [k, v] : verifiers_) out.push_back(k);
-    return out;
-  }
+  std::vector<std::string> verifier_keys() const { return scorer_->keys(); }
 
   py::list dense_lists(py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t depth,
                        int ef_search, int nprobe) const {
@@ -246,16 +231,8 @@ class ShardServer {
   size_t size() const { return index_->size(); }
 
  private:
-  void hold(const std::string& spec) {
-    if (spec.empty()) return;
-    ResolvedVerifier r = resolve_verifier(spec, context_);
-    if (!r.verifier) return;
-    const std::string key = shard_verifier_key(r, context_);
-    verifiers_.emplace(key, std::shared_ptr<const Verifier>(std::move(r.verifier)));
-  }
-  std::unique_ptr<Index> index_;
-  VerifierContext context_;
-  std::map<std::string, std::shared_ptr<const Verifier>> verifiers_;  // by shard_verifier_key
+  std::shared_ptr<const Index> index_;
+  std::unique_ptr<ShardScorer> scorer_;
 };
 
 }  // namespace
@@ -308,8 +285,9 @@ void bind_serving(py::module_& m) {
       .def("release", &serve::Admission::release, py::arg("client"))
       .def("end_hold", &serve::Admission::end_hold, py::arg("client"))
       .def("in_flight", &serve::Admission::in_flight, py::arg("client"));
-  m.def("client_address_from_header", &serve::client_address_from_header, py::arg("value"),
-        "The client's address in a trusted proxy's header: the rightmost address, trimmed.");
+  m.def("client_address", &serve::client_address, py::arg("peer"), py::arg("header_last") = py::none(),
+        "The address a request's limits count: the trusted proxy header's last value's rightmost address when "
+        "it holds one, else the peer's (sieve serve's rule).");
 
   py::class_<ShardServer>(m, "ShardServer")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&>(), py::arg("path"),

@@ -28,6 +28,14 @@ std::string client_address_from_header(const std::string& value) {
   return b == std::string::npos ? std::string() : last.substr(b, e - b + 1);
 }
 
+std::string client_address(const std::string& peer, const std::optional<std::string>& header_last) {
+  if (header_last) {
+    std::string address = client_address_from_header(*header_last);
+    if (!address.empty()) return address;
+  }
+  return peer;
+}
+
 ClientLimits ApiKey::limits(const ClientLimits& server) const {
   ClientLimits l = server;
   if (rate) l.rate = *rate;
@@ -87,7 +95,7 @@ std::vector<ApiKey> read_api_keys(const std::string& path) {
 
 std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path) {
   if (path == "/health" || (path == "/" && method == "GET") || path == "/openapi.json") return std::nullopt;
-  if (path == "/metrics" || path == "/v1/info") return KeyScope::Admin;
+  if (path == "/metrics" || path == "/v1/info" || path == "/router/stats") return KeyScope::Admin;
   if (path == "/v1/documents" && method == "POST") return KeyScope::Write;
   return KeyScope::Read;
 }

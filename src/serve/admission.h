@@ -38,6 +38,11 @@ struct ApiKey {
 /// X-Real-IP's single address is itself. A request carrying the header twice is read at its last.
 std::string client_address_from_header(const std::string& value);
 
+/// The address a request's limits count: the trusted proxy header's (`header_last`: its last
+/// instance's value, client_address_from_header) when the face reads one and it holds an address,
+/// else the peer's. One rule for `sieve serve` and Ray Serve's router.
+std::string client_address(const std::string& peer, const std::optional<std::string>& header_last);
+
 /// Reads an API key file: one `KEY [SCOPE] [rate=R] [burst=B] [concurrent=N]` a line (SCOPE read,
 /// write or admin; a key with no scope keeps the old meaning, everything; a limit given replaces
 /// the server's for that key, 0 lifts it); blank lines and lines starting with # are skipped.
@@ -45,7 +50,8 @@ std::string client_address_from_header(const std::string& value);
 /// key, or a file with no key.
 std::vector<ApiKey> read_api_keys(const std::string& path);
 
-/// The scope a request needs; nullopt for the open routes (/health, / and /openapi.json).
+/// The scope a request needs; nullopt for the open routes (/health, / and /openapi.json); admin
+/// for /metrics, /v1/info and Ray Serve's router's /router/stats.
 std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path);
 
 /// Constant-time comparison of two strings (same length and bytes), for API keys.

@@ -119,13 +119,10 @@ const char* error_type(int status) {
 void HttpServer::set_api_keys(std::vector<ApiKey> keys) { admission_.set_api_keys(std::move(keys)); }
 
 std::string HttpServer::address_of(const httplib::Request& req) const {
-  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str())) {
-    // The last instance of the header, its rightmost address: what the proxy itself added.
-    const size_t n = req.get_header_value_count(opt_.client_header.c_str());
-    const std::string address = client_address_from_header(req.get_header_value(opt_.client_header.c_str(), n - 1));
-    if (!address.empty()) return address;
-  }
-  return req.remote_addr;
+  std::optional<std::string> last;  // the header's last instance: what the proxy itself added
+  if (!opt_.client_header.empty() && req.has_header(opt_.client_header.c_str()))
+    last = req.get_header_value(opt_.client_header.c_str(), req.get_header_value_count(opt_.client_header.c_str()) - 1);
+  return client_address(req.remote_addr, last);
 }
 
 Caller HttpServer::identify(const httplib::Request& req) const {

@@ -6,10 +6,11 @@
 #include <cmath>
 #include <limits>
 
-#include "core/omp_threads.h"
 #include "core/parallel.h"
 #include "sieve/error.h"
 #include "sieve/pipeline.h"
+#include "sieve/shard_scorer.h"
+#include "sieve/shard_scorer.h"
 
 namespace sieve {
 
@@ -190,15 +191,7 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
       return decide(r.hits, *scores, threshold, params);
     }
   }
-  // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
-  std::vector<TokenStates> cands = index.tokens_of(docs, verifier.config().max_tokens);  // the rows it reads
-  if (reads_token_ids(verifier.config()))
-    omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        cands[i].ids = index.token_ids(docs[i]);
-        cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
-      }
-    });
+  std::vector<TokenStates> cands = stored_candidates(index, verifier.config(), docs);
   if (past_deadline(r.hits, params, timing, &cut)) return cut;  // decoding K candidates can take a while
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;
