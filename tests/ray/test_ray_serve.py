@@ -1,8 +1,8 @@
 """A shard set served on Ray Serve (python/sieve/ray_serve.py) on a local Ray cluster of two nodes
 (two raylets, the shard replicas on the second): every answer equals the one of the library's
 service over one index of the same documents (search in every mode, with the gate and reranked,
-embeddings, rerank, documents), stage 2 runs at the shards (only scores reach the router), a
-request's deadline reaches the shard calls, and a shard replica killed with SIGKILL under load is replaced,
+embeddings, rerank, documents), stage 2 runs at the shards (only scores reach the router), and a
+shard replica killed with SIGKILL under load is replaced,
 after which no request fails. Run by ctest (python.ray_serve) with build/ray-venv's interpreter;
 skipped when Ray Serve is not installed."""
 import json
@@ -149,7 +149,7 @@ def test_answers_equal_one_index(world):
     assert status == 422 and "shard set" in json.loads(got)["error"]["message"]
 
 
-def test_stage2_runs_at_the_shards_and_the_deadline_reaches_them(world):
+def test_stage2_runs_at_the_shards(world):
     # Reranked with F1 (which the shard replicas hold): the router receives one float32 score per
     # candidate, never the candidates' token states (rows x dim floats each), and answers as one index.
     router = serve.get_deployment_handle(rs.ROUTER, app_name=rs.APP)
@@ -159,9 +159,6 @@ def test_stage2_runs_at_the_shards_and_the_deadline_reaches_them(world):
     assert status == 200 and comparable(got) == comparable(reference(world, "/v1/search", body)[1])
     moved = router.bytes_received.remote().result(timeout_s=30) - before
     assert 0 < moved <= 20 * 4, moved
-    # A deadline of 1 ms cannot cover a round trip to the shards: 504, not a late answer.
-    status, got = http(world["url"], "/v1/search", dict(body, timeout_ms=1))
-    assert status == 504 and "deadline" in json.loads(got)["error"]["message"], got
 
 
 def replicas_of(shard):

@@ -5,6 +5,8 @@ on the function and on the ray.init calls of `build` and `serve`, with ray.init 
 recorder (no Ray starts). Run by ctest (python.ray) with build/ray-venv's interpreter."""
 import os
 import sys
+import threading
+import time
 
 import pytest
 
@@ -232,7 +234,9 @@ class LiveShard:
     def __init__(self, replica):
         self.replica = replica
         self.down = False
+        self.stuck = None  # a threading.Event: calls wait for it (their timeout_s at most), then time out
         self.calls = 0
+        self.waits = []
 
     def __getattr__(self, method):
         outer = self
@@ -245,8 +249,11 @@ class LiveShard:
 
             def result(self, timeout_s):
                 import ray.exceptions as rex
+                outer.waits.append(timeout_s)
                 if outer.down:
                     raise rex.ActorDiedError()
+                if outer.stuck is not None and not outer.stuck.wait(timeout_s):
+                    raise rex.GetTimeoutError("no answer in time")
                 return getattr(outer.replica, method)(*self.args)
         return Call()
 
@@ -300,6 +307,19 @@ def test_the_router_survives_its_shards_node_gone_and_answers_again_when_it_is_b
         s.down = False
     status, got = call("/v1/search", body)
     assert status == 200 and strip(got) == want
+    # Shards that do not answer: the request's deadline (timeout_ms) reaches every shard call, and
+    # the answer is a 504 at the deadline, not a 503 after the router's own 30 s per call.
+    stuck = threading.Event()
+    for s in shards:
+        s.stuck = stuck
+        s.waits.clear()
+    t0 = time.monotonic()
+    status, got = call("/v1/search", dict(body, timeout_ms=300))
+    elapsed = time.monotonic() - t0
+    stuck.set()
+    assert status == 504 and "deadline" in json.loads(got)["error"]["message"], got
+    assert elapsed < 5, elapsed
+    assert all(w is not None and w <= 0.3 for s in shards for w in s.waits), [s.waits for s in shards]
 
 
 def _sieve_service(path):

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "sieve/error.h"
 
@@ -58,6 +59,22 @@ inline std::string shared_data(const std::string& rel) {
   std::string p = std::string(SIEVE_SHARED_DATA) + "/" + rel;
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 ? p : std::string();
+}
+
+/// The first `n` query texts of SciFact in ../shared/data (fewer, or none, when it is absent).
+inline std::vector<std::string> scifact_query_texts(size_t n) {
+  std::vector<std::string> out;
+  const std::string path = shared_data("retrieval/scifact/queries.jsonl");
+  if (path.empty()) return out;
+  std::ifstream in(path);
+  std::string line;
+  while (out.size() < n && std::getline(in, line)) {
+    const auto at = line.find("\"text\": \"");
+    if (at == std::string::npos) continue;
+    const auto end = line.find('"', at + 9);
+    out.push_back(line.substr(at + 9, end - at - 9));
+  }
+  return out;
 }
 
 struct CommandResult {

@@ -29,6 +29,7 @@
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
+#include "sieve/shard_scorer.h"
 #include "sieve/verify.h"
 #include "support/test_util.h"
 #include "unit/index/index_test_util.h"
@@ -234,27 +235,25 @@ class ForwardingRemote final : public ShardRemote {
     }
     return out;
   }
-  // Stage 2 at the shard, as a shard replica runs it: the held verifier over the stored states.
+  // Stage 2 at the shard, as a shard replica runs it (ShardScorer).
   std::vector<float> scores(size_t shard, const std::string& key, const TokenStates& query,
                             const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point) const override {
     ++score_calls;
-    auto it = held.find(key);
-    if (it == held.end()) throw ShardUnavailable("holds no verifier " + key);
-    std::vector<TokenStates> cands = shards[shard]->tokens_of(docs, it->second->config().max_tokens);
-    if (reads_token_ids(it->second->config()))
-      for (size_t i = 0; i < cands.size(); ++i) {
-        cands[i].ids = shards[shard]->token_ids(docs[i]);
-        cands[i].ids.resize(std::min(cands[i].ids.size(), cands[i].length));
-      }
-    std::vector<const TokenStates*> ptrs;
-    for (const auto& c : cands) ptrs.push_back(&c);
-    auto out = it->second->score(query, ptrs);
-    if (nan && !out.empty()) out[0] = std::nanf("");
-    return out;
+    try {
+      auto out = scorers.at(shard)->score(key, query, docs);
+      if (nan && !out.empty()) out[0] = std::nanf("");
+      return out;
+    } catch (const Error& e) {
+      throw ShardUnavailable(e.what());  // as the Python remote reports a shard's refusal
+    }
   }
-  bool scores_at_shards() const override { return !held.empty(); }
-  std::vector<std::unique_ptr<Index>> shards;
-  std::map<std::string, std::shared_ptr<const Verifier>> held;  // by shard_verifier_key
+  bool scores_at_shards() const override { return !scorers.empty(); }
+  // Every shard scores with the token-map verifiers of `specs` (and the built-ins).
+  void score_with(const std::vector<std::string>& specs, const VerifierContext& context) {
+    for (const auto& s : shards) scorers.push_back(std::make_unique<ShardScorer>(s, specs, context));
+  }
+  std::vector<std::shared_ptr<const Index>> shards;
+  std::vector<std::unique_ptr<ShardScorer>> scorers;
   mutable std::atomic<size_t> dense_calls{0}, token_calls{0}, score_calls{0};
   bool fail = false, lie = false, nan = false;
 };
@@ -274,7 +273,8 @@ class GatedRemote final : public ShardRemote {
         // Bounded so that a serial caller fails the test instead of hanging it.
         if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return arrived >= together; })) alone = true;
       }
-      if (hold) cv.wait(lock, [&] { return released; });
+      // Bounded too: a search that ignored its deadline gets its answer (and fails) rather than hang.
+      if (hold) cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
     }
     auto out = inner.dense_lists(shard, n, dim, pooled, depth, p);
     std::lock_guard<std::mutex> lock(m);
@@ -381,7 +381,7 @@ TEST_F(ShardSetTest, RemoteShardsScoreTheirOwnCandidates) {
   // Not scoring at the shards yet: no scores; the index says so rather than guessing.
   EXPECT_FALSE(set->shard_scores(key, TokenStates{}, {0}, std::chrono::steady_clock::time_point::max()).has_value());
   EXPECT_FALSE(local->shard_scores(key, TokenStates{}, {0}, std::chrono::steady_clock::time_point::max()).has_value());
-  remote->held[key] = std::shared_ptr<const Verifier>(Verifier::load("F2"));
+  remote->score_with({"F2"}, ctx);
   PipelineParams pp;
   pp.stage1.mode = SearchMode::Hybrid;
   pp.candidates = 30;

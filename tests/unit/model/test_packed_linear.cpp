@@ -168,17 +168,8 @@ TEST(PackedLinear, Int8EncoderKeysStayWithinTheBoundsOfFp32) {
   }
   std::vector<std::string> texts = {"the dog bit the man", "the man bit the dog", "a red car is parked near the river",
                                     "the doctor did not make his rounds", "aspirin prevents heart attacks"};
-  const std::string queries = test::shared_data("retrieval/scifact/queries.jsonl");
-  if (!dir.empty() && !queries.empty()) {
-    std::ifstream in(queries);
-    std::string line;
-    while (texts.size() < 200 && std::getline(in, line)) {
-      const auto at = line.find("\"text\": \"");
-      if (at == std::string::npos) continue;
-      const auto end = line.find('"', at + 9);
-      texts.push_back(line.substr(at + 9, end - at - 9));
-    }
-  }
+  if (!dir.empty())
+    for (const std::string& q : test::scifact_query_texts(195)) texts.push_back(q);
   if (dir.empty()) {
     dir = test::make_temp_dir("packed_int8") + "/model";
     write_fixture_model(dir, test::tiny_model_options(3));

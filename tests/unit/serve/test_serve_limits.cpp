@@ -221,6 +221,8 @@ TEST(Admission, KeysScopesLimitsAndTheBodyCapInOnePlace) {
   ASSERT_TRUE(wrong_scope.refusal);
   EXPECT_EQ(wrong_scope.refusal->status, 403);
   EXPECT_NE(wrong_scope.refusal->body.find("needs a key of scope 'write'"), std::string::npos);
+  // Ray Serve's router's counters are the admin's, as /metrics.
+  EXPECT_EQ(a.admit("GET", "/router/stats", "Bearer r-key", "10.0.0.1").refusal->status, 403);
   // The reader's own rate (1/s, burst 1): the first passes, the second is a 429 held for
   // min(250 ms, Retry-After), counted per key whatever the address.
   auto first = a.admit("POST", "/v1/search", "Bearer r-key", "10.0.0.1");
