@@ -15,6 +15,11 @@ the parts' ROC-AUCs (a part under 100 pairs, such as CondaQA's 46, is reported b
 on: its AUC moves by 0.05 with a few pairs). Writes the gate as JSON ({features, mean, scale,
 hidden_weights, hidden_bias, weights, bias, symmetric}) and a report of every setting's dev AUCs.
 
+--soft (distillation; train-gate.sh DISTILL=...): parts whose label column is a teacher's probability
+(a cross-encoder's, or the tiers' combination, over unlabelled pairs) rather than 0 / 1; the
+log-loss against a probability is the cross-entropy to the teacher's answer. Each such part weighs
+--soft-weight times a labelled part, spread evenly over its rows.
+
 --monotone (train-gate.sh MONOTONE=1; not the shipped gate's: docs/evaluation.md): the score never falls
 when a feature of agreement rises (the pooled cosine, F1, F2, the weakest rows, shared words and
 bigrams) and never rises when a feature of disruption rises (the negation cue gap, crossings, the
@@ -39,7 +44,9 @@ import sys
 import numpy as np
 
 
-def read_features(path):
+def read_features(path, soft=False):
+    """(feature names, x [n, F], y [n]) of a `sieve verify features` file. soft: the label column is
+    a teacher's probability in [0, 1] (a distillation part), else 0 or 1."""
     with open(path, newline="") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     if not rows or rows[0][:2] != ["label", "category"]:
@@ -47,6 +54,16 @@ def read_features(path):
     names = rows[0][2:]
     y, x = [], []
     for i, r in enumerate(rows[1:], 2):
+        if soft:
+            try:
+                v = float(r[0])
+            except ValueError:
+                v = float("nan")
+            if not 0.0 <= v <= 1.0:
+                sys.exit(f"fit-gate: {path}:{i}: a soft label must be a probability in [0, 1], not {r[0]!r}")
+            y.append(v)
+            x.append([float(v) for v in r[2:]])
+            continue
         if r[0] not in ("0", "1"):
             sys.exit(f"fit-gate: {path}:{i}: label must be 0 or 1, not {r[0]!r}")
         y.append(int(r[0]))
@@ -175,10 +192,15 @@ def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=
     return p
 
 
-def row_weights(parts):
-    """Each part the same total weight, half to each of its classes (a one-class part: all to it)."""
+def row_weights(parts, soft=(), soft_weight=1.0):
+    """Each part the same total weight, half to each of its classes (a one-class part: all to it).
+    Parts whose index is in `soft` (teacher probabilities, no classes) weigh `soft_weight` times a
+    labelled part, spread evenly over their rows."""
     ws = []
-    for _, y in parts:
+    for k, (_, y) in enumerate(parts):
+        if k in soft:
+            ws.append(np.full(len(y), soft_weight / len(y)))
+            continue
         w = np.zeros(len(y))
         classes = [c for c in (0, 1) if (y == c).any()]
         for c in classes:
@@ -191,6 +213,10 @@ def row_weights(parts):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", nargs="+", required=True, help="feature TSVs of the training parts")
+    ap.add_argument("--soft", nargs="*", default=[],
+                    help="feature TSVs whose label is a teacher's probability (distillation parts)")
+    ap.add_argument("--soft-weight", type=float, default=1.0,
+                    help="total weight of each --soft part, against 1 for each --train part")
     ap.add_argument("--dev", nargs="+", required=True, help="feature TSVs of the dev parts (the choice)")
     ap.add_argument("--hidden", type=int, default=32, help="tanh hidden units (0: logistic regression)")
     ap.add_argument("--l2", default="0,0.0001,0.001,0.01", help="L2 strengths to choose from")
@@ -216,6 +242,15 @@ def main():
             sys.exit(f"fit-gate: {p} has other feature columns than {args.train[0]}")
         names = n
         train.append((x, y))
+    soft = set()
+    for p in args.soft:
+        n, x, y = read_features(p, soft=True)
+        if names is not None and n != names:
+            sys.exit(f"fit-gate: {p} has other feature columns than {args.train[0]}")
+        soft.add(len(train))
+        train.append((x, y))
+    if args.soft_weight < 0:
+        sys.exit("fit-gate: --soft-weight must be >= 0")
     dev = {}
     for p in args.dev:
         n, x, y = read_features(p)
@@ -229,7 +264,7 @@ def main():
         sys.exit("fit-gate: no dev part holds both classes")
     x = np.vstack([t[0] for t in train])
     y = np.concatenate([t[1] for t in train])
-    w = row_weights(train)
+    w = row_weights(train, soft, args.soft_weight)
     mean = x.mean(0)
     scale = x.std(0)
     scale[scale < 1e-6] = 1.0  # a constant feature: left unscaled (its weight goes to 0 under L2)
@@ -268,7 +303,7 @@ def main():
         json.dump(gate, f, indent=1)
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({"train": args.train, "dev": list(dev), "chosen_on": chosen_on, "hidden": args.hidden,
+            json.dump({"train": args.train, "soft": args.soft, "soft_weight": args.soft_weight, "dev": list(dev), "chosen_on": chosen_on, "hidden": args.hidden,
                        "monotone": {n: int(s) for n, s in zip(names, signs) if s} if signs is not None else None,
                        "steps": args.steps, "lr": args.lr, "seed": args.seed,
                        "best": {k: v for k, v in best.items() if k != "gate"},

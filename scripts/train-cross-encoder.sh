@@ -16,6 +16,10 @@
 # MIX_TRAIN (a labelled pair file) and MIX_NAME (cross-mix) continue it on another file into
 # WORK/MIX_NAME instead (one source's effect at a time: e.g. the human parts plus train-gate.sh's
 # PAWS-style pairs).
+# COMBINE (1): the band's pairs are scored by the combination of both tiers (scripts/fit-tiers.py,
+# fitted on each dev part's scores by both, each part weighing the same) instead of the
+# cross-encoder alone; 0: the cross-encoder alone. MAX_SENT=1 lets the cascade send every pair:
+# the combination itself, the most accurate gate (docs/evaluation.md, "The tiers combined").
 # Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/ (with
 # MIX_STEPS: WORK/cross-mix/last, WORK/cross-mix-eval/).
 set -euo pipefail
@@ -24,7 +28,8 @@ WORK="${1:-work/gate-minilm}"
 MODEL="${MODEL:-all-MiniLM-L6-v2}"
 SOURCES="${SOURCES:-paws,mrpc,qqp,condaqa}"
 STEPS="${STEPS:-700}" BATCH="${BATCH:-16}" LR="${LR:-2e-5}" MAX_LENGTH="${MAX_LENGTH:-128}"
-MAX_SENT="${MAX_SENT:-0.25}" THREADS="${THREADS:-0}"
+MAX_SENT="${MAX_SENT:-0.25}" THREADS="${THREADS:-0}" COMBINE="${COMBINE:-1}"
+PY="${PYTHON:-/usr/bin/python3}"
 # The positive categories of the eval parts, as train-gate.sh scores them.
 REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
 POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,qqp_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
@@ -85,9 +90,30 @@ fi
 step "calibrate_$P" "$WORK/$P-calibrate.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cross:$3" --pairs "$4" \
   --max-balanced-accuracy --threads "$5" > "$6.tmp" && mv "$6.tmp" "$6"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$THREADS" \
   "$WORK/$P-calibrate.json"
+COMB=()
+if [[ "$COMBINE" == 1 ]]; then
+  # 4b. Both tiers' scores of each dev part (the gate's sources but identity), then their combination.
+  tiers() {
+    mkdir -p "$WORK/$P-tiers"
+    local fast=() cross=() part name
+    for part in "$WORK"/sets/{paws,mrpc,qqp,condaqa,mixed,cannot}-dev.tsv "$WORK/generated-dev.tsv"; do
+      [[ -f "$part" ]] || continue
+      name="$(basename "$part" .tsv)"
+      [[ -f "$WORK/$P-tiers/$name.fast.jsonl" ]] || "$S" verify score -m "$MODEL" --verifier default --pairs "$part" \
+        --threads "$THREADS" > "$WORK/$P-tiers/$name.fast.jsonl"
+      [[ -f "$WORK/$P-tiers/$name.cross.jsonl" ]] || "$S" verify score -m "$MODEL" --verifier "cross:$CE" --pairs "$part" \
+        --threads "$THREADS" > "$WORK/$P-tiers/$name.cross.jsonl"
+      fast+=("$WORK/$P-tiers/$name.fast.jsonl")
+      cross+=("$WORK/$P-tiers/$name.cross.jsonl")
+    done
+    "$PY" scripts/fit-tiers.py --fast "${fast[@]}" --cross "${cross[@]}" --out "$WORK/$P-combination.json"
+  }
+  step "tiers_$P" "$WORK/$P-combination.json" tiers
+  COMB=(--combination "$WORK/$P-combination.json")
+fi
 step "band_$P" "$WORK/$P-band.json" bash -c '"$1" verify calibrate -m "$2" --verifier "cascade:$3" --pairs "$4" \
-  --max-sent "$5" --threads "$6" > "$7.tmp" && mv "$7.tmp" "$7"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$MAX_SENT" \
-  "$THREADS" "$WORK/$P-band.json"
+  --max-sent "$5" --threads "$6" "${@:8}" > "$7.tmp" && mv "$7.tmp" "$7"' _ "$S" "$MODEL" "$CE" "$WORK/dev.tsv" "$MAX_SENT" \
+  "$THREADS" "$WORK/$P-band.json" "${COMB[@]}"
 # 5. Every eval part, by the three tiers (and the pooled cosine).
 mkdir -p "$WORK/$P-eval"
 for f in "$WORK"/sets/*-eval.tsv; do

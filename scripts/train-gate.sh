@@ -18,7 +18,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK="${1:-work/gate}"
-OUT="${2:-$WORK/ship/verifier.safetensors}"
+# TEACHER (distillation, KIND=mlp only): a verifier `sieve verify score` takes (cross:DIR, the
+# accurate tier; cascade:DIR, the tiers combined) whose scores over unlabelled pairs become soft
+# labels beside the human train parts: POOL names the pairs (neighbour: each of NEIGHBOUR_QUERIES
+# train sentences with its two nearest train sentences by the pooled key, scripts/distill-pool.py;
+# pawsstyle: the PAWS-style swaps and rewrites, unlabelled), SOFT_WEIGHT their weight against one
+# human part. Everything goes to WORK/run-mlp-DISTILL_NAME (its ship/, eval/), the sources'
+# features shared with WORK/run-mlp.
+TEACHER="${TEACHER:-}" DISTILL_NAME="${DISTILL_NAME:-distill}" POOL="${POOL:-neighbour}"
+NEIGHBOUR_QUERIES="${NEIGHBOUR_QUERIES:-10000}" SOFT_WEIGHT="${SOFT_WEIGHT:-1}"
+RESULTS="$WORK"
+[[ -n "$TEACHER" ]] && RESULTS="$WORK/run-mlp-$DISTILL_NAME"
+OUT="${2:-$RESULTS/ship/verifier.safetensors}"
 MODEL="${MODEL:-all-MiniLM-L6-v2}"
 DATA="${SIEVE_SHARED_DATA:-../shared/data}"
 KIND="${KIND:-mlp}" STEPS="${STEPS:-3000}" BATCH="${BATCH:-32}" LR="${LR:-2e-4}" TAU="${TAU:-0.1}"
@@ -134,6 +145,7 @@ step dev_file "$WORK/dev.tsv" compose dev "$WORK/dev.tsv"
 # pairs -> their gate features (`sieve verify features`, both directions) -> scripts/fit-gate.py
 # (a tanh layer of HIDDEN units, each source the same weight; the L2 strength chosen on the dev parts).
 RUN="$WORK/run-$KIND"
+[[ -n "$TEACHER" && "$KIND" != mlp ]] && { echo "train-gate: TEACHER distils into the mlp gate only (KIND=mlp)" >&2; exit 1; }
 if [[ "$KIND" == mlp ]]; then
   features() {
     mkdir -p "$RUN/parts" "$RUN/features"
@@ -149,17 +161,54 @@ if [[ "$KIND" == mlp ]]; then
     touch "$RUN/features/done"
   }
   step features "$RUN/features/done" features
+  FEAT="$RUN/features" SOFT=()
+  if [[ -n "$TEACHER" ]]; then
+    # 5b. Distillation: the pool's pairs, the teacher's score of each as its label, their features.
+    D="$RESULTS"
+    mkdir -p "$D/pool"
+    pool_pairs() {  # pool_pairs NAME: the pool's pairs (sentence1, sentence2, category)
+      case "$1" in
+        neighbour) PYTHONPATH="${SIEVE_BUILD_DIR:-build}/python" "$PY" scripts/distill-pool.py \
+                     --sentences "$WORK/sentences/sentences-train.txt" --model "$MODEL" --queries "$NEIGHBOUR_QUERIES" \
+                     --seed "$SEED" --threads "$THREADS" --out "$D/pool/neighbour.pairs.tsv" ;;
+        pawsstyle) [[ -f "$WORK/pawsstyle-train.tsv" ]] || { echo "train-gate: POOL pawsstyle needs SOURCES' pawsstyle step" >&2; exit 1; }
+                   cut -f1-3 "$WORK/pawsstyle-train.tsv" > "$D/pool/pawsstyle.pairs.tsv" ;;
+        *) echo "train-gate: unknown POOL part '$1' (neighbour, pawsstyle)" >&2; exit 1 ;;
+      esac
+    }
+    teach() {  # teach NAME: the teacher's scores (clipped to [0, 1]: a cascade maps its band's scores
+      # onto the band, which may reach past either end) as the label column, then the features
+      if [[ ! -f "$D/pool/$1.scores.jsonl" ]]; then
+        "$S" verify score -m "$MODEL" --verifier "$TEACHER" --pairs "$D/pool/$1.pairs.tsv" "${T[@]}" > "$D/pool/$1.scores.jsonl.tmp"
+        mv "$D/pool/$1.scores.jsonl.tmp" "$D/pool/$1.scores.jsonl"
+      fi
+      paste <(cat "$D/pool/$1.pairs.tsv") <(printf 'label\n'; jq -r '.score | if . < 0 then 0 elif . > 1 then 1 else . end' \
+        "$D/pool/$1.scores.jsonl") > "$D/pool/$1.soft.tsv"
+      "$S" verify features -m "$MODEL" --pairs "$D/pool/$1.soft.tsv" --max-tokens "$MAX_TOKENS" --symmetric "${T[@]}" \
+        --out "$D/pool/$1.features.tsv.tmp"
+      mv "$D/pool/$1.features.tsv.tmp" "$D/pool/$1.features.tsv"
+    }
+    for part in ${POOL//,/ }; do
+      step "pool_$part" "$D/pool/$part.pairs.tsv" pool_pairs "$part"
+      step "teach_$part" "$D/pool/$part.features.tsv" teach "$part"
+      SOFT+=("$D/pool/$part.features.tsv")
+    done
+    echo "$TEACHER" > "$D/teacher.txt"
+    RUN="$D"
+  fi
   fit() {
     local train=() dev=() src
     for src in ${SOURCES//,/ }; do
-      train+=("$RUN/features/$src-train.tsv")
-      [[ "$src" == identity ]] || dev+=("$RUN/features/$src-dev.tsv")
+      train+=("$FEAT/$src-train.tsv")
+      [[ "$src" == identity ]] || dev+=("$FEAT/$src-dev.tsv")
     done
     local mono=()
     [[ "$MONOTONE" == 1 ]] && mono=(--monotone)
     [[ "$MONOTONE" == 1 && -n "$MONOTONE_SIGNS" ]] && mono+=(--monotone-signs "$MONOTONE_SIGNS")
+    local soft=()
+    (( ${#SOFT[@]} )) && soft=(--soft "${SOFT[@]}" --soft-weight "$SOFT_WEIGHT")
     "$PY" scripts/fit-gate.py --train "${train[@]}" --dev "${dev[@]}" --hidden "$HIDDEN" --seed "$SEED" --symmetric \
-      "${mono[@]}" --out "$RUN/gate.json" --report "$RUN/fit.json"
+      "${mono[@]}" "${soft[@]}" --out "$RUN/gate.json" --report "$RUN/fit.json"
     "$S" verify create --kind mlp -m "$MODEL" --weights "$RUN/gate.json" --max-tokens "$MAX_TOKENS" --out "$RUN/verifier.safetensors"
   }
   step train "$RUN/verifier.safetensors" fit
@@ -195,22 +244,22 @@ calibrate() {
   local rule=(--max-balanced-accuracy)
   [[ "$CALIBRATION" == precision ]] && rule=(--target-precision "$PRECISION" --balanced)
   "$S" verify calibrate --model "$MODEL" --verifier "$RUN/verifier.safetensors" --pairs "$WORK/dev.tsv" \
-    "${rule[@]}" --out "$OUT" "${T[@]}" > "$WORK/calibration.json"
+    "${rule[@]}" --out "$OUT" "${T[@]}" > "$RESULTS/calibration.json"
 }
 step calibrate "$OUT" calibrate
 # 7. Every eval part, every scorer.
 evaluate() {
-  mkdir -p "$WORK/eval"
+  mkdir -p "$RESULTS/eval"
   local set
   for set in paws mrpc qqp condaqa mixed cannot; do
     [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue  # qqp: sets made before it was split
     "$S" eval nearmiss --pairs "$WORK/sets/$set-eval.tsv" -m "$MODEL" --verifier F1 --verifier F2 --verifier "$OUT" \
-      --positive-categories "$POSITIVES" --markdown "$WORK/eval/$set.md" "${T[@]}" > "$WORK/eval/$set.json"
+      --positive-categories "$POSITIVES" --markdown "$RESULTS/eval/$set.md" "${T[@]}" > "$RESULTS/eval/$set.json"
   done
   for set in paws mrpc qqp condaqa mixed cannot; do
-    [[ -f "$WORK/eval/$set.json" ]] || continue
-    jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$WORK/eval/$set.json"
-  done | tee "$WORK/eval/summary.txt"
+    [[ -f "$RESULTS/eval/$set.json" ]] || continue
+    jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$RESULTS/eval/$set.json"
+  done | tee "$RESULTS/eval/summary.txt"
 }
-step evaluate "$WORK/eval/summary.txt" evaluate
-echo "train-gate: verifier $OUT; results in $WORK/eval" >&2
+step evaluate "$RESULTS/eval/summary.txt" evaluate
+echo "train-gate: verifier $OUT; results in $RESULTS/eval" >&2

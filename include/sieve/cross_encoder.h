@@ -24,8 +24,25 @@ struct CrossEncoderOptions {
   size_t max_length = 0;
 };
 
+/// A calibrated combination of the two tiers (scripts/fit-tiers.py, stored with a cascade's band):
+/// a logistic over the standardised logits of both scores, p = sigma(bias + w_fast * z_fast +
+/// w_cross * z_cross) with z = (logit(score) - mean) / scale (scores clamped to [1e-6, 1 - 1e-6]
+/// first), and its own gate threshold on p. `valid()` false: none.
+struct TierCombination {
+  double mean_fast = 0, scale_fast = 1, mean_cross = 0, scale_cross = 1;
+  double w_fast = 0, w_cross = 0, bias = 0;
+  double threshold = std::numeric_limits<double>::quiet_NaN();
+  bool valid() const;
+  /// p for one pair's two scores.
+  float score(float fast, float cross) const;
+};
+
+/// The combination scripts/fit-tiers.py writes (JSON with the fields above; other keys ignored);
+/// sieve::Error naming the file and the field when it is not one.
+TierCombination read_tier_combination(const std::string& path);
+
 /// The sieve file of a cross-encoder folder (DIR/sieve_cross_encoder.json, format
-/// "sieve-cross-encoder", version 3; docs/formats.md): where it came from and its gate threshold.
+/// "sieve-cross-encoder", version 4; docs/formats.md): where it came from and its gate threshold.
 struct CrossEncoderMeta {
   std::string base_encoder;   ///< the folder it was trained from ("" when unknown)
   std::string base_identity;  ///< model_identity() of that folder ("" when unknown)
@@ -47,6 +64,10 @@ struct CrossEncoderMeta {
   double cascade_auc_fast = std::numeric_limits<double>::quiet_NaN();
   double cascade_auc_cross = std::numeric_limits<double>::quiet_NaN();
   double cascade_auc = std::numeric_limits<double>::quiet_NaN();
+  /// The band's combination of both tiers (version 4; scripts/fit-tiers.py, recorded by
+  /// `sieve verify calibrate --verifier cascade:DIR --combination FILE`): the band's pairs are scored
+  /// by it. Invalid: by this cross-encoder alone.
+  TierCombination cascade_combination;
   bool has_cascade() const {
     return !cascade_fast_sha256.empty() && std::isfinite(cascade_low) && std::isfinite(cascade_high);
   }

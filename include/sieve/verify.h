@@ -224,6 +224,9 @@ struct ResolvedVerifier {
   /// yet for this fast verifier (sieve verify calibrate --verifier cascade:DIR sets it).
   CascadeBand band;
   bool calibrated = false;
+  /// The combination a calibrated cascade scores its band with (valid() false: the
+  /// cross-encoder's score alone).
+  TierCombination combination;
   bool cosine() const { return verifier == nullptr && cross == nullptr; }
   bool cascade() const { return verifier != nullptr && cross != nullptr; }
   /// "cosine", the verifier's kind "F0".."F4", "cross" or "cascade".
@@ -265,6 +268,10 @@ std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, cons
 /// [fast_threshold, high]. So one threshold (the fast one) gates both, and the ranking keeps the
 /// fast tier's order between the band and the rest.
 float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold, const CascadeBand& band);
+/// A cascade's in-band score with a combination: cascade_score of the combination's p
+/// (TierCombination::score) against its threshold, so the combination decides the band's pairs.
+float cascade_score(float fast, float cross, double fast_threshold, const TierCombination& combination,
+                    const CascadeBand& band);
 
 /// What calibrate_cascade chose, and what it measured on its pairs.
 struct CascadeCalibration {
@@ -275,9 +282,12 @@ struct CascadeCalibration {
 /// The band, symmetric about the fast threshold, that gives the highest ROC-AUC of the cascade's
 /// scores on labelled pairs, among bands sending at most `max_sent` of them (in steps of 1 % of
 /// the pairs; ties go to the band that sends fewer). `fast` and `cross` score the same pairs.
+/// `combination` (valid()): the band's pairs are scored by it (the second cascade_score) instead
+/// of the cross-encoder alone; `cross_threshold` is then unused.
 CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::vector<float>& cross,
                                      const std::vector<bool>& positive, double fast_threshold,
-                                     double cross_threshold, double max_sent = 0.25);
+                                     double cross_threshold, double max_sent = 0.25,
+                                     const TierCombination& combination = {});
 
 /// Where resolve_verifier looks: the encoder's model folder and its identity.
 struct VerifierContext {

@@ -52,7 +52,8 @@ std::vector<float> score_pairs(const std::vector<eval::SentencePair>& pairs, con
 // calibrate_cascade chooses is stored in DIR's sieve file for this fast tier.
 void calibrate_cascade_band(const std::vector<eval::SentencePair>& pairs, const std::vector<bool>& positive,
                             const std::string& model, const ResolvedVerifier& rv, const DeviceFlags& dev,
-                            size_t batch_size, double max_sent, const std::string& out) {
+                            size_t batch_size, double max_sent, const std::string& out,
+                            const std::string& combination_file) {
   SIEVE_THROW_IF_NOT(out.empty(), "a cascade's band is stored in its cross-encoder's folder; leave out --out");
   SIEVE_THROW_IF_NOT(!std::isnan(rv.cross->threshold()),
                      "calibrate the cross-encoder's threshold first (sieve verify calibrate --verifier cross:"
@@ -62,9 +63,12 @@ void calibrate_cascade_band(const std::vector<eval::SentencePair>& pairs, const 
   for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
   const std::vector<float> fast = score_text_pairs(*enc, rv.verifier.get(), texts, batch_size);
   const std::vector<float> cross = rv.cross->score_pairs(texts, batch_size);
+  const TierCombination combination =
+      combination_file.empty() ? TierCombination{} : read_tier_combination(combination_file);
   const CascadeCalibration c =
-      calibrate_cascade(fast, cross, positive, rv.threshold(), rv.cross->threshold(), max_sent);
+      calibrate_cascade(fast, cross, positive, rv.threshold(), rv.cross->threshold(), max_sent, combination);
   CrossEncoderMeta meta = rv.cross->meta();
+  meta.cascade_combination = combination;
   meta.cascade_fast_sha256 = sha256_file_hex(default_verifier(model, ""));
   meta.cascade_low = c.band.low;
   meta.cascade_high = c.band.high;
@@ -75,7 +79,7 @@ void calibrate_cascade_band(const std::vector<eval::SentencePair>& pairs, const 
   write_cross_encoder_meta(rv.cross->dir(), meta);
   nlohmann::json j = {{"band", {c.band.low, c.band.high}}, {"sent", c.sent},
                       {"auc_fast", c.auc_fast}, {"auc_cross", c.auc_cross}, {"auc_cascade", c.auc_cascade},
-                      {"pairs", pairs.size()}, {"max_sent", max_sent},
+                      {"pairs", pairs.size()}, {"max_sent", max_sent}, {"combined", combination.valid()},
                       {"written", path_join(rv.cross->dir(), kCrossEncoderMetaFile)}};
   std::printf("%s\n", j.dump().c_str());
   if (c.band.low > c.band.high)
@@ -278,6 +282,7 @@ void register_verify(CLI::App& app) {
       size_t batch_size = 32;
       bool balanced = false, max_balanced_accuracy = false;
       double max_sent = 0.25;
+      std::string combination;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = group->add_subcommand(
@@ -304,6 +309,10 @@ void register_verify(CLI::App& app) {
                     "cascade:DIR: the largest share of the pairs the band may send to the cross-encoder")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--combination", o->combination,
+                    "cascade:DIR: score the band's pairs by this combination of both tiers (the JSON of "
+                    "scripts/fit-tiers.py) instead of the cross-encoder alone; it is stored with the band")
+        ->check(CLI::ExistingFile);
     cmd->add_option("-o,--out", o->out, "Write the calibrated verifier here (default: update the verifier file)");
     cmd->add_option("--batch-size", o->batch_size, "Texts per forward pass")->capture_default_str()->check(kPositive);
     o->dev.add(cmd);
@@ -323,9 +332,11 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       const ResolvedVerifier rv = resolve_verifier(o->verifier, {o->model, ""});
       if (rv.cascade()) {
-        calibrate_cascade_band(pairs, positive, o->model, rv, o->dev, o->batch_size, o->max_sent, o->out);
+        calibrate_cascade_band(pairs, positive, o->model, rv, o->dev, o->batch_size, o->max_sent, o->out,
+                               o->combination);
         return;
       }
+      SIEVE_THROW_IF_NOT(o->combination.empty(), "--combination belongs to a cascade (--verifier cascade:DIR)");
       std::vector<float> scores = score_pairs(pairs, o->model, rv, o->dev, o->batch_size);
       if (o->max_balanced_accuracy) o->balanced = true;
       Calibration c = o->max_balanced_accuracy ? calibrate_balanced_accuracy(scores, positive)
@@ -338,6 +349,7 @@ void register_verify(CLI::App& app) {
         CrossEncoderMeta meta = rv.cross->meta();
         meta.threshold = c.threshold;
         meta.cascade_fast_sha256.clear();  // a cascade band was calibrated with the old threshold
+        meta.cascade_combination = {};
         write_cross_encoder_meta(rv.cross->dir(), meta);
         out = path_join(rv.cross->dir(), kCrossEncoderMetaFile);
       } else {

@@ -27,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kMetaFormat = "sieve-cross-encoder";
-constexpr int kMetaVersion = 3;  // 2: crc32 and weights_sha256; 3: the cascade band
+constexpr int kMetaVersion = 4;  // 2: crc32 and weights_sha256; 3: the cascade band; 4: its combination
 
 class BertCrossEncoder final : public CrossEncoder {
  public:
@@ -155,6 +155,53 @@ bool is_cross_encoder_dir(const std::string& dir) {
   return is_file(cfg) && classifier_num_labels(read_file(cfg)) > 0;
 }
 
+bool TierCombination::valid() const {
+  return std::isfinite(threshold) && std::isfinite(mean_fast) && std::isfinite(mean_cross) &&
+         std::isfinite(scale_fast) && std::isfinite(scale_cross) && scale_fast > 0 && scale_cross > 0 &&
+         std::isfinite(w_fast) && std::isfinite(w_cross) && std::isfinite(bias);
+}
+
+float TierCombination::score(float fast, float cross) const {
+  auto logit = [](double p) {
+    p = std::clamp(p, 1e-6, 1 - 1e-6);
+    return std::log(p / (1 - p));
+  };
+  const double t = bias + w_fast * (logit(fast) - mean_fast) / scale_fast + w_cross * (logit(cross) - mean_cross) / scale_cross;
+  return static_cast<float>(1 / (1 + std::exp(-t)));
+}
+
+namespace {
+
+// A combination's fields from a JSON object; sieve::Error naming `what` when one is missing or the
+// whole is not a valid combination.
+TierCombination combination_from_json(const json& k, const std::string& what) {
+  SIEVE_THROW_IF_NOT(k.is_object(), what << " must be a JSON object");
+  auto need = [&](const char* key) {
+    SIEVE_THROW_IF_NOT(k.contains(key) && k[key].is_number(), what << " needs a number '" << key << "'");
+    return k[key].get<double>();
+  };
+  TierCombination t;
+  t.mean_fast = need("mean_fast");
+  t.scale_fast = need("scale_fast");
+  t.mean_cross = need("mean_cross");
+  t.scale_cross = need("scale_cross");
+  t.w_fast = need("w_fast");
+  t.w_cross = need("w_cross");
+  t.bias = need("bias");
+  t.threshold = need("threshold");
+  SIEVE_THROW_IF_NOT(t.valid() && t.threshold > 0 && t.threshold <= 1,
+                     what << " is not a valid combination (finite weights, positive scales, a threshold in (0, 1])");
+  return t;
+}
+
+}  // namespace
+
+TierCombination read_tier_combination(const std::string& path) {
+  const json j = json::parse(read_file(path), nullptr, false);
+  SIEVE_THROW_IF_NOT(!j.is_discarded(), path << ": not JSON (a combination of scripts/fit-tiers.py)");
+  return combination_from_json(j, path + " (a combination of scripts/fit-tiers.py)");
+}
+
 CrossEncoderMeta read_cross_encoder_meta(const std::string& dir) {
   CrossEncoderMeta m;
   const std::string path = path_join(dir, kCrossEncoderMetaFile);
@@ -191,6 +238,8 @@ CrossEncoderMeta read_cross_encoder_meta(const std::string& dir) {
     m.cascade_auc = num("dev_auc_cascade");
     SIEVE_THROW_IF_NOT(!m.cascade_fast_sha256.empty() && std::isfinite(m.cascade_low) && std::isfinite(m.cascade_high),
                        path << ": the cascade record needs fast_verifier_sha256 and a finite low and high");
+    if (c.contains("combine") && !c["combine"].is_null())
+      m.cascade_combination = combination_from_json(c["combine"], path + ": the cascade's combine record");
   }
   return m;
 }
@@ -207,6 +256,12 @@ void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& m)
                     {"high", m.cascade_high},        {"dev_sent", num(m.cascade_sent)},
                     {"dev_auc_fast", num(m.cascade_auc_fast)}, {"dev_auc_cross", num(m.cascade_auc_cross)},
                     {"dev_auc_cascade", num(m.cascade_auc)}};
+    if (m.cascade_combination.valid()) {
+      const TierCombination& t = m.cascade_combination;
+      j["cascade"]["combine"] = {{"mean_fast", t.mean_fast}, {"scale_fast", t.scale_fast}, {"mean_cross", t.mean_cross},
+                                 {"scale_cross", t.scale_cross}, {"w_fast", t.w_fast}, {"w_cross", t.w_cross},
+                                 {"bias", t.bias}, {"threshold", t.threshold}};
+    }
   }
   const std::string dump = j.dump();
   j["crc32"] = crc32_hex(crc32(dump.data(), dump.size()));

@@ -75,6 +75,12 @@ float cascade_score(float fast, float cross, double fast_threshold, double cross
   return r;
 }
 
+float cascade_score(float fast, float cross, double fast_threshold, const TierCombination& combination,
+                    const CascadeBand& band) {
+  if (!band.contains(fast)) return fast;
+  return cascade_score(fast, combination.score(fast, cross), fast_threshold, combination.threshold, band);
+}
+
 namespace {
 
 double auc_of(const std::vector<float>& scores, const std::vector<bool>& positive) {
@@ -87,12 +93,15 @@ double auc_of(const std::vector<float>& scores, const std::vector<bool>& positiv
 
 CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::vector<float>& cross,
                                      const std::vector<bool>& positive, double fast_threshold,
-                                     double cross_threshold, double max_sent) {
+                                     double cross_threshold, double max_sent, const TierCombination& combination) {
   SIEVE_THROW_IF_NOT(fast.size() == cross.size() && fast.size() == positive.size() && !fast.empty(),
                      "the cascade's calibration needs both tiers' scores of the same labelled pairs");
+  const bool combined = combination.valid();
+  if (combined) cross_threshold = combination.threshold;
   SIEVE_THROW_IF_NOT(std::isfinite(fast_threshold) && std::isfinite(cross_threshold),
                      "calibrate both tiers' thresholds before the cascade's band");
-  SIEVE_THROW_IF_NOT(cross_threshold > 0 && cross_threshold <= 1, "the cross-encoder's threshold must lie in (0, 1]");
+  SIEVE_THROW_IF_NOT(cross_threshold > 0 && cross_threshold <= 1,
+                     (combined ? "the combination's" : "the cross-encoder's") << " threshold must lie in (0, 1]");
   SIEVE_THROW_IF_NOT(max_sent >= 0 && max_sent <= 1, "the share sent must lie in [0, 1]");
   const bool has_pos = std::find(positive.begin(), positive.end(), true) != positive.end();
   const bool has_neg = std::find(positive.begin(), positive.end(), false) != positive.end();
@@ -120,7 +129,8 @@ CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::
     size_t sent = 0;
     for (size_t i = 0; i < n; ++i) {
       sent += band.contains(fast[i]);
-      mixed[i] = cascade_score(fast[i], cross[i], fast_threshold, cross_threshold, band);
+      mixed[i] = combined ? cascade_score(fast[i], cross[i], fast_threshold, combination, band)
+                          : cascade_score(fast[i], cross[i], fast_threshold, cross_threshold, band);
     }
     if (double(sent) / n > max_sent + 1e-12) break;  // ties at the edge sent more than allowed
     const double auc = auc_of(mixed, positive);

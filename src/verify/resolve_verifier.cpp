@@ -49,6 +49,7 @@ ResolvedVerifier resolve_cascade(const std::string& spec, const VerifierContext&
   const CrossEncoderMeta& m = r.cross->meta();
   if (m.has_cascade() && !std::isnan(m.threshold) && m.cascade_fast_sha256 == sha256_file_hex(fast)) {
     r.band = {m.cascade_low, m.cascade_high};
+    r.combination = m.cascade_combination;
     r.calibrated = true;
   }
   return r;

@@ -157,3 +157,47 @@ def test_monotone_fit_never_rewards_disruption_and_the_plain_fit_can():
     assert fg.parse_signs("voice:+,crossed:-", ["voice", "crossed"]) == {"voice": 1, "crossed": -1}
     with pytest.raises(SystemExit):
         fg.parse_signs("nope:+", ["voice"])
+
+
+def test_soft_labels_teach_the_teachers_own_model(tmp_path):
+    # Distillation: a part labelled with a teacher's probabilities sigmoid(z . beta + b). With the
+    # teacher's own model class (logistic) and no penalty, the fit recovers the teacher's weights,
+    # which hard 0/1 labels drawn from the same teacher only approach.
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(2000, 3))
+    beta, b = np.array([1.5, -0.7, 0.2]), 0.3
+    p = 1.0 / (1.0 + np.exp(-(z @ beta + b)))
+    w = fg.row_weights([(z, p)], soft={0})
+    assert np.allclose(w, 1 / 2000)  # soft rows: evenly weighted, no classes
+    got, got_b = fg.fit_logistic(z, p, w, 0.0)
+    assert np.max(np.abs(got - beta)) < 1e-6 and abs(got_b - b) < 1e-6
+    hard = (rng.uniform(size=len(p)) < p).astype(float)
+    got_hard, _ = fg.fit_logistic(z, hard, np.full(len(p), 1 / len(p)), 0.0)
+    assert np.max(np.abs(got_hard - beta)) > 1e-3
+    # A soft part's total weight against the labelled parts.
+    w = fg.row_weights([(None, np.array([1, 0])), (None, np.array([0.2, 0.9, 0.5]))], soft={1}, soft_weight=0.5)
+    assert abs(w[:2].sum() - 1 / 1.5) < 1e-12 and abs(w[2:].sum() - 0.5 / 1.5) < 1e-12
+    # The script reads a soft part's probabilities, and refuses one that is not a probability.
+    def write(path, rows):
+        with open(path, "w") as f:
+            f.write("label\tcategory\tx0\tx1\tx2\n")
+            for lab, zi in rows:
+                f.write(f"{lab}\tneighbour\t" + "\t".join(repr(float(v)) for v in zi) + "\n")
+    write(tmp_path / "soft.tsv", [(f"{pi:.6f}", zi) for pi, zi in zip(p[:1000], z[:1000])])
+    write(tmp_path / "dev.tsv", [(int(hi), zi) for hi, zi in zip(hard[1000:], z[1000:])])
+    write(tmp_path / "train.tsv", [(int(hi), zi) for hi, zi in zip(hard[:200], z[:200])])
+    base = [sys.executable, SCRIPT, "--train", str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"),
+            "--hidden", "0", "--l2", "0", "--out", str(tmp_path / "g.json"), "--report", str(tmp_path / "r.json")]
+    subprocess.run(base + ["--soft", str(tmp_path / "soft.tsv"), "--soft-weight", "100"], check=True,
+                   capture_output=True, text=True)
+    g = json.loads((tmp_path / "g.json").read_text())
+    # Mostly the teacher's rows: the fitted direction is the teacher's (features standardised by the script).
+    direction = np.array(g["weights"]) / np.array(g["scale"])
+    assert np.max(np.abs(direction - beta)) < 0.05
+    assert json.loads((tmp_path / "r.json").read_text())["soft"] == [str(tmp_path / "soft.tsv")]
+    write(tmp_path / "bad.tsv", [("1.5", z[0])])
+    bad = subprocess.run(base + ["--soft", str(tmp_path / "bad.tsv")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "a soft label must be a probability" in bad.stderr
+    write(tmp_path / "hard-soft.tsv", [("0.5", z[0])])
+    bad = subprocess.run(base[:3] + [str(tmp_path / "hard-soft.tsv")] + base[4:], capture_output=True, text=True)
+    assert bad.returncode != 0 and "label must be 0 or 1" in bad.stderr

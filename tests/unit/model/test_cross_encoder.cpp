@@ -508,7 +508,38 @@ TEST(Cascade, MetaFileKeepsTheBandAndRefusesABrokenOne) {
   EXPECT_DOUBLE_EQ(r.cascade_sent, 0.1);
   EXPECT_DOUBLE_EQ(r.cascade_auc, 0.9);
   EXPECT_TRUE(std::isnan(r.cascade_auc_fast));
-  EXPECT_EQ(nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile))["version"], 3);
+  EXPECT_EQ(nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile))["version"], 4);
+  EXPECT_FALSE(r.cascade_combination.valid());  // none written, none read
+  // Version 4: the band's combination, every field kept.
+  m.cascade_combination = {0.1, 1.1, -0.2, 0.9, 1.7, 0.6, -0.3, 0.55};
+  write_cross_encoder_meta(d, m);
+  const TierCombination t = read_cross_encoder_meta(d).cascade_combination;
+  ASSERT_TRUE(t.valid());
+  EXPECT_DOUBLE_EQ(t.mean_fast, 0.1);
+  EXPECT_DOUBLE_EQ(t.scale_fast, 1.1);
+  EXPECT_DOUBLE_EQ(t.mean_cross, -0.2);
+  EXPECT_DOUBLE_EQ(t.scale_cross, 0.9);
+  EXPECT_DOUBLE_EQ(t.w_fast, 1.7);
+  EXPECT_DOUBLE_EQ(t.w_cross, 0.6);
+  EXPECT_DOUBLE_EQ(t.bias, -0.3);
+  EXPECT_DOUBLE_EQ(t.threshold, 0.55);
+  {  // A combination without a threshold, or with a zero scale, is refused.
+    auto k = nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile));
+    k.erase("crc32");
+    k["cascade"]["combine"]["scale_cross"] = 0;
+    const std::string dump = k.dump();
+    k["crc32"] = crc32_hex(crc32(dump.data(), dump.size()));
+    write_file_atomic(d + "/" + kCrossEncoderMetaFile, k.dump());
+    test::expect_error([&] { read_cross_encoder_meta(d); }, "is not a valid combination");
+    k.erase("crc32");
+    k["cascade"]["combine"].erase("threshold");
+    const std::string dump2 = k.dump();
+    k["crc32"] = crc32_hex(crc32(dump2.data(), dump2.size()));
+    write_file_atomic(d + "/" + kCrossEncoderMetaFile, k.dump());
+    test::expect_error([&] { read_cross_encoder_meta(d); }, "needs a number 'threshold'");
+  }
+  m.cascade_combination = {};
+  write_cross_encoder_meta(d, m);
   // A record without a low end is refused (its checksum recomputed, so only the content is wrong).
   auto j = nlohmann::json::parse(read_file(d + "/" + kCrossEncoderMetaFile));
   j.erase("crc32");
@@ -580,6 +611,65 @@ TEST(Cascade, CliCalibratesTheBandAndSearchesByGateMode) {
                         fixture().pairs + " --target-precision 0.5 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_FALSE(read_cross_encoder_meta(c.ce).has_cascade());
+}
+
+TEST(Cascade, ACombinationOfTheTiersScoresTheBand) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_combined"));
+  const std::string sieve = test::cli_path();
+  // A combination that weighs the fast tier against the cross-encoder, as scripts/fit-tiers.py writes it.
+  const std::string comb = c.ce + "/../combination.json";
+  {
+    std::ofstream f(comb);
+    f << R"({"mean_fast": 0.2, "scale_fast": 1.3, "mean_cross": -0.4, "scale_cross": 0.8, "w_fast": 1.1,
+             "w_cross": 0.9, "bias": 0.05, "threshold": 0.5, "report": {}})";
+  }
+  auto r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier cascade:" + c.ce + " --pairs " +
+                             fixture().pairs + " --max-sent 1 --combination " + comb + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["combined"].get<bool>());
+  const CrossEncoderMeta m = read_cross_encoder_meta(c.ce);
+  ASSERT_TRUE(m.cascade_combination.valid());
+  EXPECT_DOUBLE_EQ(m.cascade_combination.w_cross, 0.9);
+  // Every candidate in the band: search's scores are the combination of both tiers computed apart.
+  CrossEncoderMeta wide = m;
+  wide.cascade_low = -1;
+  wide.cascade_high = 2;
+  write_cross_encoder_meta(c.ce, wide);
+  const ResolvedVerifier rv = resolve_verifier("cascade:" + c.ce, {c.model, ""});
+  ASSERT_TRUE(rv.combination.valid());
+  auto index = Index::open(c.index);
+  auto fast_v = Verifier::load(c.model + "/verifier.safetensors");
+  auto ce = CrossEncoder::load(c.ce);
+  PipelineParams all;
+  all.candidates = all.k = c.texts.size();
+  std::map<std::string, float> want;
+  for (const auto& h : search_verified(*index, *fast_v, c.query, all)) {
+    const size_t doc = std::stoul(h.hit.id.substr(1));
+    const float cross = ce->score(c.query, {c.texts[doc]})[0];
+    want[h.hit.id] = cascade_score(h.verifier_score, cross, c.fast_threshold, rv.combination, rv.band);
+    // Not what the cross-encoder alone would give.
+    EXPECT_NE(want[h.hit.id], cascade_score(h.verifier_score, cross, c.fast_threshold, c.cross_threshold, rv.band));
+  }
+  const auto hits = search_verified(*index, rv, c.query, all);
+  ASSERT_EQ(hits.size(), c.texts.size());
+  for (const auto& h : hits) EXPECT_NEAR(h.verifier_score, want.at(h.hit.id), 1e-6) << h.hit.id;
+  // Recalibrating the band without a combination drops it; a bad file is refused by name.
+  r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier cascade:" + c.ce + " --pairs " +
+                        fixture().pairs + " --max-sent 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(read_cross_encoder_meta(c.ce).cascade_combination.valid());
+  {
+    std::ofstream f(comb);
+    f << R"({"mean_fast": 0.2})";
+  }
+  r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier cascade:" + c.ce + " --pairs " +
+                        fixture().pairs + " --combination " + comb + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("(a combination of scripts/fit-tiers.py) needs a number 'scale_fast'"), std::string::npos) << r.out;
+  r = test::run_command(sieve + " verify calibrate -m " + c.model + " --verifier F1 --out " + c.ce + "/../f1.safetensors" +
+                        " --pairs " + fixture().pairs + " --combination " + comb + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--combination belongs to a cascade"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -148,6 +148,64 @@ TEST(CalibrateCascade, SendsTheUncertainPairsToAGoodCrossEncoderAndNothingToABad
   EXPECT_DOUBLE_EQ(none.auc_cascade, none.auc_fast);
 }
 
+// The combination of the two tiers: p = sigma(bias + w_f z_f + w_c z_c), z the standardised logits.
+TEST(TierCombination, HandComputedValues) {
+  TierCombination t;
+  EXPECT_FALSE(t.valid());  // no threshold: none
+  t.mean_fast = 0.5;
+  t.scale_fast = 2;
+  t.mean_cross = -1;
+  t.scale_cross = 0.5;
+  t.w_fast = 1.5;
+  t.w_cross = 0.8;
+  t.bias = -0.25;
+  t.threshold = 0.6;
+  EXPECT_TRUE(t.valid());
+  // fast 0.8: logit ln 4 = 1.386294; cross 0.3: logit ln(3/7) = -0.847298.
+  const double zf = (std::log(4.0) - 0.5) / 2, zc = (std::log(3.0 / 7.0) + 1) / 0.5;
+  EXPECT_NEAR(t.score(0.8f, 0.3f), 1 / (1 + std::exp(-(-0.25 + 1.5 * zf + 0.8 * zc))), 1e-6);
+  // Scores at 0 and 1 are clamped to [1e-6, 1 - 1e-6], never infinite.
+  const double lo = std::log(1e-6 / (1 - 1e-6));
+  EXPECT_NEAR(t.score(0.0f, 1.0f), 1 / (1 + std::exp(-(-0.25 + 1.5 * (lo - 0.5) / 2 + 0.8 * (-lo + 1) / 0.5))), 1e-6);
+  TierCombination bad = t;
+  bad.scale_cross = 0;
+  EXPECT_FALSE(bad.valid());
+  // In the band, the combination decides at its own threshold, mapped onto the fast one.
+  const CascadeBand band{0.3, 0.7};
+  EXPECT_FLOAT_EQ(cascade_score(0.9f, 0.0f, 0.5, t, band), 0.9f);  // outside: the fast score
+  for (float cross : {0.01f, 0.2f, 0.5f, 0.9f, 0.99f}) {
+    const float s = cascade_score(0.45f, cross, 0.5, t, band);
+    EXPECT_FLOAT_EQ(s, cascade_score(0.45f, t.score(0.45f, cross), 0.5, 0.6, band));
+    EXPECT_EQ(s >= 0.5f, t.score(0.45f, cross) >= 0.6f) << cross;
+  }
+}
+
+TEST(CalibrateCascade, WithACombinationEqualsABruteForceSearch) {
+  TierCombination t;
+  t.w_fast = 1.0;
+  t.w_cross = 1.2;
+  t.scale_fast = t.scale_cross = 1.5;
+  t.threshold = 0.45;
+  for (double max_sent : {0.1, 0.5, 1.0}) {
+    const Labelled l = make_pairs(300, true, 17);
+    // The brute force with the combination's p in place of the cross-encoder's score.
+    Labelled mapped = l;
+    for (size_t i = 0; i < l.fast.size(); ++i) mapped.cross[i] = t.score(l.fast[i], l.cross[i]);
+    const CascadeCalibration b = brute_force(mapped, 0.5, t.threshold, max_sent);
+    const CascadeCalibration c = calibrate_cascade(l.fast, l.cross, l.positive, 0.5, 0.99, max_sent, t);
+    EXPECT_NEAR(c.auc_cascade, b.auc_cascade, 1e-12) << max_sent;
+    EXPECT_DOUBLE_EQ(c.band.low, b.band.low);
+    EXPECT_DOUBLE_EQ(c.band.high, b.band.high);
+    EXPECT_NEAR(c.auc_cross, naive_auc(l.cross, l.positive), 1e-12);  // the cross-encoder's own, reported
+  }
+  // Sending every pair, the cascade ranks as the combination itself.
+  const Labelled l = make_pairs(300, true, 19);
+  const CascadeCalibration all = calibrate_cascade(l.fast, l.cross, l.positive, 0.5, 0.99, 1.0, t);
+  std::vector<float> p;
+  for (size_t i = 0; i < l.fast.size(); ++i) p.push_back(t.score(l.fast[i], l.cross[i]));
+  EXPECT_GE(all.auc_cascade, naive_auc(p, l.positive) - 1e-12);
+}
+
 TEST(CalibrateCascade, RefusesWhatItCannotCalibrate) {
   const Labelled l = make_pairs(20, true, 3);
   test::expect_error([&] { calibrate_cascade(l.fast, l.cross, l.positive, std::nan(""), 0.5); }, "thresholds");
