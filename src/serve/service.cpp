@@ -25,6 +25,10 @@ namespace sieve::serve {
 
 namespace {
 
+// The most a request's timeout_ms may ask when the server sets no limit (--request-timeout-ms 0):
+// a day. The served spec says so.
+constexpr size_t kMaxRequestTimeoutMs = 86400000;
+
 // Every route: path, method and the fields its JSON body may hold (none: no JSON body). One
 // table for routing, for the 422 on unknown fields and for the test that holds docs/openapi.json
 // to the service.
@@ -239,7 +243,7 @@ void Service::count(const std::string& path, int status, double seconds) { reque
 Service::Clock::time_point Service::deadline_of(const json* body, Clock::time_point arrived) const {
   size_t ms = opt_.request_timeout_ms;
   if (body && body->contains("timeout_ms") && !body->at("timeout_ms").is_null()) {
-    const size_t most = opt_.request_timeout_ms ? opt_.request_timeout_ms : size_t{86400000};
+    const size_t most = opt_.request_timeout_ms ? opt_.request_timeout_ms : kMaxRequestTimeoutMs;
     try {
       ms = count_of(*body, "timeout_ms", ms, most);
     } catch (const HttpError& e) {
@@ -300,8 +304,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
     served["components"]["schemas"]["TokenId"]["maximum"] = encoder_->info().config.vocab_size - 1;
     for (const char* schema : {"SearchRequest", "ExplainRequest"}) {  // the most a timeout_ms may ask
       json& t = served["components"]["schemas"][schema]["properties"]["timeout_ms"]["oneOf"][0];
-      if (opt_.request_timeout_ms) t["maximum"] = opt_.request_timeout_ms;
-      else t.erase("maximum");
+      t["maximum"] = opt_.request_timeout_ms ? opt_.request_timeout_ms : kMaxRequestTimeoutMs;
     }
     return json_response(served);
   }
@@ -505,6 +508,10 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
 
 Response Service::add_documents(const std::string& body) {
   if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  // A shard set takes no documents (rebuild it): the request conflicts with the index it serves.
+  if (is_shard_set(opt_.index_dir))
+    throw HttpError(409, "conflict", "'" + opt_.index_dir + "' is a shard set: adding documents to one is not supported "
+                                     "(rebuild it with the new corpus)");
   const json j = parse_object(body, fields_of("/v1/documents"));
   if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
   const json& docs = j.at("documents");

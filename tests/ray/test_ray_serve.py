@@ -146,7 +146,28 @@ def test_answers_equal_one_index(world):
         want_status, want = reference(world, path, body)
         assert status == want_status and status in (400, 422) and json.loads(got) == json.loads(want), (path, got)
     status, got = http(world["url"], "/v1/documents", {"documents": [{"_id": "new", "text": "x"}]})
-    assert status == 422 and "shard set" in json.loads(got)["error"]["message"]
+    assert status == 409 and "shard set" in json.loads(got)["error"]["message"]
+
+
+def test_the_router_keeps_the_service_contract(world):
+    """schemathesis against the router's own spec (GET /openapi.json), as tests/contract does
+    against sieve serve: every operation, generated valid and invalid bodies and the spec's links,
+    every check (no 5xx, responses match their schemas, errors are the documented JSON, undeclared
+    methods 405). A small fixed budget: the full run is tests/contract's, on one server."""
+    build = os.environ.get("SIEVE_BUILD_DIR") or os.path.dirname(os.path.abspath(CLI))
+    st = os.path.join(build, "contract-venv", "bin", "schemathesis")
+    if not os.path.exists(st):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{st} is missing (scripts/setup.sh --oracles installs it)")
+        pytest.skip(f"{st} is missing")
+    work = world["dir"] / "schemathesis"
+    work.mkdir(exist_ok=True)
+    r = subprocess.run([st, "run", world["url"] + "/openapi.json", "--checks", "all", "--max-examples", "15",
+                        "--seed", "20261205", "--phases", "examples,coverage,fuzzing,stateful", "--no-color"],
+                       cwd=work, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+    # It exercised the routes (not an empty spec).
+    assert "/v1/search" in r.stdout, r.stdout[-3000:]
 
 
 def test_stage2_runs_at_the_shards(world):

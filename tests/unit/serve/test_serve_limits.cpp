@@ -425,6 +425,14 @@ TEST(ServeLimits, ADeadlineInTheEncoderQueueIs504) {
   o.request_timeout_ms = 0;  // no deadline
   Service patient(o);
   EXPECT_EQ(patient.handle("POST", "/embed", R"({"inputs": ["late"]})").status, 200);
+  // With no limit of the server's, a body's timeout_ms may ask a day at most, and the served spec
+  // says so (it said nothing, and schemathesis's bodies past a day were refused).
+  const json spec = json::parse(patient.handle("GET", "/openapi.json", "").body);
+  for (const char* schema : {"SearchRequest", "ExplainRequest"})
+    EXPECT_EQ(spec["components"]["schemas"][schema]["properties"]["timeout_ms"]["oneOf"][0]["maximum"], 86400000) << schema;
+  const Response past = patient.handle("POST", "/v1/explain", R"({"query": "a", "candidate": "b", "timeout_ms": 86400001})");
+  EXPECT_EQ(past.status, 422) << past.body;
+  EXPECT_NE(past.body.find("86400000"), std::string::npos) << past.body;
 }
 
 class DeadlineSearch : public ::testing::Test {
