@@ -256,6 +256,22 @@ const char* gate_mode_name(GateMode mode);
 /// The cross-encoder installed for a model: MODEL_DIR/cross-encoder when it is a cross-encoder
 /// folder, else "".
 std::string installed_cross_encoder(const std::string& model_dir);
+/// What install_cross_encoder did.
+struct CrossEncoderInstall {
+  std::string dir;              ///< MODEL_DIR/cross-encoder
+  double threshold = 0;         ///< its calibrated gate threshold
+  bool band = false;            ///< a cascade band recorded for the model's gate: `auto` uses the cascade
+  bool combined = false;        ///< that band decided by the tiers' combination
+  bool replaced = false;        ///< a cross-encoder was installed there before
+};
+/// Installs the cross-encoder folder `source` (sieve train cross-encoder, then verify calibrate)
+/// for the model `model` (an installed name or a folder) as MODEL_DIR/cross-encoder, where
+/// --gate-mode accurate|cascade and `auto` find it: its weights, tokenizer, config and sieve file
+/// (not its training checkpoints), published whole (publish_dir: the old one or the new one is
+/// there at every moment). sieve::Error, with nothing changed, when `source` is not a
+/// cross-encoder folder or has no threshold calibrated for its current weights.
+CrossEncoderInstall install_cross_encoder(const std::string& source, const std::string& model);
+
 /// The verifier spec of a gate mode: Fast = the model's shipped gate file; Accurate = "cross:DIR";
 /// Cascade = "cascade:DIR"; Auto = "default" (which resolves to the cascade when one is installed
 /// and calibrated). DIR = `cross_dir`, else installed_cross_encoder(model_dir); sieve::Error when

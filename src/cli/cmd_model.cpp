@@ -163,6 +163,30 @@ void register_model(CLI::App& app) {
   }
   {
     struct Opts {
+      std::string source, model;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "install-cross-encoder",
+        "Install a calibrated cross-encoder folder for a model (as MODEL_DIR/cross-encoder): the accurate tier of "
+        "--gate-mode accurate|cascade, and of --gate when a band for the model's gate is recorded");
+    cmd->add_option("dir", o->source, "The cross-encoder folder (sieve train cross-encoder, then verify calibrate)")
+        ->required();
+    cmd->add_option("-m,--model", o->model, std::string("Installed name or folder of the model (default: ") + kDefaultModel + ")");
+    on_run(cmd, [o] {
+      const CrossEncoderInstall r = install_cross_encoder(o->source, o->model);
+      std::printf("%s\n", nlohmann::json{{"installed", r.dir}, {"threshold", r.threshold}, {"band", r.band},
+                                          {"combined", r.combined}, {"replaced", r.replaced}}
+                                .dump()
+                                .c_str());
+      if (!r.band)
+        std::fprintf(stderr, "sieve: note: no cascade band for the model's gate is recorded: --gate stays the fast gate; "
+                             "calibrate one (sieve verify calibrate --verifier cascade:%s --pairs DEV)\n",
+                     r.dir.c_str());
+    });
+  }
+  {
+    struct Opts {
       std::string dir;
       bool write = false;
     };

@@ -672,5 +672,57 @@ TEST(Cascade, ACombinationOfTheTiersScoresTheBand) {
   EXPECT_NE(r.out.find("--combination belongs to a cascade"), std::string::npos) << r.out;
 }
 
+// `sieve model install-cross-encoder`: a calibrated folder becomes MODEL_DIR/cross-encoder, where
+// `default` finds the cascade; checkpoints stay behind; what is not installable changes nothing.
+TEST(Cascade, InstallCrossEncoderPublishesACalibratedFolderForTheModel) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_install"));
+  const std::string sieve = test::cli_path();
+  std::filesystem::create_directories(c.ce + "/checkpoint-100");
+  write_file_atomic(c.ce + "/checkpoint-100/trainer_state.json", "{}");
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");  // nothing installed yet
+  auto r = test::run_command(sieve + " model install-cross-encoder " + c.ce + " -m " + c.model + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_EQ(j["installed"], c.model + "/cross-encoder");
+  EXPECT_TRUE(j["band"].get<bool>());
+  EXPECT_FALSE(j["replaced"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["threshold"].get<double>(), c.cross_threshold);
+  EXPECT_TRUE(is_cross_encoder_dir(c.model + "/cross-encoder"));
+  EXPECT_FALSE(std::filesystem::exists(c.model + "/cross-encoder/checkpoint-100"));
+  EXPECT_FALSE(std::filesystem::exists(c.model + "/.cross-encoder.staging"));
+  EXPECT_EQ(sha256_file_hex(c.model + "/cross-encoder/model.safetensors"), sha256_file_hex(c.ce + "/model.safetensors"));
+  const ResolvedVerifier d = resolve_verifier("default", {c.model, ""});
+  EXPECT_EQ(d.kind(), "cascade");
+  EXPECT_DOUBLE_EQ(d.band.low, c.band.low);
+  // Again: replaced, still whole.
+  r = test::run_command(sieve + " model install-cross-encoder " + c.ce + " -m " + c.model + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["replaced"].get<bool>());
+  const std::string before = sha256_file_hex(c.model + "/cross-encoder/" + kCrossEncoderMetaFile);
+  // Not calibrated for its weights: refused, the installed one untouched.
+  const std::string raw = test::make_temp_dir("cascade_install_raw") + "/ce";
+  std::filesystem::copy(c.ce, raw, std::filesystem::copy_options::recursive);
+  CrossEncoderMeta none = read_cross_encoder_meta(raw);
+  none.threshold = std::nan("");
+  none.cascade_fast_sha256.clear();
+  write_cross_encoder_meta(raw, none);
+  r = test::run_command(sieve + " model install-cross-encoder " + raw + " -m " + c.model + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("has no threshold for its weights"), std::string::npos) << r.out;
+  // Not a cross-encoder at all (the encoder itself): refused.
+  r = test::run_command(sieve + " model install-cross-encoder " + c.model + " -m " + c.model + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("is not a cross-encoder folder"), std::string::npos) << r.out;
+  EXPECT_EQ(sha256_file_hex(c.model + "/cross-encoder/" + kCrossEncoderMetaFile), before);
+  // Without a band for the model's gate it installs, and says that --gate stays the fast gate.
+  CrossEncoderMeta noband = read_cross_encoder_meta(c.ce);
+  noband.cascade_fast_sha256.clear();
+  write_cross_encoder_meta(c.ce, noband);
+  r = test::run_command(sieve + " model install-cross-encoder " + c.ce + " -m " + c.model + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("--gate stays the fast gate"), std::string::npos) << r.out;
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");
+}
+
 }  // namespace
 }  // namespace sieve
