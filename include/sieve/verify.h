@@ -284,10 +284,12 @@ std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, cons
 /// [fast_threshold, high]. So one threshold (the fast one) gates both, and the ranking keeps the
 /// fast tier's order between the band and the rest.
 float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold, const CascadeBand& band);
-/// A cascade's in-band score with a combination: cascade_score of the combination's p
-/// (TierCombination::score) against its threshold, so the combination decides the band's pairs.
-float cascade_score(float fast, float cross, double fast_threshold, const TierCombination& combination,
-                    const CascadeBand& band);
+/// A cascade's score as its band decides it: with a valid `combination`, cascade_score of the
+/// combination's p (TierCombination::score) against the combination's threshold, so the
+/// combination decides the band's pairs; without one, of the cross-encoder's score against
+/// `cross_threshold`.
+float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold,
+                    const TierCombination& combination, const CascadeBand& band);
 
 /// What calibrate_cascade chose, and what it measured on its pairs.
 struct CascadeCalibration {

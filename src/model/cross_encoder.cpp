@@ -172,23 +172,22 @@ float TierCombination::score(float fast, float cross) const {
 
 namespace {
 
+// A combination's fields by their JSON names: the one list its reader and its writer use.
+constexpr std::pair<const char*, double TierCombination::*> kCombinationFields[] = {
+    {"mean_fast", &TierCombination::mean_fast}, {"scale_fast", &TierCombination::scale_fast},
+    {"mean_cross", &TierCombination::mean_cross}, {"scale_cross", &TierCombination::scale_cross},
+    {"w_fast", &TierCombination::w_fast},        {"w_cross", &TierCombination::w_cross},
+    {"bias", &TierCombination::bias},            {"threshold", &TierCombination::threshold}};
+
 // A combination's fields from a JSON object; sieve::Error naming `what` when one is missing or the
 // whole is not a valid combination.
 TierCombination combination_from_json(const json& k, const std::string& what) {
   SIEVE_THROW_IF_NOT(k.is_object(), what << " must be a JSON object");
-  auto need = [&](const char* key) {
-    SIEVE_THROW_IF_NOT(k.contains(key) && k[key].is_number(), what << " needs a number '" << key << "'");
-    return k[key].get<double>();
-  };
   TierCombination t;
-  t.mean_fast = need("mean_fast");
-  t.scale_fast = need("scale_fast");
-  t.mean_cross = need("mean_cross");
-  t.scale_cross = need("scale_cross");
-  t.w_fast = need("w_fast");
-  t.w_cross = need("w_cross");
-  t.bias = need("bias");
-  t.threshold = need("threshold");
+  for (const auto& [key, field] : kCombinationFields) {
+    SIEVE_THROW_IF_NOT(k.contains(key) && k[key].is_number(), what << " needs a number '" << key << "'");
+    t.*field = k[key].get<double>();
+  }
   SIEVE_THROW_IF_NOT(t.valid() && t.threshold > 0 && t.threshold <= 1,
                      what << " is not a valid combination (finite weights, positive scales, a threshold in (0, 1])");
   return t;
@@ -257,10 +256,8 @@ void write_cross_encoder_meta(const std::string& dir, const CrossEncoderMeta& m)
                     {"dev_auc_fast", num(m.cascade_auc_fast)}, {"dev_auc_cross", num(m.cascade_auc_cross)},
                     {"dev_auc_cascade", num(m.cascade_auc)}};
     if (m.cascade_combination.valid()) {
-      const TierCombination& t = m.cascade_combination;
-      j["cascade"]["combine"] = {{"mean_fast", t.mean_fast}, {"scale_fast", t.scale_fast}, {"mean_cross", t.mean_cross},
-                                 {"scale_cross", t.scale_cross}, {"w_fast", t.w_fast}, {"w_cross", t.w_cross},
-                                 {"bias", t.bias}, {"threshold", t.threshold}};
+      json& k = j["cascade"]["combine"];
+      for (const auto& [key, field] : kCombinationFields) k[key] = m.cascade_combination.*field;
     }
   }
   const std::string dump = j.dump();

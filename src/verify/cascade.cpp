@@ -111,9 +111,9 @@ float cascade_score(float fast, float cross, double fast_threshold, double cross
   return r;
 }
 
-float cascade_score(float fast, float cross, double fast_threshold, const TierCombination& combination,
-                    const CascadeBand& band) {
-  if (!band.contains(fast)) return fast;
+float cascade_score(float fast, float cross, double fast_threshold, double cross_threshold,
+                    const TierCombination& combination, const CascadeBand& band) {
+  if (!band.contains(fast) || !combination.valid()) return cascade_score(fast, cross, fast_threshold, cross_threshold, band);
   return cascade_score(fast, combination.score(fast, cross), fast_threshold, combination.threshold, band);
 }
 
@@ -133,10 +133,10 @@ CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::
   SIEVE_THROW_IF_NOT(fast.size() == cross.size() && fast.size() == positive.size() && !fast.empty(),
                      "the cascade's calibration needs both tiers' scores of the same labelled pairs");
   const bool combined = combination.valid();
-  if (combined) cross_threshold = combination.threshold;
-  SIEVE_THROW_IF_NOT(std::isfinite(fast_threshold) && std::isfinite(cross_threshold),
+  const double band_threshold = combined ? combination.threshold : cross_threshold;  // what decides the band
+  SIEVE_THROW_IF_NOT(std::isfinite(fast_threshold) && std::isfinite(band_threshold),
                      "calibrate both tiers' thresholds before the cascade's band");
-  SIEVE_THROW_IF_NOT(cross_threshold > 0 && cross_threshold <= 1,
+  SIEVE_THROW_IF_NOT(band_threshold > 0 && band_threshold <= 1,
                      (combined ? "the combination's" : "the cross-encoder's") << " threshold must lie in (0, 1]");
   SIEVE_THROW_IF_NOT(max_sent >= 0 && max_sent <= 1, "the share sent must lie in [0, 1]");
   const bool has_pos = std::find(positive.begin(), positive.end(), true) != positive.end();
@@ -165,8 +165,7 @@ CascadeCalibration calibrate_cascade(const std::vector<float>& fast, const std::
     size_t sent = 0;
     for (size_t i = 0; i < n; ++i) {
       sent += band.contains(fast[i]);
-      mixed[i] = combined ? cascade_score(fast[i], cross[i], fast_threshold, combination, band)
-                          : cascade_score(fast[i], cross[i], fast_threshold, cross_threshold, band);
+      mixed[i] = cascade_score(fast[i], cross[i], fast_threshold, cross_threshold, combination, band);
     }
     if (double(sent) / n > max_sent + 1e-12) break;  // ties at the edge sent more than allowed
     const double auc = auc_of(mixed, positive);

@@ -75,9 +75,8 @@ size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pa
   if (sent.empty()) return 0;
   const std::vector<float> cross = verifier.cross->score_pairs(sent, batch_size);
   for (size_t i = 0; i < at.size(); ++i)
-    scores[at[i]] = verifier.combination.valid()
-                        ? cascade_score(scores[at[i]], cross[i], verifier.threshold(), verifier.combination, verifier.band)
-                        : cascade_score(scores[at[i]], cross[i], verifier.threshold(), cross_threshold, verifier.band);
+    scores[at[i]] =
+        cascade_score(scores[at[i]], cross[i], verifier.threshold(), cross_threshold, verifier.combination, verifier.band);
   return sent.size();
 }
 

@@ -646,7 +646,7 @@ TEST(Cascade, ACombinationOfTheTiersScoresTheBand) {
   for (const auto& h : search_verified(*index, *fast_v, c.query, all)) {
     const size_t doc = std::stoul(h.hit.id.substr(1));
     const float cross = ce->score(c.query, {c.texts[doc]})[0];
-    want[h.hit.id] = cascade_score(h.verifier_score, cross, c.fast_threshold, rv.combination, rv.band);
+    want[h.hit.id] = cascade_score(h.verifier_score, cross, c.fast_threshold, c.cross_threshold, rv.combination, rv.band);
     // Not what the cross-encoder alone would give.
     EXPECT_NE(want[h.hit.id], cascade_score(h.verifier_score, cross, c.fast_threshold, c.cross_threshold, rv.band));
   }

@@ -172,11 +172,14 @@ TEST(TierCombination, HandComputedValues) {
   EXPECT_FALSE(bad.valid());
   // In the band, the combination decides at its own threshold, mapped onto the fast one.
   const CascadeBand band{0.3, 0.7};
-  EXPECT_FLOAT_EQ(cascade_score(0.9f, 0.0f, 0.5, t, band), 0.9f);  // outside: the fast score
+  EXPECT_FLOAT_EQ(cascade_score(0.9f, 0.0f, 0.5, 0.99, t, band), 0.9f);  // outside: the fast score
   for (float cross : {0.01f, 0.2f, 0.5f, 0.9f, 0.99f}) {
-    const float s = cascade_score(0.45f, cross, 0.5, t, band);
+    const float s = cascade_score(0.45f, cross, 0.5, 0.99, t, band);  // 0.99: the cross-encoder's, unused
     EXPECT_FLOAT_EQ(s, cascade_score(0.45f, t.score(0.45f, cross), 0.5, 0.6, band));
     EXPECT_EQ(s >= 0.5f, t.score(0.45f, cross) >= 0.6f) << cross;
+    // Without a combination, the cross-encoder alone decides, at its own threshold.
+    EXPECT_FLOAT_EQ(cascade_score(0.45f, cross, 0.5, 0.99, TierCombination{}, band),
+                    cascade_score(0.45f, cross, 0.5, 0.99, band));
   }
 }
 
