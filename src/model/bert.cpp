@@ -89,7 +89,7 @@ int BertLayerImpl::prepare_inference(Precision precision, int int8_levels) {
   qkv_weight_ = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).contiguous();
   qkv_bias_ = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).contiguous();
   qkv_packed_ = attn_out_packed_ = inter_packed_ = out_packed_ = nullptr;
-  if (!qkv_weight_.device().is_cpu() || qkv_weight_.scalar_type() != at::kFloat) return 0;
+  if (!qkv_weight_.device().is_cpu() || qkv_weight_.scalar_type() != at::kFloat) return -1;
   auto pack = [precision, int8_levels](const at::Tensor& w, const at::Tensor& b) {
     return std::make_shared<const PackedLinear>(w, b, precision, int8_levels);
   };
@@ -215,7 +215,7 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
 }
 
 int BertModelImpl::prepare_inference(Precision precision, int int8_levels) {
-  int levels = 0;
+  int levels = -1;
   for (const auto& m : *encoder->layer) levels = m->as<BertLayerImpl>()->prepare_inference(precision, int8_levels);
   return levels;
 }

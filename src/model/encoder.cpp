@@ -18,6 +18,12 @@
 namespace sieve {
 namespace {
 
+// The arithmetic keys were made in, as an index records it: "fp32", "bf16", "int8-127", "int8-63".
+std::string key_grid_name(Precision precision, int int8_levels) {
+  if (precision == Precision::Int8) return "int8-" + std::to_string(int8_levels);
+  return precision_name(precision);
+}
+
 class BertEncoder final : public Encoder {
  public:
   BertEncoder(const std::string& dir, const EncoderOptions& opt) : device_(parse_device(opt.device)) {
@@ -59,12 +65,13 @@ class BertEncoder final : public Encoder {
                              ? (opt.int8_levels ? opt.int8_levels : PackedLinear::default_weight_levels())
                              : 0;
       native_ = std::make_unique<NativeBert>(*bert, opt.precision, levels);
-      key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
+      key_grid_ = key_grid_name(opt.precision, levels);
       model_.reset();  // the native pass holds its own copies (int8: no fp32 copy of the dense layers)
       return;
     }
+    // Nothing packed (CUDA, or a family without packed layers): the layers run in fp32.
     const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
-    key_grid_ = levels > 0 ? "int8-" + std::to_string(levels) : "fp32";
+    key_grid_ = levels < 0 ? "fp32" : key_grid_name(opt.precision, levels);
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }

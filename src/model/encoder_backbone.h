@@ -27,9 +27,9 @@ struct EncoderBackbone : torch::nn::Module {
   virtual void load_weights(const SafetensorsFile& file) = 0;
   /// Builds inference-only caches (fused weights, packed CPU layers at `precision`); call after
   /// load_weights / training / moving the model. `int8_levels`: PackedLinear's int8 grid (0 = the
-  /// CPU's). Returns the int8 grid the layers were packed on, 0 when they run in fp32 (an fp32
-  /// request, CUDA, or a family without packed layers).
-  virtual int prepare_inference(Precision precision = Precision::Fp32, int int8_levels = 0) { return 0; }
+  /// CPU's). Returns the int8 grid the layers were packed on in int8, 0 when they were packed at
+  /// fp32 or bf16, -1 when nothing was packed (CUDA, or a family without packed layers: fp32).
+  virtual int prepare_inference(Precision precision = Precision::Fp32, int int8_levels = 0) { return -1; }
   /// The token embedding matrix [V, H] (tied to an MLM decoder).
   virtual at::Tensor word_embeddings() const = 0;
   virtual const BertConfig& config() const = 0;

@@ -18,10 +18,18 @@ Pooling pooling_from_name(const std::string& name) {
 Precision precision_from_name(const std::string& name) {
   if (name == "fp32" || name == "float32") return Precision::Fp32;
   if (name == "int8") return Precision::Int8;
-  SIEVE_THROW("unknown precision '" << name << "' (expected fp32 or int8)");
+  if (name == "bf16" || name == "bfloat16") return Precision::Bf16;
+  SIEVE_THROW("unknown precision '" << name << "' (expected fp32, int8 or bf16)");
 }
 
-const char* precision_name(Precision p) { return p == Precision::Int8 ? "int8" : "fp32"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Int8: return "int8";
+    case Precision::Bf16: return "bf16";
+  }
+  SIEVE_ASSERT(false);
+}
 
 Engine engine_from_name(const std::string& name) {
   if (name == "torch") return Engine::Torch;

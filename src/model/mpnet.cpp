@@ -35,7 +35,7 @@ int MpnetLayerImpl::prepare_inference(Precision precision, int int8_levels) {
   at::NoGradGuard no_grad;
   auto& s = *attention->attn;
   qkv_packed_ = o_packed_ = inter_packed_ = out_packed_ = nullptr;
-  if (!s.q->weight.device().is_cpu() || s.q->weight.scalar_type() != at::kFloat) return 0;
+  if (!s.q->weight.device().is_cpu() || s.q->weight.scalar_type() != at::kFloat) return -1;
   auto pack = [precision, int8_levels](const at::Tensor& w, const at::Tensor& b) {
     return std::make_shared<const PackedLinear>(w, b, precision, int8_levels);
   };
@@ -82,7 +82,7 @@ at::Tensor MpnetLayerImpl::forward(const at::Tensor& x, const at::Tensor& bias) 
 }
 
 int MpnetModelImpl::prepare_inference(Precision precision, int int8_levels) {
-  int levels = 0;
+  int levels = -1;
   for (const auto& m : *encoder->layer) levels = m->as<MpnetLayerImpl>()->prepare_inference(precision, int8_levels);
   return levels;
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include "core/multiversion.h"
 #include "core/omp_threads.h"
+#include "model/fast_math.h"
 #include "model/bert.h"
 #include "sieve/error.h"
 
@@ -39,152 +41,10 @@ SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h
   for (int64_t i = 0; i < h; ++i) x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
 }
 
-// exp(x) for the vectorised loops (libm's expf is a call per element): Cephes' reduction by ln 2
-// in two parts and its degree-5 polynomial, within 2 ulp over the range softmax and GELU use;
-// below -87.3 it gives 2^-126 scaled (about 1e-38), not 0.
-inline float fast_exp(float x) {
-  x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
-  // Round to nearest by truncation of +-0.5 (a conversion the vectoriser knows, unlike floor).
-  const float t = x * 1.44269504088896341f;
-  const int32_t ni = static_cast<int32_t>(t + (t >= 0 ? 0.5f : -0.5f));
-  const float n = static_cast<float>(ni);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  const int32_t bits = (ni + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return y * scale;
-}
-
-// erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), with fast_exp.
-inline float fast_erf(float x) {
-  const float a = std::fabs(x);
-  const float t = 1.0f / (1.0f + 0.3275911f * a);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-  const float e = 1.0f - poly * fast_exp(-a * a);
-  return x < 0 ? -e : e;
-}
-
-// One head of one sequence: softmax(q k^T * scale) v over its n real tokens. `qkv` is the first
-// token's fused row (query, key, value of width h each; rows `stride` floats apart) moved to the
-// head's columns; `kv` scratch of dh * (2 n + 16) floats, `p` of n + 16; ctx rows
-// `ctx_stride` apart. The keys are gathered transposed and padded to whole blocks of 16 columns, so
-// that a query's scores for 16 keys build up in one register over the head's dh dimensions; DH > 0
-// fixes dh at compile time (the common widths), so that a context row stays in registers too.
-template <int DH>
-SIEVE_MULTIVERSION void attend_head(const float* qkv, int64_t stride, int64_t h, int64_t n, int64_t dh_run,
-                                    float scale, float* kv, float* p, float* ctx, int64_t ctx_stride) {
-  constexpr int64_t kBlock = 16;
-  const int64_t dh = DH > 0 ? DH : dh_run;
-  const int64_t np = (n + kBlock - 1) / kBlock * kBlock;
-  float* kt = kv;            // [dh][np]
-  float* v = kv + dh * np;   // [n][dh]
-  for (int64_t j = 0; j < n; ++j) {
-    const float* row = qkv + j * stride;
-    for (int64_t d = 0; d < dh; ++d) {
-      kt[d * np + j] = row[h + d];
-      v[j * dh + d] = row[2 * h + d];
-    }
-  }
-  for (int64_t d = 0; d < dh; ++d)
-    for (int64_t j = n; j < np; ++j) kt[d * np + j] = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float* q = qkv + i * stride;
-    // Four blocks at a time where they fit: four independent chains of fused multiply-adds
-    // instead of one waiting on its own latency.
-    int64_t j0 = 0;
-    for (; j0 + 4 * kBlock <= np; j0 += 4 * kBlock) {
-      float acc[4 * kBlock] = {};
-      for (int64_t d = 0; d < dh; ++d) {
-        const float qd = q[d] * scale;
-        const float* kd = kt + d * np + j0;
-#pragma omp simd
-        for (int64_t jj = 0; jj < 4 * kBlock; ++jj) acc[jj] += qd * kd[jj];
-      }
-#pragma omp simd
-      for (int64_t jj = 0; jj < 4 * kBlock; ++jj) p[j0 + jj] = acc[jj];
-    }
-    for (; j0 < np; j0 += kBlock) {
-      float acc[kBlock] = {};
-      for (int64_t d = 0; d < dh; ++d) {
-        const float qd = q[d] * scale;
-        const float* kd = kt + d * np + j0;
-#pragma omp simd
-        for (int64_t jj = 0; jj < kBlock; ++jj) acc[jj] += qd * kd[jj];
-      }
-#pragma omp simd
-      for (int64_t jj = 0; jj < kBlock; ++jj) p[j0 + jj] = acc[jj];
-    }
-    float mx = p[0];
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; ++j) {
-      p[j] = fast_exp(p[j] - mx);
-      sum += p[j];
-    }
-    const float inv = 1.0f / sum;
-    float* c = ctx + i * ctx_stride;
-    if constexpr (DH > 0) {
-      // Four partial sums over alternating keys (independent chains), added at the end.
-      float out[4][DH] = {};
-      int64_t j = 0;
-      for (; j + 4 <= n; j += 4)
-        for (int64_t u = 0; u < 4; ++u) {
-          const float w = p[j + u];
-          const float* vj = v + (j + u) * DH;
-#pragma omp simd
-          for (int64_t d = 0; d < DH; ++d) out[u][d] += w * vj[d];
-        }
-      for (; j < n; ++j) {
-        const float w = p[j];
-#pragma omp simd
-        for (int64_t d = 0; d < DH; ++d) out[0][d] += w * v[j * DH + d];
-      }
-#pragma omp simd
-      for (int64_t d = 0; d < DH; ++d) c[d] = ((out[0][d] + out[1][d]) + (out[2][d] + out[3][d])) * inv;
-    } else {
-      for (int64_t d = 0; d < dh; ++d) c[d] = 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        const float w = p[j] * inv;
-#pragma omp simd
-        for (int64_t d = 0; d < dh; ++d) c[d] += w * v[j * dh + d];
-      }
-    }
-  }
-}
-
-enum class Act { Gelu, GeluTanh, Relu };
-
-SIEVE_MULTIVERSION void activate(float* x, int64_t n, Act act) {
-  switch (act) {
-    case Act::Gelu:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * static_cast<float>(M_SQRT1_2)));
-      break;
-    case Act::GeluTanh: {
-      const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
-      for (int64_t i = 0; i < n; ++i)
-        x[i] = 0.5f * x[i] * (1.0f + std::tanh(c * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
-      break;
-    }
-    case Act::Relu:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
-      break;
-  }
-}
-
-Act act_of(const std::string& name) {
-  if (name == "gelu") return Act::Gelu;
-  if (name == "relu") return Act::Relu;
-  return Act::GeluTanh;  // gelu_new, gelu_pytorch_tanh
+Activation activation_of(const std::string& name) {
+  if (name == "gelu") return Activation::Gelu;
+  if (name == "relu") return Activation::Relu;
+  return Activation::GeluTanh;  // gelu_new, gelu_pytorch_tanh
 }
 
 }  // namespace
@@ -217,19 +77,21 @@ NativeBert::NativeBert(const BertModelImpl& model, Precision precision, int int8
     at::Tensor qkv_w = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).detach().to(at::kCPU);
     at::Tensor qkv_b = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).detach().to(at::kCPU);
     n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels);
-    auto pack = [&](const torch::nn::Linear& d) {
+    auto pack = [&](const torch::nn::Linear& d, Activation act) {
       return std::make_unique<PackedLinear>(d->weight.detach().to(at::kCPU), d->bias.detach().to(at::kCPU), precision,
-                                            int8_levels);
+                                            int8_levels, act);
     };
-    n.attn_out = pack(l.attention->output->dense);
-    n.inter = pack(l.intermediate->dense);
-    n.out = pack(l.output->dense);
+    n.attn_out = pack(l.attention->output->dense, Activation::None);
+    n.inter = pack(l.intermediate->dense, activation_of(cfg_.hidden_act));
+    n.out = pack(l.output->dense, Activation::None);
     n.ln1_gamma = copy_of(l.attention->output->LayerNorm->weight);
     n.ln1_beta = copy_of(l.attention->output->LayerNorm->bias);
     n.ln2_gamma = copy_of(l.output->LayerNorm->weight);
     n.ln2_beta = copy_of(l.output->LayerNorm->bias);
     layers_.push_back(std::move(n));
   }
+  attention_ = std::make_unique<NativeAttention>(cfg_.num_attention_heads, cfg_.hidden_size / cfg_.num_attention_heads,
+                                                 cfg_.max_position_embeddings, precision == Precision::Bf16);
 }
 
 NativeBert::~NativeBert() = default;
@@ -271,32 +133,36 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
     }
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  const Act act = act_of(cfg_.hidden_act);
   for (const Layer& layer : layers_) {
     layer.qkv->forward(x.data(), T, qkv.data());
-    // Attention per (sequence, head) over that sequence's real tokens: the libtorch path's
-    // additive mask makes the padded keys' weights exactly 0, so leaving them out is the same sum.
-#pragma omp parallel num_threads(threads)
-    {
-      std::vector<float> p(static_cast<size_t>(L + 16)), kv(static_cast<size_t>(dh * (2 * L + 16)));
-      const auto attend = dh == 32 ? &attend_head<32> : dh == 64 ? &attend_head<64> : &attend_head<0>;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t task = 0; task < B * heads; ++task) {
-        const int64_t b = task / heads, h = task % heads;
-        const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
-        attend(qkv.data() + t0 * 3 * H + h * dh, 3 * H, H, n, dh, scale, kv.data(), p.data(),
-               ctx.data() + t0 * H + h * dh, H);
+    // Attention per sequence over its real tokens: the libtorch path's additive mask makes the
+    // padded keys' weights exactly 0, so leaving them out is the same sum. With a sequence per
+    // thread where there are enough; else one after another, each product on the whole team.
+    auto attend = [&](int64_t b) {
+      const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
+      attention_->attend(qkv.data() + t0 * 3 * H, 3 * H, n, scale, ctx.data() + t0 * H, H);
+    };
+    if (B >= threads && threads > 1) {
+      std::vector<std::exception_ptr> errors(static_cast<size_t>(B));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+      for (int64_t b = 0; b < B; ++b) {
+        try {
+          attend(b);
+        } catch (...) {
+          errors[static_cast<size_t>(b)] = std::current_exception();
+        }
       }
+      for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    } else {
+      for (int64_t b = 0; b < B; ++b) attend(b);
     }
     layer.attn_out->forward(ctx.data(), T, tmp.data());
     omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t)  // x <- LN(attn + x)
         add_layer_norm_row(x.data() + t * H, tmp.data() + t * H, H, layer.ln1_gamma.data(), layer.ln1_beta.data(), eps);
     });
-    layer.inter->forward(x.data(), T, mid.data());
-    omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
-      activate(mid.data() + begin * I, static_cast<int64_t>(end - begin) * I, act);
-    });
+    layer.inter->forward(x.data(), T, mid.data());  // GELU fused
     layer.out->forward(mid.data(), T, tmp.data());
     omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t)  // x <- LN(out + x)

@@ -1,8 +1,9 @@
 // The BERT forward pass for CPU inference without libtorch's per-operation dispatch (issue 44):
-// every layer is three oneDNN products on the real tokens only (query/key/value fused, the
-// attention output, the two feed-forward ones; weights packed once, PackedLinear) and loops of
-// sieve's own for the rest (embeddings, LayerNorm, masked softmax attention, GELU), on one OpenMP
-// team, with its scratch made once per call. The libtorch modules (bert.h) stay the reference
+// every layer is four oneDNN products on the real tokens only (query/key/value fused, the
+// attention output, the two feed-forward ones with GELU fused into the first; weights packed once,
+// PackedLinear), attention's two products per sequence (NativeAttention) and loops of sieve's own
+// for the rest (embeddings, LayerNorm, softmax), on one OpenMP team, with its scratch made once per
+// call. The libtorch modules (bert.h) stay the reference
 // and the training path; the two agree within float rounding (tests/unit/model/test_native_bert.cpp).
 // Internal to sieve's model code.
 #pragma once
@@ -11,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/native_attention.h"
 #include "model/packed_linear.h"
 #include "sieve/encoder.h"
 #include "sieve/model.h"
@@ -42,6 +44,7 @@ class NativeBert {
   BertConfig cfg_;
   std::vector<float> word_, position_, type_, emb_gamma_, emb_beta_;
   std::vector<Layer> layers_;
+  std::unique_ptr<NativeAttention> attention_;
 };
 
 }  // namespace sieve

@@ -5,12 +5,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 #include <vector>
 
 #include "core/multiversion.h"
+#include "model/dnnl_engine.h"
 #include "core/omp_threads.h"
+#include "model/fast_math.h"
 #include "sieve/error.h"
 
 namespace sieve {
@@ -21,10 +26,6 @@ using dnnl::memory;
 using Dt = memory::data_type;
 using Tag = memory::format_tag;
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 // Rows per task of the quantize and epilogue loops.
 constexpr int64_t kRowGrain = 8;
@@ -44,7 +45,7 @@ uint8_t* thread_buffer(int slot, size_t bytes) {
   }
   return b.data.get();
 }
-enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };
+enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };  // kQuantized: bf16 rows too
 
 // oneDNN runs its products on OpenMP, whose pool sieve keeps at one thread so that OpenBLAS gets
 // the cores for libtorch's products (src/model/threads.cpp). A product here takes
@@ -87,16 +88,120 @@ SIEVE_CLONES void dequantize_row(const int32_t* acc, int64_t n, float scale, int
     y[i] = static_cast<float>(acc[i] - zero * column_sum[i]) * (scale * weight_scale[i]) + bias[i];
 }
 
+// Floats to bfloat16, rounded to nearest even (as oneDNN's own reorder). Returns false when any
+// entry is a NaN or an infinity (the caller refuses the input; those entries become NaN here).
+SIEVE_CLONES bool to_bf16(const float* x, int64_t n, uint16_t* out) {
+  float probe = 0;
+#pragma omp simd reduction(+ : probe)
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = to_bf16_bits(x[i]);
+    probe += x[i] * 0.0f;  // NaN when any entry is NaN or infinite
+  }
+  return probe == 0.0f;
+}
+
+// The int8 epilogue's activation over one row, in place.
+SIEVE_CLONES void activate_row(float* y, int64_t n, Activation act) {
+  switch (act) {
+    case Activation::None: return;
+    case Activation::Gelu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf(y[i]);
+      return;
+    case Activation::GeluTanh: {
+      const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+      for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.0f + std::tanh(c * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
+      return;
+    }
+    case Activation::Relu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+      return;
+  }
+}
+
+dnnl::primitive_attr product_attr(Activation act, bool in_product) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (in_product && act != Activation::None) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f,
+                       act == Activation::Gelu       ? dnnl::algorithm::eltwise_gelu_erf
+                       : act == Activation::GeluTanh ? dnnl::algorithm::eltwise_gelu_tanh
+                                                     : dnnl::algorithm::eltwise_relu,
+                       0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+// The pieces one product's rows are cut into, each run by a primitive made for exactly its row
+// count: oneDNN's kernels for a fixed row count (brgemm: AMX, AVX-512 VNNI / BF16) are several
+// times faster than its one primitive for a run-time row count (gemm:jit, which in int8 runs at
+// about fp32's speed), and each primitive costs 50-800 us to make and tens of kilobytes of code,
+// so row counts are bucketed: any count up to kExactRows as it is, then kChunkRows-row chunks and
+// a remainder cut into a multiple of kRowStep and what is left. At most 1 + kExactRows +
+// (kChunkRows - kExactRows) / kRowStep primitives a layer shape, made on first use.
+constexpr int64_t kChunkRows = 256;
+constexpr int64_t kExactRows = 64;
+constexpr int64_t kRowStep = 16;
+
+template <class Fn>
+void for_each_piece(int64_t m, Fn&& fn) {
+  int64_t at = 0;
+  for (; m - at >= kChunkRows; at += kChunkRows) fn(at, kChunkRows);
+  const int64_t rest = m - at;
+  if (rest == 0) return;
+  if (rest <= kExactRows) return fn(at, rest);
+  const int64_t stepped = rest / kRowStep * kRowStep;
+  fn(at, stepped);
+  if (rest > stepped) fn(at + stepped, rest - stepped);
+}
+
 }  // namespace
 
 struct PackedLinear::Impl {
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul mm;
-  memory weights;             // reordered into pd.weights_desc()
-  std::vector<float> bias;    // [N] (zeros when the layer has none)
+  Dt src_type = Dt::f32, dst_type = Dt::f32;
+  bool bias_in_product = false;  // fp32 and bf16: oneDNN adds the bias (and activates); int8: the epilogue
+  Activation activation = Activation::None;
+  memory::desc weights_desc;     // the packed layout (the same for every row count)
+  memory weights;
+  std::vector<float> bias;  // [N] (zeros when the layer has none)
   // Int8 only:
   std::vector<float> weight_scale;  // [N]
   std::vector<int32_t> column_sum;  // [N]: sum_k Wq[n, k]
+
+  // The primitive for each row count, made on first use (slot m for m rows; see for_each_piece).
+  struct Product {
+    dnnl::matmul mm;
+    memory::desc scratchpad;
+  };
+  std::unique_ptr<std::atomic<const Product*>[]> slots{new std::atomic<const Product*>[kChunkRows + 1]()};
+  std::mutex making;
+  std::vector<std::unique_ptr<Product>> made;
+  int64_t k = 0, n = 0;
+
+  memory::desc product_desc(memory::dim m, memory::desc& src, memory::desc& dst) const {
+    src = memory::desc({m, k}, src_type, Tag::ab);
+    dst = memory::desc({m, n}, dst_type, Tag::ab);
+    return memory::desc({1, n}, Dt::f32, Tag::ab);
+  }
+
+  const Product& product(int64_t m) {
+    if (const Product* p = slots[m].load(std::memory_order_acquire)) return *p;
+    std::lock_guard<std::mutex> lock(making);
+    if (const Product* p = slots[m].load(std::memory_order_acquire)) return *p;
+    memory::desc src, dst;
+    const memory::desc b = product_desc(m, src, dst);
+    const dnnl::primitive_attr attr = product_attr(activation, bias_in_product);
+    const auto& eng = dnnl_cpu_engine();
+    auto pd = bias_in_product ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_desc, b, dst), attr, eng)
+                              : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_desc, dst), attr, eng);
+    auto p = std::make_unique<Product>(Product{dnnl::matmul(pd), pd.scratchpad_desc()});
+    made.push_back(std::move(p));
+    slots[m].store(made.back().get(), std::memory_order_release);
+    return *made.back();
+  }
 };
 
 bool PackedLinear::cpu_has_vnni() {
@@ -108,8 +213,16 @@ bool PackedLinear::cpu_has_vnni() {
   return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
 }
 
-PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels)
-    : impl_(std::make_unique<Impl>()), precision_(precision) {
+bool PackedLinear::cpu_has_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & want) == want;
+}
+
+PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels,
+                           Activation activation)
+    : impl_(std::make_unique<Impl>()), precision_(precision), activation_(activation) {
+  impl_->activation = activation;
   SIEVE_THROW_IF_NOT(int8_levels == 0 || int8_levels == 63 || int8_levels == 127,
                      "the int8 weight grid must be 127 or 63 levels, not " << int8_levels);
   SIEVE_THROW_IF_NOT(int8_levels != 127 || precision != Precision::Int8 || cpu_has_vnni(),
@@ -119,30 +232,30 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Pre
   at::Tensor w = weight.detach().contiguous();
   n_ = w.size(0);
   k_ = w.size(1);
+  impl_->k = k_;
+  impl_->n = n_;
   const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_);
   impl_->bias.assign(static_cast<size_t>(n_), 0.0f);
   if (bias.defined()) {
     at::Tensor b = bias.detach().contiguous();
     std::copy(b.data_ptr<float>(), b.data_ptr<float>() + n_, impl_->bias.begin());
   }
-  const auto& eng = cpu_engine();
+  const auto& eng = dnnl_cpu_engine();
   dnnl::stream s(eng);
-  // One primitive for every row count: M is a run-time dimension, so the packed weights do not
-  // depend on the batch.
-  const memory::dim M = DNNL_RUNTIME_DIM_VAL;
-  if (precision == Precision::Fp32) {
-    memory::desc src({M, K}, Dt::f32, Tag::ab), wei({K, N}, Dt::f32, Tag::any), b({1, N}, Dt::f32, Tag::ab),
-        dst({M, N}, Dt::f32, Tag::ab);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    impl_->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, b, dst), attr, eng);
-    // W [N, K] row-major is the [K, N] matrix in column-major ("ba") order.
-    memory plain({{K, N}, Dt::f32, Tag::ba}, eng, w.data_ptr<float>());
-    impl_->weights = memory(impl_->pd.weights_desc(), eng);
-    dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
+  // The packed layout oneDNN picks for a chunk's row count; it does not depend on the row count,
+  // and every other row count's primitive is made for this same layout (Impl::product).
+  const memory::dim M = kChunkRows;
+  Dt wtype = Dt::f32;
+  const void* plain_data = w.data_ptr<float>();
+  Dt plain_type = Dt::f32;
+  std::vector<int8_t> q;
+  if (precision == Precision::Fp32 || precision == Precision::Bf16) {
+    impl_->src_type = precision == Precision::Bf16 ? Dt::bf16 : Dt::f32;
+    wtype = impl_->src_type;
+    impl_->bias_in_product = true;
   } else {
     levels_ = int8_levels != 0 ? int8_levels : default_weight_levels();
-    std::vector<int8_t> q(static_cast<size_t>(n_ * k_));
+    q.resize(static_cast<size_t>(n_ * k_));
     impl_->weight_scale.resize(static_cast<size_t>(n_));
     impl_->column_sum.resize(static_cast<size_t>(n_));
     const float* wp = w.data_ptr<float>();
@@ -160,16 +273,29 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Pre
       impl_->weight_scale[static_cast<size_t>(n)] = scale;
       impl_->column_sum[static_cast<size_t>(n)] = sum;
     }
-    memory::desc src({M, K}, Dt::u8, Tag::ab), wei({K, N}, Dt::s8, Tag::any), dst({M, N}, Dt::s32, Tag::ab);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    impl_->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, eng);
-    memory plain({{K, N}, Dt::s8, Tag::ba}, eng, q.data());
-    impl_->weights = memory(impl_->pd.weights_desc(), eng);
-    dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
+    impl_->src_type = Dt::u8;
+    impl_->dst_type = Dt::s32;
+    wtype = plain_type = Dt::s8;
+    plain_data = q.data();
   }
+  memory::desc src({M, K}, impl_->src_type, Tag::ab), wei({K, N}, wtype, Tag::any),
+      dst({M, N}, impl_->dst_type, Tag::ab), b({1, N}, Dt::f32, Tag::ab);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    const dnnl::primitive_attr attr = product_attr(activation, impl_->bias_in_product);
+    pd = impl_->bias_in_product ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, b, dst), attr, eng)
+                                : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, eng);
+  } catch (const dnnl::error& e) {
+    SIEVE_THROW("this CPU has no " << precision_name(precision) << " matrix product in oneDNN ("
+                                   << e.what() << ")" << (precision == Precision::Bf16 ? ": bf16 needs AVX-512" : ""));
+  }
+  impl_->weights_desc = pd.weights_desc();
+  // W [N, K] row-major is the [K, N] matrix in column-major ("ba") order; the reorder converts
+  // fp32 to bf16 (rounding to nearest even) where asked.
+  memory plain({{K, N}, plain_type, Tag::ba}, eng, const_cast<void*>(plain_data));
+  impl_->weights = memory(impl_->weights_desc, eng);
+  dnnl::reorder(plain, impl_->weights).execute(s, plain, impl_->weights);
   s.wait();
-  impl_->mm = dnnl::matmul(impl_->pd);
 }
 
 PackedLinear::~PackedLinear() = default;
@@ -187,23 +313,39 @@ at::Tensor PackedLinear::forward(const at::Tensor& x_in) const {
 
 void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   if (M == 0) return;
-  auto* xp_mut = const_cast<float*>(xp_in);  // oneDNN's memory takes a non-const handle; it only reads
-  const auto& eng = cpu_engine();
+  const auto& eng = dnnl_cpu_engine();
   dnnl::stream s(eng);
-  const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_), Md = static_cast<memory::dim>(M);
-  memory::desc sp_desc = impl_->pd.scratchpad_desc();
-  memory scratchpad(sp_desc, eng, thread_buffer(kScratch, std::max<size_t>(64, sp_desc.get_size())));
+  const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_);
   ScopedOmpThreads threads(compute_threads());
-  if (precision_ == Precision::Fp32) {
-    memory src({{Md, K}, Dt::f32, Tag::ab}, eng, xp_mut);
-    memory dst({{Md, N}, Dt::f32, Tag::ab}, eng, yp_out);
+  // Runs the product on rows [0, M) of src (row-major, `src_bytes` a row) into dst.
+  auto run = [&](void* src_base, size_t src_row_bytes, void* dst_base, size_t dst_row_bytes) {
     memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
-    impl_->mm.execute(s, {{DNNL_ARG_SRC, src},
-                          {DNNL_ARG_WEIGHTS, impl_->weights},
-                          {DNNL_ARG_BIAS, b},
-                          {DNNL_ARG_DST, dst},
-                          {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    for_each_piece(M, [&](int64_t at, int64_t rows) {
+      const Impl::Product& p = impl_->product(rows);
+      const auto r = static_cast<memory::dim>(rows);
+      memory src({{r, K}, impl_->src_type, Tag::ab}, eng, static_cast<uint8_t*>(src_base) + at * src_row_bytes);
+      memory dst({{r, N}, impl_->dst_type, Tag::ab}, eng, static_cast<uint8_t*>(dst_base) + at * dst_row_bytes);
+      memory scratchpad(p.scratchpad, eng, thread_buffer(kScratch, std::max<size_t>(64, p.scratchpad.get_size())));
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      if (impl_->bias_in_product) args.emplace(DNNL_ARG_BIAS, b);
+      p.mm.execute(s, args);
+    });
     s.wait();
+  };
+  if (precision_ == Precision::Fp32) {
+    run(const_cast<float*>(xp_in), k_ * sizeof(float), yp_out, n_ * sizeof(float));  // oneDNN only reads src
+    return;
+  }
+  if (precision_ == Precision::Bf16) {
+    auto* xb = reinterpret_cast<uint16_t*>(thread_buffer(kQuantized, static_cast<size_t>(M * k_) * sizeof(uint16_t)));
+    std::atomic<bool> non_finite{false};
+    at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+      if (!to_bf16(xp_in + begin * k_, (end - begin) * k_, xb + begin * k_)) non_finite = true;
+    });
+    SIEVE_THROW_IF_NOT(!non_finite, "a bf16 layer's input holds a NaN or an infinity (a non-finite activation); "
+                                    "the model's weights or its input states are damaged");
+    run(xb, k_ * sizeof(uint16_t), yp_out, n_ * sizeof(float));
     return;
   }
   // Int8: each row to uint8 with its own scale and zero point.
@@ -224,20 +366,16 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   SIEVE_THROW_IF_NOT(!non_finite, "an int8 layer's input holds a NaN or an infinity (a non-finite activation); "
                                   "the model's weights or its input states are damaged");
   auto* acc = reinterpret_cast<int32_t*>(thread_buffer(kAccumulator, static_cast<size_t>(M * n_) * sizeof(int32_t)));
-  memory src({{Md, K}, Dt::u8, Tag::ab}, eng, q);
-  memory dst({{Md, N}, Dt::s32, Tag::ab}, eng, acc);
-  impl_->mm.execute(s, {{DNNL_ARG_SRC, src},
-                        {DNNL_ARG_WEIGHTS, impl_->weights},
-                        {DNNL_ARG_DST, dst},
-                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
-  s.wait();
+  run(q, static_cast<size_t>(k_), acc, n_ * sizeof(int32_t));
   float* yp = yp_out;
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
   const float* bp = impl_->bias.data();
   at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m)
+    for (int64_t m = begin; m < end; ++m) {
       dequantize_row(acc + m * n_, n_, row_scale[m], row_zero[m], cs, ws, bp, yp + m * n_);
+      activate_row(yp + m * n_, n_, activation_);
+    }
   });
 }
 

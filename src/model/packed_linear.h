@@ -13,7 +13,16 @@
 
 namespace sieve {
 
-/// Immutable once built and shared by threads; every forward() makes its own buffers.
+/// An activation applied to a product's output, fused into it: oneDNN's post-op in fp32 and bf16,
+/// the epilogue's own pass over each row (still in cache) in int8. Gelu: erf form; GeluTanh: the
+/// tanh approximation ("gelu_new").
+enum class Activation { None, Gelu, GeluTanh, Relu };
+
+/// Immutable once built and shared by threads; every forward() makes its own buffers (the
+/// primitive for a row count is made on its first use, under a lock, and kept).
+///
+/// Bf16: weights rounded to bfloat16 once; each call rounds the input's rows to bfloat16 and
+/// oneDNN accumulates in fp32 (AMX or AVX-512 BF16 where the CPU has them), adding the bias.
 ///
 /// Int8: weights are quantized symmetrically per output channel (scale_n = max |W[n, :]| / L,
 /// L = weight_levels()); each call quantizes the input's rows asymmetrically to uint8 (its own
@@ -24,7 +33,8 @@ class PackedLinear {
   /// weight [N, K] and bias [N] (may be undefined), float32 on the CPU. `int8_levels`: the int8
   /// weight grid, 127 or 63 (0 = this CPU's: default_weight_levels()); 127 is refused on a CPU
   /// without VNNI, where it would saturate.
-  PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels = 0);
+  PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels = 0,
+               Activation activation = Activation::None);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
@@ -37,12 +47,15 @@ class PackedLinear {
   int64_t in_features() const { return k_; }
   int64_t out_features() const { return n_; }
   Precision precision() const { return precision_; }
+  Activation activation() const { return activation_; }
   /// Int8: the largest weight magnitude after quantization: 127, or 63 where the CPU lacks VNNI
   /// (its u8 x s8 pair sums pass through int16 and would saturate at full range).
   int weight_levels() const { return levels_; }
 
   /// Whether this machine's oneDNN has a VNNI int8 instruction set (AVX-512 VNNI or AVX-VNNI).
   static bool cpu_has_vnni();
+  /// Whether this machine's oneDNN has native bfloat16 products (AVX-512 BF16, or AMX).
+  static bool cpu_has_bf16();
   /// The int8 weight grid this CPU gets by default: 127 with VNNI, else 63.
   static int default_weight_levels() { return cpu_has_vnni() ? 127 : 63; }
 
@@ -51,6 +64,7 @@ class PackedLinear {
   std::unique_ptr<Impl> impl_;
   int64_t k_ = 0, n_ = 0;
   Precision precision_;
+  Activation activation_ = Activation::None;
   int levels_ = 127;
 };
 

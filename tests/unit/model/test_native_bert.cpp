@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/packed_linear.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/model.h"
@@ -22,9 +23,11 @@ std::vector<std::string> texts_of_many_lengths() {
   std::vector<std::string> t = {"a", "the dog bit the man", "the man bit the dog",
                                 "a red car is parked near the river and the bridge over it is old"};
   std::string grow;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 140; ++i) {
     grow += (i % 3 ? " river" : " stone");
-    if (i % 7 == 0) t.push_back(grow);
+    // Every length up to 36 words, then lengths the attention pads (to a multiple of 16 tokens).
+    if (i % 7 == 0 && i < 40) t.push_back(grow);
+    if (i == 60 || i == 111 || i == 139) t.push_back(grow);
   }
   for (const std::string& q : test::scifact_query_texts(80 - t.size())) t.push_back(q);
   return t;
@@ -131,6 +134,46 @@ TEST(NativeBert, Int8StaysAsNearFp32AsTheLibtorchInt8Pass) {
   EXPECT_GE(n_mean, 0.995);
   EXPECT_GE(n_min, 0.98);
   EXPECT_NEAR(n_mean, t_mean, 1e-3);
+}
+
+TEST(NativeBert, Bf16StaysAsNearFp32AsTheLibtorchBf16Pass) {
+  std::string dir;
+  try {
+    dir = resolve_model_dir("all-MiniLM-L6-v2");
+  } catch (const Error&) {
+    dir = test::make_temp_dir("native_bf16") + "/model";
+    FixtureModelOptions f = test::tiny_model_options(12);
+    f.config.num_hidden_layers = 2;
+    write_fixture_model(dir, f);
+  }
+  EncoderOptions fp32, torch16, native16;
+  torch16.precision = native16.precision = Precision::Bf16;
+  native16.engine = Engine::Native;
+  std::shared_ptr<Encoder> t_enc, n_enc;
+  try {
+    t_enc = Encoder::load(dir, torch16);
+  } catch (const Error& e) {
+    ASSERT_FALSE(PackedLinear::cpu_has_bf16()) << e.what();
+    GTEST_SKIP() << "this CPU has no oneDNN bf16 product (no AVX-512)";
+  }
+  n_enc = Encoder::load(dir, native16);
+  EXPECT_EQ(t_enc->key_grid(), "bf16");
+  EXPECT_EQ(n_enc->key_grid(), "bf16");
+  const auto texts = texts_of_many_lengths();
+  const Embeddings ref = Encoder::load(dir, fp32)->encode(texts, {});
+  const Embeddings t16 = t_enc->encode(texts, {});
+  const Embeddings n16 = n_enc->encode(texts, {});
+  const auto [t_mean, t_min] = key_cosines(ref, t16);
+  const auto [n_mean, n_min] = key_cosines(ref, n16);
+  std::printf("bf16 vs fp32 key cosine on %s: torch mean %.6f min %.6f; native mean %.6f min %.6f\n", dir.c_str(),
+              t_mean, t_min, n_mean, n_min);
+  EXPECT_GE(n_mean, 0.999);
+  EXPECT_GE(n_min, 0.995);
+  EXPECT_LT(n_mean, 1.0 - 1e-7);  // bf16 ran
+  EXPECT_NEAR(n_mean, t_mean, 2e-4);
+  // The two bf16 passes round the same operands: their keys are nearer each other than to fp32.
+  const auto [tn_mean, tn_min] = key_cosines(t16, n16);
+  EXPECT_GE(tn_min, n_min);
 }
 
 TEST(NativeBert, OtherFamiliesAndNamesAreRefused) {

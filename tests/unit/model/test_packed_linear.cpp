@@ -41,6 +41,92 @@ TEST(PackedLinear, Fp32EqualsAtLinearForAnyLeadingShape) {
   EXPECT_LT(max_abs(with_bias.forward(xt) - at::linear(xt, w, b)), 1e-5);
 }
 
+// Row counts are cut into pieces, each with a primitive made for its exact count (up to 64 rows
+// as they are; then 256-row chunks and a remainder cut at a multiple of 16): every cut must give
+// the one product. Counts on each side of every boundary, against at::linear.
+TEST(PackedLinear, EveryRowCountCutIntoPiecesGivesTheWholeProduct) {
+  at::manual_seed(7);
+  const at::Tensor w = at::randn({24, 20}), b = at::randn({24});
+  PackedLinear p(w, b, Precision::Fp32);
+  for (int64_t m : {1, 2, 15, 16, 17, 63, 64, 65, 79, 80, 81, 255, 256, 257, 320, 321, 513, 600}) {
+    const at::Tensor x = at::randn({m, 20});
+    EXPECT_LT(max_abs(p.forward(x) - at::linear(x, w, b)), 1e-5) << m << " rows";
+  }
+  // A row count seen before reuses its primitive and still answers for the new rows.
+  const at::Tensor x = at::randn({65, 20});
+  EXPECT_LT(max_abs(p.forward(x) - at::linear(x, w, b)), 1e-5);
+}
+
+// The fused activation (oneDNN's post-op in fp32, the epilogue's pass in int8) equals the
+// activation applied after the product.
+TEST(PackedLinear, FusedActivationsEqualTheActivationAfterTheProduct) {
+  at::manual_seed(9);
+  const at::Tensor w = at::randn({40, 24}) * 0.3, b = at::randn({40}), x = at::randn({70, 24});
+  const at::Tensor y = at::linear(x, w, b);
+  struct Case {
+    Activation act;
+    at::Tensor want;
+  };
+  for (const Case& c : {Case{Activation::Gelu, at::gelu(y)}, Case{Activation::GeluTanh, at::gelu(y, "tanh")},
+                        Case{Activation::Relu, at::relu(y)}, Case{Activation::None, y}}) {
+    PackedLinear fp32(w, b, Precision::Fp32, 0, c.act);
+    EXPECT_EQ(fp32.activation(), c.act);
+    EXPECT_LT(max_abs(fp32.forward(x) - c.want), 1e-5) << static_cast<int>(c.act);
+    // int8: the same activation on int8's product (its own rounding, then the activation)
+    PackedLinear plain8(w, b, Precision::Int8), fused8(w, b, Precision::Int8, 0, c.act);
+    const at::Tensor y8 = plain8.forward(x);
+    const at::Tensor want8 = c.act == Activation::Gelu       ? at::gelu(y8)
+                             : c.act == Activation::GeluTanh ? at::gelu(y8, "tanh")
+                             : c.act == Activation::Relu     ? at::relu(y8)
+                                                             : y8;
+    EXPECT_LT(max_abs(fused8.forward(x) - want8), 1e-5) << static_cast<int>(c.act);
+  }
+}
+
+// bf16: both operands rounded to bfloat16 (to nearest even, as torch rounds), the sums in fp32;
+// so the answer equals at::linear on the rounded operands up to the order of the fp32 sums.
+bool bf16_available() {
+  try {
+    PackedLinear(at::ones({16, 16}), at::Tensor(), Precision::Bf16);
+    return true;
+  } catch (const Error& e) {
+    // Only a CPU without AVX-512 lacks oneDNN's bf16 products; one with AVX-512 BF16 must have them.
+    EXPECT_FALSE(PackedLinear::cpu_has_bf16()) << e.what();
+    return false;
+  }
+}
+
+TEST(PackedLinear, Bf16EqualsTheProductOfTheRoundedOperands) {
+  if (!bf16_available()) GTEST_SKIP() << "this CPU has no oneDNN bf16 product (no AVX-512)";
+  at::manual_seed(8);
+  for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 40, 24}, {3, 64, 48}, {70, 96, 30},
+                                                                          {300, 32, 16}}) {
+    const at::Tensor w = at::randn({N, K}), b = at::randn({N}), x = at::randn({M, K});
+    auto round = [](const at::Tensor& t) { return t.to(at::kBFloat16).to(at::kFloat); };
+    PackedLinear p(w, b, Precision::Bf16);
+    EXPECT_EQ(p.precision(), Precision::Bf16);
+    const at::Tensor y = p.forward(x);
+    const at::Tensor want = at::linear(round(x).to(at::kDouble), round(w).to(at::kDouble), b.to(at::kDouble)).to(at::kFloat);
+    const double scale = max_abs(want);
+    EXPECT_LT(max_abs(y - want), 2e-6 * scale * std::sqrt(double(K))) << M << "x" << K << "x" << N;
+    // and it is not fp32's product: the rounding shows
+    EXPECT_GT(max_abs(y - at::linear(x, w, b)), 1e-4 * scale) << M << "x" << K << "x" << N;
+    EXPECT_LT(max_abs(y - at::linear(x, w, b)), 0.03 * scale) << M << "x" << K << "x" << N;
+  }
+}
+
+TEST(PackedLinear, Bf16RefusesNonFiniteActivations) {
+  if (!bf16_available()) GTEST_SKIP() << "this CPU has no oneDNN bf16 product (no AVX-512)";
+  const at::Tensor w = at::randn({16, 32}), b = at::randn({16});
+  PackedLinear p(w, b, Precision::Bf16);
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    at::Tensor x = at::randn({5, 32});
+    x[4][31] = bad;
+    test::expect_error([&] { p.forward(x); }, "NaN or an infinity");
+  }
+  EXPECT_NO_THROW(p.forward(at::randn({5, 32})));
+}
+
 // The int8 product by hand: weights per output channel to [-L, L], rows to uint8 with their own
 // scale and zero point (the range widened to include 0), integer sums, then the float epilogue.
 at::Tensor naive_int8(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int levels) {
@@ -79,7 +165,8 @@ at::Tensor naive_int8(const at::Tensor& x, const at::Tensor& w, const at::Tensor
 
 TEST(PackedLinear, Int8EqualsANaiveInt8ReferenceAndStaysNearFp32) {
   at::manual_seed(2);
-  for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 40, 24}, {9, 64, 48}, {37, 96, 30}}) {
+  for (auto [M, K, N] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 40, 24}, {9, 64, 48}, {37, 96, 30}, {290, 24, 12}}) {
     const at::Tensor w = at::randn({N, K}) * 0.1, b = at::randn({N});
     // Skewed rows (as after GELU), one all-zero row and one constant row.
     at::Tensor x = at::randn({M, K}).abs_() - 0.2;
@@ -154,13 +241,17 @@ TEST(PackedLinear, Int8RefusesNonFiniteActivations) {
 TEST(PackedLinear, PrecisionNames) {
   EXPECT_EQ(precision_from_name("int8"), Precision::Int8);
   EXPECT_EQ(precision_from_name("fp32"), Precision::Fp32);
+  EXPECT_EQ(precision_from_name("bf16"), Precision::Bf16);
+  EXPECT_EQ(precision_from_name("bfloat16"), Precision::Bf16);
   EXPECT_STREQ(precision_name(Precision::Int8), "int8");
+  EXPECT_STREQ(precision_name(Precision::Bf16), "bf16");
+  EXPECT_STREQ(precision_name(Precision::Fp32), "fp32");
   test::expect_error([] { precision_from_name("int4"); }, "unknown precision 'int4'");
 }
 
-// Keys of the int8 encoder against fp32 on real sentences of the real model (the bounds:
-// mean cosine >= 0.995, min >= 0.98), or on the tiny fixture when the model is not installed.
-TEST(PackedLinear, Int8EncoderKeysStayWithinTheBoundsOfFp32) {
+// Keys of an encoder at `precision` against fp32 on real sentences of the real model, or on the
+// tiny fixture when the model is not installed: {mean, min} cosine; prints them.
+std::pair<double, double> key_cosines_against_fp32(Precision precision, const std::string& expect_grid_prefix) {
   std::string dir;
   try {
     dir = resolve_model_dir("all-MiniLM-L6-v2");
@@ -171,13 +262,15 @@ TEST(PackedLinear, Int8EncoderKeysStayWithinTheBoundsOfFp32) {
   if (!dir.empty())
     for (const std::string& q : test::scifact_query_texts(195)) texts.push_back(q);
   if (dir.empty()) {
-    dir = test::make_temp_dir("packed_int8") + "/model";
+    dir = test::make_temp_dir("packed_keys") + "/model";
     write_fixture_model(dir, test::tiny_model_options(3));
   }
-  EncoderOptions fp32, int8;
-  int8.precision = Precision::Int8;
+  EncoderOptions fp32, other;
+  other.precision = precision;
+  const auto enc = Encoder::load(dir, other);
+  EXPECT_EQ(enc->key_grid().rfind(expect_grid_prefix, 0), 0u) << enc->key_grid();
   const Embeddings a = Encoder::load(dir, fp32)->encode(texts, {});
-  const Embeddings b = Encoder::load(dir, int8)->encode(texts, {});
+  const Embeddings b = enc->encode(texts, {});
   const size_t d = a.dim;
   double sum = 0, lo = 1;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -187,10 +280,26 @@ TEST(PackedLinear, Int8EncoderKeysStayWithinTheBoundsOfFp32) {
     lo = std::min(lo, c);
   }
   const double mean = sum / static_cast<double>(texts.size());
-  std::printf("%zu texts of %s: key cosine int8 vs fp32 mean %.5f, min %.5f\n", texts.size(), dir.c_str(), mean, lo);
+  std::printf("%zu texts of %s: key cosine %s vs fp32 mean %.5f, min %.5f\n", texts.size(), dir.c_str(),
+              precision_name(precision), mean, lo);
+  return {mean, lo};
+}
+
+// The bounds for int8: mean cosine >= 0.995, min >= 0.98.
+TEST(PackedLinear, Int8EncoderKeysStayWithinTheBoundsOfFp32) {
+  const auto [mean, lo] = key_cosines_against_fp32(Precision::Int8, "int8-");
   EXPECT_GE(mean, 0.995);
   EXPECT_GE(lo, 0.98);
   EXPECT_LT(mean, 1.0 - 1e-7);  // int8 really ran: the keys are not fp32's
+}
+
+// bf16 keeps 8 bits of mantissa where int8 keeps about 7 of range: tighter bounds.
+TEST(PackedLinear, Bf16EncoderKeysStayWithinTheBoundsOfFp32) {
+  if (!bf16_available()) GTEST_SKIP() << "this CPU has no oneDNN bf16 product (no AVX-512)";
+  const auto [mean, lo] = key_cosines_against_fp32(Precision::Bf16, "bf16");
+  EXPECT_GE(mean, 0.999);
+  EXPECT_GE(lo, 0.995);
+  EXPECT_LT(mean, 1.0 - 1e-7);  // bf16 really ran
 }
 
 }  // namespace

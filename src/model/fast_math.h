@@ -1,0 +1,56 @@
+// Vectorisable float functions for sieve's own inference loops (the native pass, PackedLinear's
+// epilogues): exp, erf and GELU without a libm call per element, and rounding to bfloat16.
+// Internal to sieve's model code.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace sieve {
+
+// exp(x) for the vectorised loops (libm's expf is a call per element): Cephes' reduction by ln 2
+// in two parts and its degree-5 polynomial, within 2 ulp over the range softmax and GELU use;
+// below -87.3 it gives 2^-126 scaled (about 1e-38), not 0.
+inline float fast_exp(float x) {
+  x = std::min(std::max(x, -87.3f), 88.3f);
+  // Round to nearest by the shifter 1.5 x 2^23 (no branch, no call: the loops vectorise).
+  constexpr float kShifter = 12582912.0f;
+  const float n = (x * 1.44269504088896341f + kShifter) - kShifter;
+  const auto ni = static_cast<int32_t>(n);
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t bits = (ni + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+// erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), with fast_exp.
+inline float fast_erf(float x) {
+  const float a = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float e = 1.0f - poly * fast_exp(-a * a);
+  return std::copysign(e, x);
+}
+
+// GELU by erf, 0.5 x (1 + erf(x / sqrt 2)), as BERT's "gelu".
+inline float gelu_erf(float x) { return 0.5f * x * (1.0f + fast_erf(x * static_cast<float>(M_SQRT1_2))); }
+
+// A float to bfloat16, rounded to nearest even (as torch and oneDNN round); NaN and infinities are
+// the caller's to refuse (they come out as some NaN or infinity).
+inline uint16_t to_bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+}  // namespace sieve
