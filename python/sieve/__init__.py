@@ -88,14 +88,15 @@ class Encoder:
         self._impl = impl
 
     @classmethod
-    def load(cls, path=None, device="cpu", threads=0, max_length=0, precision="fp32", engine="torch"):
+    def load(cls, path=None, device="cpu", threads=0, max_length=0, precision="fp32", engine="auto"):
         """Loads a model by name or folder (None: the default model) on `device` ("cpu", "cuda",
         "cuda:N") with `threads` compute threads (0: every core). `max_length` caps the tokens of a
         text, special tokens included (0: the model's own cap; at most its positions).
         `precision="int8"` runs a BERT-family model's dense layers in int8 on the CPU (faster; keys
         within about 0.01 in cosine of fp32); `precision="bf16"` in bfloat16 with fp32 sums (fastest
         where the CPU has AMX or AVX-512 BF16; keys within about 1e-5 in cosine). `engine="native"` runs a BERT model's forward pass in
-        sieve's own code instead of libtorch's modules (the same states within float rounding)."""
+        sieve's own code instead of libtorch's modules (the same states within float rounding),
+        `engine="torch"` libtorch's; the default, "auto", is native where it runs, else torch."""
         return cls(_Encoder.load(str(path or ""), device, threads, max_length, precision, engine))
 
     @property

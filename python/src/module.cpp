@@ -319,7 +319,7 @@ PYBIND11_MODULE(_sieve, m) {
             return std::shared_ptr<Encoder>(Encoder::load(dir, eo));
           },
           py::arg("path") = "", py::arg("device") = "cpu", py::arg("threads") = 0, py::arg("max_length") = 0,
-          py::arg("precision") = "fp32", py::arg("engine") = "torch")
+          py::arg("precision") = "fp32", py::arg("engine") = "auto")
       .def_property_readonly("dim", &Encoder::dim)
       .def_property_readonly("max_length", &Encoder::max_length)
       .def_property_readonly("path", [](const Encoder& e) { return e.info().dir; })

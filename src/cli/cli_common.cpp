@@ -116,10 +116,11 @@ void DeviceFlags::add(CLI::App* cmd) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "int8", "bf16"}));
   cmd->add_option("--engine", engine,
-                  "The encoder's CPU forward pass: torch (libtorch's modules, every family), or native (sieve's own "
-                  "pass for BERT models: no per-operation dispatch; the same keys within float rounding)")
+                  "The encoder's CPU forward pass: torch (libtorch's modules, every family), native (sieve's own "
+                  "pass for BERT models: no per-operation dispatch; the same keys within float rounding), or auto "
+                  "(native where it runs, else torch)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"torch", "native"}));
+      ->check(CLI::IsMember({"torch", "native", "auto"}));
 }
 
 EncoderOptions DeviceFlags::options() const {

@@ -18,7 +18,7 @@ struct DeviceFlags {
   std::string device = "cpu";
   int threads = 0;
   std::string precision = "fp32";
-  std::string engine = "torch";
+  std::string engine = "auto";
   void add(CLI::App* cmd);
   /// EncoderOptions with the device, thread count, precision and engine set.
   EncoderOptions options() const;

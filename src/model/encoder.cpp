@@ -55,9 +55,10 @@ class BertEncoder final : public Encoder {
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
-    if (opt.engine == Engine::Native) {
-      auto* bert = dynamic_cast<BertModelImpl*>(model_.get());
-      SIEVE_THROW_IF_NOT(device_.is_cpu() && bert && NativeBert::supports(info_.config),
+    auto* bert = dynamic_cast<BertModelImpl*>(model_.get());
+    const bool native_runs = device_.is_cpu() && bert && NativeBert::supports(info_.config);
+    if (opt.engine == Engine::Native || (opt.engine == Engine::Auto && native_runs)) {
+      SIEVE_THROW_IF_NOT(native_runs,
                          "the native engine runs BERT models on the CPU; '" << dir << "' is a " << info_.config.model_type
                                                                             << " model" << (device_.is_cpu() ? "" : " on CUDA")
                                                                             << " (use the torch engine)");

@@ -34,10 +34,18 @@ const char* precision_name(Precision p) {
 Engine engine_from_name(const std::string& name) {
   if (name == "torch") return Engine::Torch;
   if (name == "native") return Engine::Native;
-  SIEVE_THROW("unknown engine '" << name << "' (expected torch or native)");
+  if (name == "auto") return Engine::Auto;
+  SIEVE_THROW("unknown engine '" << name << "' (expected torch, native or auto)");
 }
 
-const char* engine_name(Engine e) { return e == Engine::Native ? "native" : "torch"; }
+const char* engine_name(Engine e) {
+  switch (e) {
+    case Engine::Torch: return "torch";
+    case Engine::Native: return "native";
+    case Engine::Auto: return "auto";
+  }
+  SIEVE_ASSERT(false);
+}
 
 const char* pooling_name(Pooling p) {
   switch (p) {

@@ -41,6 +41,17 @@ SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h
   for (int64_t i = 0; i < h; ++i) x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
 }
 
+// The calling thread's scratch of at least n floats, kept and grown between calls.
+float* thread_scratch(size_t n) {
+  thread_local std::unique_ptr<float[]> data;
+  thread_local size_t size = 0;
+  if (size < n) {
+    data.reset(new float[n]);
+    size = n;
+  }
+  return data.get();
+}
+
 Activation activation_of(const std::string& name) {
   if (name == "gelu") return Activation::Gelu;
   if (name == "relu") return Activation::Relu;
@@ -117,14 +128,19 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   }
   const int threads = compute_threads();
   ScopedOmpThreads scoped(threads);
-  // Scratch for the whole call: states, fused query/key/value, context, the feed-forward's middle.
-  std::vector<float> x(static_cast<size_t>(T * H)), qkv(static_cast<size_t>(T * 3 * H)), ctx(static_cast<size_t>(T * H)),
-      tmp(static_cast<size_t>(T * H)), mid(static_cast<size_t>(T * I));
+  // Scratch for the whole call: states, fused query/key/value, context, the feed-forward's middle;
+  // the calling thread's, kept between calls (fresh zero-filled buffers cost page faults and a
+  // fill: a tenth of a batch's time at 32 x 128 tokens).
+  float* const x = thread_scratch(static_cast<size_t>(T * (H + 3 * H + H + H + I)));
+  float* const qkv = x + T * H;
+  float* const ctx = qkv + T * 3 * H;
+  float* const tmp = ctx + T * H;
+  float* const mid = tmp + T * H;
   omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const int64_t flat = pos[t], j = flat % L;
       const int64_t type = types ? types[flat] : 0;
-      float* row = x.data() + t * H;
+      float* row = x + t * H;
       const float* w = word_.data() + ids[flat] * H;
       const float* p = position_.data() + j * H;
       const float* ty = type_.data() + type * H;
@@ -134,13 +150,13 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (const Layer& layer : layers_) {
-    layer.qkv->forward(x.data(), T, qkv.data());
+    layer.qkv->forward(x, T, qkv);
     // Attention per sequence over its real tokens: the libtorch path's additive mask makes the
     // padded keys' weights exactly 0, so leaving them out is the same sum. With a sequence per
     // thread where there are enough; else one after another, each product on the whole team.
     auto attend = [&](int64_t b) {
       const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
-      attention_->attend(qkv.data() + t0 * 3 * H, 3 * H, n, scale, ctx.data() + t0 * H, H);
+      attention_->attend(qkv + t0 * 3 * H, 3 * H, n, scale, ctx + t0 * H, H);
     };
     if (B >= threads && threads > 1) {
       std::vector<std::exception_ptr> errors(static_cast<size_t>(B));
@@ -157,20 +173,20 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
     } else {
       for (int64_t b = 0; b < B; ++b) attend(b);
     }
-    layer.attn_out->forward(ctx.data(), T, tmp.data());
+    layer.attn_out->forward(ctx, T, tmp);
     omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t)  // x <- LN(attn + x)
-        add_layer_norm_row(x.data() + t * H, tmp.data() + t * H, H, layer.ln1_gamma.data(), layer.ln1_beta.data(), eps);
+        add_layer_norm_row(x + t * H, tmp + t * H, H, layer.ln1_gamma.data(), layer.ln1_beta.data(), eps);
     });
-    layer.inter->forward(x.data(), T, mid.data());  // GELU fused
-    layer.out->forward(mid.data(), T, tmp.data());
+    layer.inter->forward(x, T, mid);  // GELU fused
+    layer.out->forward(mid, T, tmp);
     omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t)  // x <- LN(out + x)
-        add_layer_norm_row(x.data() + t * H, tmp.data() + t * H, H, layer.ln2_gamma.data(), layer.ln2_beta.data(), eps);
+        add_layer_norm_row(x + t * H, tmp + t * H, H, layer.ln2_gamma.data(), layer.ln2_beta.data(), eps);
     });
   }
   for (int64_t t = 0; t < T; ++t)
-    std::memcpy(out + pos[static_cast<size_t>(t)] * H, x.data() + t * H, static_cast<size_t>(H) * sizeof(float));
+    std::memcpy(out + pos[static_cast<size_t>(t)] * H, x + t * H, static_cast<size_t>(H) * sizeof(float));
 }
 
 }  // namespace sieve

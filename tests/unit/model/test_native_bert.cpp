@@ -50,6 +50,7 @@ std::pair<double, double> max_gaps(const Embeddings& a, const Embeddings& b) {
 
 void expect_engines_agree(const std::string& dir, double tol) {
   EncoderOptions torch_opt, native_opt;
+  torch_opt.engine = Engine::Torch;
   native_opt.engine = Engine::Native;
   auto reference = Encoder::load(dir, torch_opt);
   auto native = Encoder::load(dir, native_opt);
@@ -121,6 +122,7 @@ TEST(NativeBert, Int8StaysAsNearFp32AsTheLibtorchInt8Pass) {
   // another int8 step, so the two int8 passes are compared by how near each stays to fp32.
   EncoderOptions fp32, torch8, native8;
   torch8.precision = native8.precision = Precision::Int8;
+  fp32.engine = torch8.engine = Engine::Torch;
   native8.engine = Engine::Native;
   const auto texts = texts_of_many_lengths();
   const Embeddings ref = Encoder::load(dir, fp32)->encode(texts, {});
@@ -148,6 +150,7 @@ TEST(NativeBert, Bf16StaysAsNearFp32AsTheLibtorchBf16Pass) {
   }
   EncoderOptions fp32, torch16, native16;
   torch16.precision = native16.precision = Precision::Bf16;
+  fp32.engine = torch16.engine = Engine::Torch;
   native16.engine = Engine::Native;
   std::shared_ptr<Encoder> t_enc, n_enc;
   try {
@@ -176,6 +179,27 @@ TEST(NativeBert, Bf16StaysAsNearFp32AsTheLibtorchBf16Pass) {
   EXPECT_GE(tn_min, n_min);
 }
 
+// The default engine, auto: the native pass for a BERT model on the CPU (the same keys bit for
+// bit), libtorch's for another family (where native is refused).
+TEST(NativeBert, AutoRunsNativeWhereItRunsAndTorchElsewhere) {
+  const std::string root = test::make_temp_dir("native_auto");
+  EncoderOptions automatic, torch, native;
+  EXPECT_EQ(automatic.engine, Engine::Auto);  // the default
+  torch.engine = Engine::Torch;
+  native.engine = Engine::Native;
+  const std::vector<std::string> texts = {"the dog bit the man", "a", "the man bit the dog near the old stone bridge"};
+  FixtureModelOptions f = test::tiny_model_options(6);
+  write_fixture_model(root + "/bert", f);
+  const auto a = Encoder::load(root + "/bert", automatic)->encode(texts, {}).pooled;
+  EXPECT_EQ(a, Encoder::load(root + "/bert", native)->encode(texts, {}).pooled);
+  EXPECT_NE(a, Encoder::load(root + "/bert", torch)->encode(texts, {}).pooled);
+  f.config.model_type = "roberta";
+  f.config.pad_token_id = 1;
+  write_fixture_model(root + "/roberta", f);
+  EXPECT_EQ(Encoder::load(root + "/roberta", automatic)->encode(texts, {}).pooled,
+            Encoder::load(root + "/roberta", torch)->encode(texts, {}).pooled);
+}
+
 TEST(NativeBert, OtherFamiliesAndNamesAreRefused) {
   const std::string dir = test::make_temp_dir("native_refuse") + "/model";
   FixtureModelOptions f = test::tiny_model_options(5);
@@ -188,6 +212,8 @@ TEST(NativeBert, OtherFamiliesAndNamesAreRefused) {
   EXPECT_EQ(engine_from_name("native"), Engine::Native);
   EXPECT_EQ(engine_from_name("torch"), Engine::Torch);
   EXPECT_STREQ(engine_name(Engine::Native), "native");
+  EXPECT_EQ(engine_from_name("auto"), Engine::Auto);
+  EXPECT_STREQ(engine_name(Engine::Auto), "auto");
   test::expect_error([] { engine_from_name("onnx"); }, "unknown engine 'onnx'");
 }
 
