@@ -1,6 +1,5 @@
 #include "model/packed_linear.h"
 
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,8 +26,18 @@ using Dt = memory::data_type;
 using Tag = memory::format_tag;
 
 
-// Rows per task of the quantize and epilogue loops.
-constexpr int64_t kRowGrain = 8;
+// The per-row passes around a product (rounding to bfloat16, int8's quantization and epilogue)
+// on the compute threads' OpenMP team: libtorch's pool, which at::parallel_for would use, is held
+// at one thread (model/threads.cpp). Below kParallelFloats floats a pass stays on the calling
+// thread, where waking the team would cost more than it saves (batch-1 queries).
+constexpr int64_t kParallelFloats = int64_t{1} << 16;
+template <class Fn>
+void for_rows(int64_t m, int64_t width, Fn&& fn) {
+  const int threads = compute_threads();
+  if (threads <= 1 || m * width < kParallelFloats || m < 2) return fn(int64_t{0}, m);
+  omp_ranges(static_cast<size_t>(m), threads,
+             [&](size_t begin, size_t end) { fn(static_cast<int64_t>(begin), static_cast<int64_t>(end)); });
+}
 
 // A grow-only buffer per thread and purpose: the calls of one thread run one after another, and
 // fresh zero-filled buffers per call cost page faults that show at batch 1.
@@ -340,7 +349,7 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   if (precision_ == Precision::Bf16) {
     auto* xb = reinterpret_cast<uint16_t*>(thread_buffer(kQuantized, static_cast<size_t>(M * k_) * sizeof(uint16_t)));
     std::atomic<bool> non_finite{false};
-    at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+    for_rows(M, k_, [&](int64_t begin, int64_t end) {
       if (!to_bf16(xp_in + begin * k_, (end - begin) * k_, xb + begin * k_)) non_finite = true;
     });
     SIEVE_THROW_IF_NOT(!non_finite, "a bf16 layer's input holds a NaN or an infinity (a non-finite activation); "
@@ -355,7 +364,7 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   auto* row_zero = reinterpret_cast<int32_t*>(row_params + M);
   const float* xp = xp_in;
   std::atomic<bool> non_finite{false};
-  at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+  for_rows(M, k_, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const auto [scale, zero] = quantize_row(xp + m * k_, k_, q + m * k_);
       if (std::isnan(scale)) non_finite = true;
@@ -371,7 +380,7 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
   const float* bp = impl_->bias.data();
-  at::parallel_for(0, M, kRowGrain, [&](int64_t begin, int64_t end) {
+  for_rows(M, n_, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       dequantize_row(acc + m * n_, n_, row_scale[m], row_zero[m], cs, ws, bp, yp + m * n_);
       activate_row(yp + m * n_, n_, activation_);
