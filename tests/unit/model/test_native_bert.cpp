@@ -108,16 +108,21 @@ std::pair<double, double> key_cosines(const Embeddings& a, const Embeddings& b) 
   return {sum / static_cast<double>(n), lo};
 }
 
-TEST(NativeBert, Int8StaysAsNearFp32AsTheLibtorchInt8Pass) {
-  std::string dir;
+// The real model when installed, else a 2-layer fixture from `seed`.
+std::string real_model_or_fixture(const std::string& name, uint64_t seed) {
   try {
-    dir = resolve_model_dir("all-MiniLM-L6-v2");
+    return resolve_model_dir("all-MiniLM-L6-v2");
   } catch (const Error&) {
-    dir = test::make_temp_dir("native_int8") + "/model";
-    FixtureModelOptions f = test::tiny_model_options(11);
+    const std::string dir = test::make_temp_dir(name) + "/model";
+    FixtureModelOptions f = test::tiny_model_options(seed);
     f.config.num_hidden_layers = 2;
     write_fixture_model(dir, f);
+    return dir;
   }
+}
+
+TEST(NativeBert, Int8StaysAsNearFp32AsTheLibtorchInt8Pass) {
+  const std::string dir = real_model_or_fixture("native_int8", 11);
   // The same quantization of the same weights; but activations a float rounding apart may land in
   // another int8 step, so the two int8 passes are compared by how near each stays to fp32.
   EncoderOptions fp32, torch8, native8;
@@ -139,15 +144,7 @@ TEST(NativeBert, Int8StaysAsNearFp32AsTheLibtorchInt8Pass) {
 }
 
 TEST(NativeBert, Bf16StaysAsNearFp32AsTheLibtorchBf16Pass) {
-  std::string dir;
-  try {
-    dir = resolve_model_dir("all-MiniLM-L6-v2");
-  } catch (const Error&) {
-    dir = test::make_temp_dir("native_bf16") + "/model";
-    FixtureModelOptions f = test::tiny_model_options(12);
-    f.config.num_hidden_layers = 2;
-    write_fixture_model(dir, f);
-  }
+  const std::string dir = real_model_or_fixture("native_bf16", 12);
   EncoderOptions fp32, torch16, native16;
   torch16.precision = native16.precision = Precision::Bf16;
   fp32.engine = torch16.engine = Engine::Torch;
