@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
   CLI::App app{"sieve stage-1 benchmark"};
   std::string model, corpus, queries_path, work, qrels_path;
   size_t synthetic = 100000, chunk = 512, max_queries = 300;
-  int threads = 0;
+  int threads = 0, ef_construction = IndexBuildOptions{}.hnsw_ef_construction;
+  std::string engine = "auto", precision = "fp32", vectors = "auto";
+  std::vector<std::string> codec_names = {"fp32", "fp16", "sq8", "sq4", "pq", "pq64", "pq32", "res2", "res1"};
   app.add_option("--model", model, "a model name or folder")->required();
   app.add_option("--corpus", corpus)->required();
   app.add_option("--queries", queries_path)->required();
@@ -63,7 +65,13 @@ int main(int argc, char** argv) {
   app.add_option("--synthetic", synthetic, "vectors in the synthetic ANN corpus (0 = skip)");
   app.add_option("--max-queries", max_queries);
   app.add_option("--threads", threads);
+  app.add_option("--engine", engine, "the encoder's pass: auto, torch or native")->capture_default_str();
+  app.add_option("--precision", precision, "fp32, int8 or bf16")->capture_default_str();
+  app.add_option("--vectors", vectors, "the build's vector index factory (auto, Flat, HNSW32, ...)")->capture_default_str();
+  app.add_option("--ef-construction", ef_construction, "HNSW efConstruction of the build")->capture_default_str();
+  app.add_option("--codecs", codec_names, "token codecs to measure (none: skip)")->delimiter(',')->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (codec_names.size() == 1 && codec_names[0] == "none") codec_names.clear();
   set_compute_threads(threads);
   model = resolve_model_dir(model);
   nlohmann::json out;
@@ -71,6 +79,8 @@ int main(int argc, char** argv) {
   // 1. Pure encoding, chunked exactly as the build chunks it.
   EncoderOptions eo;
   eo.threads = threads;
+  eo.engine = engine_from_name(engine);
+  eo.precision = precision_from_name(precision);
   auto enc = Encoder::load(model, eo);
   std::vector<Document> docs;
   {
@@ -100,6 +110,8 @@ int main(int argc, char** argv) {
   fs::remove_all(ix + ".partial");
   IndexBuildOptions bo;
   bo.chunk_docs = chunk;
+  bo.vector_factory = vectors;
+  bo.hnsw_ef_construction = ef_construction;
   BuildReport rep = build_index(model, corpus, ix, bo, eo);
   out["corpus"] = {{"documents", docs.size()}, {"tokens", n_tokens}, {"dim", enc->dim()},
                    {"max_length", enc->max_length()}};
@@ -108,7 +120,15 @@ int main(int argc, char** argv) {
                   {"build_seconds", rep.total_seconds},
                   {"build_docs_per_second", docs.size() / rep.total_seconds},
                   {"encoder_seconds_inside_build", rep.encode_seconds},
+                  {"vectors_seconds_inside_build", rep.vectors_seconds},
+                  {"lexical_seconds_inside_build", rep.lexical_seconds},
+                  {"store_seconds_inside_build", rep.store_seconds},
+                  {"vector_index", vectors},
+                  {"ef_construction", ef_construction},
+                  {"engine", engine},
+                  {"precision", precision},
                   {"overhead_vs_encode_only", rep.total_seconds / encode_s - 1.0}};
+  std::fprintf(stderr, "build: %s\n", out["build"].dump().c_str());
 
   // 3. Codecs on the real token states.
   const size_t d = enc->dim();
@@ -177,7 +197,7 @@ int main(int argc, char** argv) {
     out["stage2_exact_f1_rerank_ndcg@10"] = rerank([&](size_t c) -> const TokenStates& { return tokens[c]; }, exact_f1);
   }
   nlohmann::json codecs = nlohmann::json::array();
-  for (const char* name : {"fp32", "fp16", "sq8", "sq4", "pq", "pq64", "pq32", "res2", "res1"}) {
+  for (const std::string& name : codec_names) {
     auto c = index::TokenCodec::create(index::TokenCodec::factory_for(name, d), d);
     auto tt = Clock::now();
     c->train(sample.size() / d, sample.data());
@@ -246,7 +266,7 @@ int main(int argc, char** argv) {
                       {"encode_us_per_document", encode_codes_s / tokens.size() * 1e6},
                       {"decode_us_per_document", decode_s / tokens.size() * 1e6},
                       {"max_abs_cosine_error", max_err}});
-    std::fprintf(stderr, "codec %s done\n", name);
+    std::fprintf(stderr, "codec %s done\n", name.c_str());
   }
   out["codecs"] = codecs;
   tokens.clear();

@@ -117,7 +117,8 @@ void DeviceFlags::add(CLI::App* cmd) {
       ->check(CLI::IsMember({"fp32", "int8", "bf16"}));
   cmd->add_option("--engine", engine,
                   "The encoder's CPU forward pass: torch (libtorch's modules, every family), native (sieve's own "
-                  "pass for BERT models: no per-operation dispatch; the same keys within float rounding), or auto "
+                  "pass for the BERT family: BERT, RoBERTa / XLM-R, MPNet; no per-operation dispatch; the same keys "
+                  "within float rounding), or auto "
                   "(native where it runs, else torch)")
       ->capture_default_str()
       ->check(CLI::IsMember({"torch", "native", "auto"}));

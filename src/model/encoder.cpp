@@ -55,17 +55,16 @@ class BertEncoder final : public Encoder {
     model_->load_weights(*weights);
     model_->eval();
     model_->to(device_);
-    auto* bert = dynamic_cast<BertModelImpl*>(model_.get());
-    const bool native_runs = device_.is_cpu() && bert && NativeBert::supports(info_.config);
+    const bool native_runs = device_.is_cpu() && NativeBert::supports(info_.config);
     if (opt.engine == Engine::Native || (opt.engine == Engine::Auto && native_runs)) {
       SIEVE_THROW_IF_NOT(native_runs,
-                         "the native engine runs BERT models on the CPU; '" << dir << "' is a " << info_.config.model_type
+                         "the native engine runs the BERT family (bert, roberta, xlm-roberta, mpnet) on the CPU; '" << dir << "' is a " << info_.config.model_type
                                                                             << " model" << (device_.is_cpu() ? "" : " on CUDA")
                                                                             << " (use the torch engine)");
       const int levels = opt.precision == Precision::Int8
                              ? (opt.int8_levels ? opt.int8_levels : PackedLinear::default_weight_levels())
                              : 0;
-      native_ = std::make_unique<NativeBert>(*bert, opt.precision, levels);
+      native_ = std::make_unique<NativeBert>(*model_, opt.precision, levels);
       key_grid_ = key_grid_name(opt.precision, levels);
       model_.reset();  // the native pass holds its own copies (int8: no fp32 copy of the dense layers)
       return;

@@ -51,17 +51,32 @@ SIEVE_MULTIVERSION void gather_head(const float* src, int64_t stride, int64_t n,
   std::memset(out + n * dh, 0, static_cast<size_t>((np - n) * dh) * sizeof(T));
 }
 
-// Softmax of one row of scores over its first n entries (scaled), as T; entries n..np are 0.
+// Softmax of one row of scores over its first n entries (scaled, plus bias[positions[j]] where
+// bias is not null), as T; entries n..np are 0.
 template <class T>
-SIEVE_MULTIVERSION void softmax_row(const float* s, int64_t n, int64_t np, float scale, T* p, float* tmp) {
-  float mx = s[0];
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+SIEVE_MULTIVERSION void softmax_row(const float* s, int64_t n, int64_t np, float scale, const float* bias,
+                                    const int64_t* positions, T* p, float* tmp) {
   float sum = 0;
+  if (bias) {
+    // As the libtorch pass orders it: the scaled score, then the bias added.
+    for (int64_t j = 0; j < n; ++j) tmp[j] = s[j] * scale + bias[positions[j]];
+    float mx = tmp[0];
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < n; ++j) mx = tmp[j] > mx ? tmp[j] : mx;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    tmp[j] = fast_exp((s[j] - mx) * scale);
-    sum += tmp[j];
+    for (int64_t j = 0; j < n; ++j) {
+      tmp[j] = fast_exp(tmp[j] - mx);
+      sum += tmp[j];
+    }
+  } else {
+    float mx = s[0];
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      tmp[j] = fast_exp((s[j] - mx) * scale);
+      sum += tmp[j];
+    }
   }
   const float inv = 1.0f / sum;
   if constexpr (sizeof(T) == sizeof(float)) {
@@ -122,7 +137,7 @@ const NativeAttention::Products& NativeAttention::products(int64_t np) const {
 }
 
 void NativeAttention::attend(const float* qkv, int64_t stride, int64_t n, float scale, float* ctx,
-                             int64_t ctx_stride) const {
+                             int64_t ctx_stride, const RelativeBias& bias) const {
   if (n == 0) return;
   SIEVE_ASSERT(n <= max_tokens_);
   const int64_t np = padded(n), H = heads_ * dh_;
@@ -160,15 +175,17 @@ void NativeAttention::attend(const float* qkv, int64_t stride, int64_t n, float 
   for (int64_t h = 0; h < heads_; ++h)
     for (int64_t i = 0; i < np; ++i) {
       const size_t at = static_cast<size_t>((h * np + i) * np);
+      // Query i's bias row, indexed by the key's position.
+      const float* b = bias.table && i < n ? bias.table + h * bias.row + bias.center - bias.positions[i] : nullptr;
       if (bf16_) {
         auto* pb = reinterpret_cast<uint16_t*>(p) + at;
         if (i < n)
-          softmax_row(sf + at, n, np, scale, pb, tf);
+          softmax_row(sf + at, n, np, scale, b, bias.positions, pb, tf);
         else
           std::memset(pb, 0, static_cast<size_t>(np) * sizeof(uint16_t));
       } else {
         if (i < n)
-          softmax_row(sf + at, n, np, scale, sf + at, tf);
+          softmax_row(sf + at, n, np, scale, b, bias.positions, sf + at, tf);
         else
           std::memset(sf + at, 0, static_cast<size_t>(np) * sizeof(float));
       }

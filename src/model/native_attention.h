@@ -29,7 +29,20 @@ class NativeAttention {
   /// head_dim each, rows `qkv_stride` floats apart) -> ctx rows [n, H] (`ctx_stride` apart):
   /// softmax(q k^T * scale) v per head. Runs on the calling thread's OpenMP team (one thread
   /// inside a parallel region).
-  void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride) const;
+  void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride) const {
+    attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
+  }
+
+  /// A bias added to the scaled scores that depends on the head and on the distance between key
+  /// and query (MPNet's): score(h, i, j) += table[h * row + center + positions[j] - positions[i]].
+  /// `positions`: the n tokens' positions in their sequence; the table must cover every distance.
+  struct RelativeBias {
+    const float* table = nullptr;  ///< null: no bias
+    int64_t row = 0, center = 0;
+    const int64_t* positions = nullptr;
+  };
+  void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride,
+              const RelativeBias& bias) const;
 
   /// The token count the products run at for n tokens (n up to 32, else n rounded up to 16).
   static int64_t padded(int64_t n) { return n <= 32 ? n : (n + 15) / 16 * 16; }

@@ -10,6 +10,7 @@
 #include "core/omp_threads.h"
 #include "model/fast_math.h"
 #include "model/bert.h"
+#include "model/mpnet.h"
 #include "sieve/error.h"
 
 namespace sieve {
@@ -83,43 +84,85 @@ struct NativeBert::Layer {
 };
 
 bool NativeBert::supports(const BertConfig& c) {
-  return c.model_type == "bert" &&
+  return (c.model_type == "bert" || c.model_type == "roberta" || c.model_type == "xlm-roberta" ||
+          c.model_type == "mpnet") &&
          (c.hidden_act == "gelu" || c.hidden_act == "gelu_new" || c.hidden_act == "gelu_pytorch_tanh" ||
           c.hidden_act == "relu") &&
          c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads == 0;
 }
 
-NativeBert::NativeBert(const BertModelImpl& model, Precision precision, int int8_levels) : cfg_(model.config()) {
-  SIEVE_THROW_IF_NOT(supports(cfg_), "the native engine runs BERT models (model_type bert, GELU or ReLU), not "
+namespace {
+
+// One post-norm layer's modules, whichever family's names they carry.
+struct LayerParts {
+  const torch::nn::Linear &q, &k, &v, &o, &inter, &out;
+  const torch::nn::LayerNorm &ln1, &ln2;
+};
+
+}  // namespace
+
+NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int int8_levels) : cfg_(model.config()) {
+  SIEVE_THROW_IF_NOT(supports(cfg_), "the native engine runs the BERT family (model_type bert, roberta, xlm-roberta "
+                                     "or mpnet; GELU or ReLU), not "
                                          << cfg_.model_type << " with " << cfg_.hidden_act);
-  const auto& e = *model.embeddings;
+  const auto* bert = dynamic_cast<const BertModelImpl*>(&model);
+  const auto* mpnet = dynamic_cast<const MpnetModelImpl*>(&model);
+  SIEVE_ASSERT(bert || mpnet);
+  const auto& e = bert ? *bert->embeddings : *mpnet->embeddings;
   word_ = copy_of(e.word_embeddings->weight);
   position_ = copy_of(e.position_embeddings->weight);
-  type_ = copy_of(e.token_type_embeddings->weight);
+  if (e.token_type_embeddings) type_ = copy_of(e.token_type_embeddings->weight);
   emb_gamma_ = copy_of(e.LayerNorm->weight);
   emb_beta_ = copy_of(e.LayerNorm->bias);
-  for (const auto& m : *model.encoder->layer) {
-    const auto& l = *m->as<BertLayerImpl>();
-    const auto& s = *l.attention->self;
+  roberta_positions_ = uses_roberta_positions(cfg_);
+  max_length_ = max_sequence_length(cfg_);
+  const int64_t heads = cfg_.num_attention_heads;
+  if (mpnet) {
+    // The bias of every distance key - query from -(max_length - 1) to max_length - 1, per head.
+    const int64_t span = 2 * max_length_ - 1;
+    at::Tensor buckets = mpnet_relative_buckets(at::arange(-(max_length_ - 1), max_length_, at::kLong),
+                                                cfg_.relative_attention_num_buckets);
+    at::Tensor table = mpnet->encoder->relative_attention_bias->weight.detach().to(at::kCPU).to(at::kFloat)
+                           .index_select(0, buckets)  // [span, heads]
+                           .t()
+                           .contiguous();
+    relative_.assign(table.data_ptr<float>(), table.data_ptr<float>() + heads * span);
+  }
+  auto pack_layer = [&](const LayerParts& l) {
     Layer n;
-    at::Tensor qkv_w = at::cat({s.query->weight, s.key->weight, s.value->weight}, 0).detach().to(at::kCPU);
-    at::Tensor qkv_b = at::cat({s.query->bias, s.key->bias, s.value->bias}, 0).detach().to(at::kCPU);
+    at::Tensor qkv_w = at::cat({l.q->weight, l.k->weight, l.v->weight}, 0).detach().to(at::kCPU);
+    at::Tensor qkv_b = at::cat({l.q->bias, l.k->bias, l.v->bias}, 0).detach().to(at::kCPU);
     n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels);
     auto pack = [&](const torch::nn::Linear& d, Activation act) {
       return std::make_unique<PackedLinear>(d->weight.detach().to(at::kCPU), d->bias.detach().to(at::kCPU), precision,
                                             int8_levels, act);
     };
-    n.attn_out = pack(l.attention->output->dense, Activation::None);
-    n.inter = pack(l.intermediate->dense, activation_of(cfg_.hidden_act));
-    n.out = pack(l.output->dense, Activation::None);
-    n.ln1_gamma = copy_of(l.attention->output->LayerNorm->weight);
-    n.ln1_beta = copy_of(l.attention->output->LayerNorm->bias);
-    n.ln2_gamma = copy_of(l.output->LayerNorm->weight);
-    n.ln2_beta = copy_of(l.output->LayerNorm->bias);
+    n.attn_out = pack(l.o, Activation::None);
+    n.inter = pack(l.inter, activation_of(cfg_.hidden_act));
+    n.out = pack(l.out, Activation::None);
+    n.ln1_gamma = copy_of(l.ln1->weight);
+    n.ln1_beta = copy_of(l.ln1->bias);
+    n.ln2_gamma = copy_of(l.ln2->weight);
+    n.ln2_beta = copy_of(l.ln2->bias);
     layers_.push_back(std::move(n));
+  };
+  if (bert) {
+    for (const auto& m : *bert->encoder->layer) {
+      const auto& l = *m->as<BertLayerImpl>();
+      const auto& s = *l.attention->self;
+      pack_layer({s.query, s.key, s.value, l.attention->output->dense, l.intermediate->dense, l.output->dense,
+                  l.attention->output->LayerNorm, l.output->LayerNorm});
+    }
+  } else {
+    for (const auto& m : *mpnet->encoder->layer) {
+      const auto& l = *m->as<MpnetLayerImpl>();
+      const auto& s = *l.attention->attn;
+      pack_layer({s.q, s.k, s.v, s.o, l.intermediate->dense, l.output->dense, l.attention->LayerNorm,
+                  l.output->LayerNorm});
+    }
   }
-  attention_ = std::make_unique<NativeAttention>(cfg_.num_attention_heads, cfg_.hidden_size / cfg_.num_attention_heads,
-                                                 cfg_.max_position_embeddings, precision == Precision::Bf16);
+  attention_ = std::make_unique<NativeAttention>(heads, cfg_.hidden_size / heads, max_length_,
+                                                 precision == Precision::Bf16);
 }
 
 NativeBert::~NativeBert() = default;
@@ -129,19 +172,42 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, heads = cfg_.num_attention_heads, dh = H / heads;
   const auto eps = static_cast<float>(cfg_.layer_norm_eps);
   std::fill(out, out + B * L * H, 0.0f);
+  SIEVE_THROW_IF_NOT(L <= max_length_, "sequence length " << L << " exceeds the " << max_length_
+                                                           << " positions of max_position_embeddings "
+                                                           << cfg_.max_position_embeddings);
   // The real tokens, packed: row t is (batch b, position j); each sequence's rows are contiguous.
-  std::vector<int64_t> pos, first(static_cast<size_t>(B) + 1, 0);
+  // `at` is each one's position in its sequence (j), `row` its row of the position table: j, or
+  // for RoBERTa and MPNet padding_idx + its rank among the sequence's real non-pad tokens
+  // (padding_idx itself for a pad id), as the libtorch embeddings compute it.
+  std::vector<int64_t> pos, at, row, first(static_cast<size_t>(B) + 1, 0);
+  const int64_t pad = cfg_.pad_token_id;
   for (int64_t b = 0; b < B; ++b) {
     first[static_cast<size_t>(b)] = static_cast<int64_t>(pos.size());
+    int64_t rank = 0;
     for (int64_t j = 0; j < L; ++j)
-      if (mask[b * L + j] != 0) pos.push_back(b * L + j);
+      if (mask[b * L + j] != 0) {
+        pos.push_back(b * L + j);
+        at.push_back(j);
+        if (!roberta_positions_)
+          row.push_back(j);
+        else if (ids[b * L + j] != pad)
+          row.push_back(pad + ++rank);
+        else
+          row.push_back(pad);
+      }
   }
   first[static_cast<size_t>(B)] = static_cast<int64_t>(pos.size());
   const auto T = static_cast<int64_t>(pos.size());
   if (T == 0) return;
+  const auto types_rows = static_cast<int64_t>(type_.size()) / H;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t id = ids[pos[static_cast<size_t>(t)]];
     SIEVE_THROW_IF_NOT(id >= 0 && id < cfg_.vocab_size, "token id " << id << " is outside the vocabulary (" << cfg_.vocab_size << ")");
+    if (types && types_rows > 0) {
+      const int64_t type = types[pos[static_cast<size_t>(t)]];
+      SIEVE_THROW_IF_NOT(type >= 0 && type < types_rows, "token type " << type << " is outside the model's " << types_rows
+                                                                        << " types");
+    }
   }
   const int threads = compute_threads();
   ScopedOmpThreads scoped(threads);
@@ -156,14 +222,16 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   float* const mid = tmp + T * H;
   omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
-      const int64_t flat = pos[t], j = flat % L;
-      const int64_t type = types ? types[flat] : 0;
-      float* row = x + t * H;
+      const int64_t flat = pos[t];
+      float* r = x + t * H;
       const float* w = word_.data() + ids[flat] * H;
-      const float* p = position_.data() + j * H;
-      const float* ty = type_.data() + type * H;
-      for (int64_t i = 0; i < H; ++i) row[i] = w[i] + p[i] + ty[i];
-      add_layer_norm_row(row, nullptr, H, emb_gamma_.data(), emb_beta_.data(), eps);
+      const float* p = position_.data() + row[t] * H;
+      for (int64_t i = 0; i < H; ++i) r[i] = w[i] + p[i];
+      if (types_rows > 0) {
+        const float* ty = type_.data() + (types ? types[flat] : 0) * H;
+        for (int64_t i = 0; i < H; ++i) r[i] += ty[i];
+      }
+      add_layer_norm_row(r, nullptr, H, emb_gamma_.data(), emb_beta_.data(), eps);
     }
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
@@ -174,7 +242,14 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
     // thread where there are enough; else one after another, each product on the whole team.
     auto attend = [&](int64_t b) {
       const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
-      attention_->attend(qkv + t0 * 3 * H, 3 * H, n, scale, ctx + t0 * H, H);
+      NativeAttention::RelativeBias bias;
+      if (!relative_.empty()) {
+        bias.table = relative_.data();
+        bias.row = 2 * max_length_ - 1;
+        bias.center = max_length_ - 1;
+        bias.positions = at.data() + t0;
+      }
+      attention_->attend(qkv + t0 * 3 * H, 3 * H, n, scale, ctx + t0 * H, H, bias);
     };
     if (B >= threads && threads > 1) {
       std::vector<std::exception_ptr> errors(static_cast<size_t>(B));

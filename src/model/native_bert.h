@@ -1,4 +1,4 @@
-// The BERT forward pass for CPU inference without libtorch's per-operation dispatch (issue 44):
+// The BERT-family forward pass (BERT, RoBERTa / XLM-R, MPNet) for CPU inference without libtorch's per-operation dispatch (issue 44):
 // every layer is four oneDNN products on the real tokens only (query/key/value fused, the
 // attention output, the two feed-forward ones with GELU fused into the first; weights packed once,
 // PackedLinear), attention's two products per sequence (NativeAttention) and loops of sieve's own
@@ -19,22 +19,25 @@
 
 namespace sieve {
 
-struct BertModelImpl;
+struct EncoderBackbone;
 
 /// Immutable once built; forward() may run on several threads at once.
 class NativeBert {
  public:
-  /// Copies the weights of a loaded BERT model (model_type "bert" only: the RoBERTa family's
-  /// positions and MPNet's relative bias are not here) and packs its dense layers at `precision`
-  /// (`int8_levels` as PackedLinear's). sieve::Error for another family or activation.
-  NativeBert(const BertModelImpl& model, Precision precision, int int8_levels = 0);
+  /// Copies the weights of a loaded model of the BERT family (model_type bert, roberta,
+  /// xlm-roberta: BertModelImpl; mpnet: MpnetModelImpl, with its relative position bias) and
+  /// packs its dense layers at `precision` (`int8_levels` as PackedLinear's). sieve::Error for
+  /// another family or activation.
+  NativeBert(const EncoderBackbone& model, Precision precision, int int8_levels = 0);
   ~NativeBert();
 
-  /// Whether the native pass can run this configuration ("bert" with gelu, gelu_new or relu).
+  /// Whether the native pass can run this configuration (bert, roberta, xlm-roberta or mpnet,
+  /// with gelu, gelu_new or relu).
   static bool supports(const BertConfig& config);
 
   /// Final-layer token states of a batch: ids, mask and types [B, L] row-major (types may be
-  /// null: all 0); out [B, L, H], padded rows 0 (as the libtorch path leaves them).
+  /// null: all 0; families without token types ignore them); out [B, L, H], padded rows 0 (as
+  /// the libtorch path leaves them).
   void forward(const int64_t* ids, const int64_t* mask, const int64_t* types, int64_t batch, int64_t length,
                float* out) const;
   const BertConfig& config() const { return cfg_; }
@@ -42,7 +45,10 @@ class NativeBert {
  private:
   struct Layer;
   BertConfig cfg_;
-  std::vector<float> word_, position_, type_, emb_gamma_, emb_beta_;
+  std::vector<float> word_, position_, type_, emb_gamma_, emb_beta_;  ///< type_ empty: no token types
+  bool roberta_positions_ = false;  ///< positions from the ids (RoBERTa, MPNet), else 0..L-1
+  int64_t max_length_ = 0;          ///< the longest sequence the position table allows
+  std::vector<float> relative_;     ///< MPNet: [heads, 2 max_length - 1] bias by key - query; else empty
   std::vector<Layer> layers_;
   std::unique_ptr<NativeAttention> attention_;
 };

@@ -332,14 +332,14 @@ TEST(Cli, EngineNativeReachesTheEncoder) {
   ASSERT_EQ(j["embedding"].size(), native.dim);
   for (size_t h = 0; h < native.dim; ++h) EXPECT_NEAR(j["embedding"][h].get<double>(), native.pooled[h], 1e-6);
   // A family the native pass does not run is refused through the flag, naming the engine.
-  std::string roberta = make_temp_dir("cli_native_roberta");
+  std::string modern = make_temp_dir("cli_native_modernbert");
   FixtureModelOptions f = small_fixture(Pooling::Mean);
-  f.config.model_type = "roberta";
-  f.config.pad_token_id = 1;
-  write_fixture_model(roberta, f);
-  auto refused = test::run_command(test::cli_path() + " embed --engine native --model " + roberta + " x 2>&1");
+  f.config.model_type = "modernbert";
+  f.config.layer_norm_eps = 1e-5;
+  write_fixture_model(modern, f);
+  auto refused = test::run_command(test::cli_path() + " embed --engine native --model " + modern + " x 2>&1");
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_NE(refused.out.find("native engine runs BERT models"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("native engine runs the BERT family"), std::string::npos) << refused.out;
   auto bad = test::run_command(test::cli_path() + " embed --engine onnx --model " + dir + " x 2>&1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("onnx"), std::string::npos);

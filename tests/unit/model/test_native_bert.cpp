@@ -67,21 +67,73 @@ void expect_engines_agree(const std::string& dir, double tol) {
   }
 }
 
+// A fixture of width 48 with 4 heads, written under `dir`.
+void write_shaped_fixture(const std::string& dir, uint64_t seed, const char* family, const char* act, int64_t layers,
+                          int64_t positions = 64, size_t tokens = 64) {
+  FixtureModelOptions f = test::tiny_model_options(seed);
+  f.config.model_type = family;
+  f.config.hidden_act = act;
+  f.config.num_hidden_layers = layers;
+  f.config.hidden_size = 48;
+  f.config.num_attention_heads = 4;
+  f.config.intermediate_size = 96;
+  f.config.max_position_embeddings = positions;
+  f.max_seq_length = tokens;
+  write_fixture_model(dir, f);
+}
+
 TEST(NativeBert, EqualsTheLibtorchPassOnFixturesOfSeveralShapes) {
   const std::string root = test::make_temp_dir("native_bert");
   int k = 0;
   for (const char* act : {"gelu", "gelu_new", "relu"})
     for (int64_t layers : {1, 3}) {
-      FixtureModelOptions f = test::tiny_model_options(static_cast<uint64_t>(7 + k));
-      f.config.hidden_act = act;
-      f.config.num_hidden_layers = layers;
-      f.config.hidden_size = 48;
-      f.config.num_attention_heads = 4;
-      f.config.intermediate_size = 96;
-      const std::string dir = root + "/m" + std::to_string(k++);
-      write_fixture_model(dir, f);
+      const std::string dir = root + "/m" + std::to_string(k);
+      write_shaped_fixture(dir, static_cast<uint64_t>(7 + k++), "bert", act, layers);
       expect_engines_agree(dir, 1e-5);
     }
+}
+
+// RoBERTa's positions (from the ids, offset by padding_idx) and MPNet's relative position bias
+// (every distance up to 159 tokens: the exact buckets, the logarithmic ones and the clamp past 128)
+// and missing token types.
+TEST(NativeBert, EqualsTheLibtorchPassOnRobertaAndMpnetFixtures) {
+  const std::string root = test::make_temp_dir("native_families");
+  int k = 0;
+  for (const char* family : {"roberta", "xlm-roberta", "mpnet"})
+    for (const char* act : {"gelu", "relu"}) {
+      const std::string dir = root + "/m" + std::to_string(k);
+      write_shaped_fixture(dir, static_cast<uint64_t>(20 + k++), family, act, 2, 200, 160);
+      expect_engines_agree(dir, 1e-5);
+    }
+}
+
+// Token ids straight into the pass: a pad id inside a text (its position row is padding_idx,
+// the ranks after it skip it), batched with shorter and longer texts.
+TEST(NativeBert, RobertaPositionsFromTheIdsEqualTheLibtorchEmbeddings) {
+  const std::string root = test::make_temp_dir("native_positions");
+  for (const char* family : {"roberta", "mpnet"}) {
+    FixtureModelOptions f = test::tiny_model_options(31);
+    f.config.model_type = family;
+    f.config.pad_token_id = 1;
+    f.config.num_hidden_layers = 2;
+    const std::string dir = root + "/" + family;
+    write_fixture_model(dir, f);
+    EncoderOptions torch_opt, native_opt;
+    torch_opt.engine = Engine::Torch;
+    native_opt.engine = Engine::Native;
+    auto reference = Encoder::load(dir, torch_opt);
+    auto native = Encoder::load(dir, native_opt);
+    const std::vector<std::vector<int32_t>> texts = {{0, 5, 1, 7, 9, 2}, {0, 4, 4, 1, 1, 6, 2}, {0, 2}};
+    for (size_t batch : {size_t{1}, size_t{3}}) {
+      EncodeCall call;
+      call.batch_size = batch;
+      call.token_states = true;
+      const auto [keys, states] = max_gaps(reference->encode_ids(texts, call), native->encode_ids(texts, call));
+      EXPECT_LE(keys, 1e-5) << family;
+      EXPECT_LE(states, 1e-4) << family;
+      EXPECT_GT(states, 0.0) << family;
+    }
+  }
 }
 
 TEST(NativeBert, EqualsTheLibtorchPassOnTheRealModel) {
@@ -93,6 +145,15 @@ TEST(NativeBert, EqualsTheLibtorchPassOnTheRealModel) {
     GTEST_SKIP() << "all-MiniLM-L6-v2 is not installed";
   }
   expect_engines_agree(dir, 1e-5);
+}
+
+// A small ModernBERT (a family the native pass does not run).
+FixtureModelOptions modernbert_fixture() {
+  FixtureModelOptions f = test::tiny_model_options();
+  f.config.model_type = "modernbert";
+  f.config.vocab_size = 0;  // the fixture's smallest BPE
+  f.config.layer_norm_eps = 1e-5;
+  return f;
 }
 
 // Mean and least cosine of two encodings' keys.
@@ -176,8 +237,8 @@ TEST(NativeBert, Bf16StaysAsNearFp32AsTheLibtorchBf16Pass) {
   EXPECT_GE(tn_min, n_min);
 }
 
-// The default engine, auto: the native pass for a BERT model on the CPU (the same keys bit for
-// bit), libtorch's for another family (where native is refused).
+// The default engine, auto: the native pass for the BERT family on the CPU (the same keys bit
+// for bit), libtorch's for another family (ModernBERT, where native is refused).
 TEST(NativeBert, AutoRunsNativeWhereItRunsAndTorchElsewhere) {
   const std::string root = test::make_temp_dir("native_auto");
   EncoderOptions automatic, torch, native;
@@ -190,22 +251,26 @@ TEST(NativeBert, AutoRunsNativeWhereItRunsAndTorchElsewhere) {
   const auto a = Encoder::load(root + "/bert", automatic)->encode(texts, {}).pooled;
   EXPECT_EQ(a, Encoder::load(root + "/bert", native)->encode(texts, {}).pooled);
   EXPECT_NE(a, Encoder::load(root + "/bert", torch)->encode(texts, {}).pooled);
-  f.config.model_type = "roberta";
-  f.config.pad_token_id = 1;
-  write_fixture_model(root + "/roberta", f);
-  EXPECT_EQ(Encoder::load(root + "/roberta", automatic)->encode(texts, {}).pooled,
-            Encoder::load(root + "/roberta", torch)->encode(texts, {}).pooled);
+  for (const char* family : {"roberta", "mpnet"}) {
+    f.config.model_type = family;
+    f.config.pad_token_id = 1;
+    const std::string dir = root + "/" + family;
+    write_fixture_model(dir, f);
+    const auto af = Encoder::load(dir, automatic)->encode(texts, {}).pooled;
+    EXPECT_EQ(af, Encoder::load(dir, native)->encode(texts, {}).pooled) << family;
+    EXPECT_NE(af, Encoder::load(dir, torch)->encode(texts, {}).pooled) << family;
+  }
+  write_fixture_model(root + "/modernbert", modernbert_fixture());
+  EXPECT_EQ(Encoder::load(root + "/modernbert", automatic)->encode(texts, {}).pooled,
+            Encoder::load(root + "/modernbert", torch)->encode(texts, {}).pooled);
 }
 
 TEST(NativeBert, OtherFamiliesAndNamesAreRefused) {
   const std::string dir = test::make_temp_dir("native_refuse") + "/model";
-  FixtureModelOptions f = test::tiny_model_options(5);
-  f.config.model_type = "roberta";
-  f.config.pad_token_id = 1;
-  write_fixture_model(dir, f);
+  write_fixture_model(dir, modernbert_fixture());
   EncoderOptions o;
   o.engine = Engine::Native;
-  test::expect_error([&] { Encoder::load(dir, o); }, "the native engine runs BERT models");
+  test::expect_error([&] { Encoder::load(dir, o); }, "the native engine runs the BERT family");
   EXPECT_EQ(engine_from_name("native"), Engine::Native);
   EXPECT_EQ(engine_from_name("torch"), Engine::Torch);
   EXPECT_STREQ(engine_name(Engine::Native), "native");
