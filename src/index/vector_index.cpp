@@ -118,6 +118,7 @@ FaissVectorIndex::~FaissVectorIndex() = default;
 size_t FaissVectorIndex::dim() const { return static_cast<size_t>(index_->d); }
 size_t FaissVectorIndex::size() const { return static_cast<size_t>(index_->ntotal); }
 bool FaissVectorIndex::needs_training() const { return !index_->is_trained; }
+bool FaissVectorIndex::is_graph() const { return dynamic_cast<faiss::IndexHNSW*>(core_of(index_.get())) != nullptr; }
 
 void FaissVectorIndex::train(size_t n, const float* x) {
   if (index_->is_trained) return;

@@ -47,6 +47,9 @@ class FaissVectorIndex : public VectorIndex {
               float* scores) const override;
   /// True when add() needs a prior train().
   bool needs_training() const;
+  /// True for a graph index (HNSW): adding a key searches the keys already there, so adding all
+  /// at once on every core costs less than adding them as they come beside the encoder.
+  bool is_graph() const;
   /// Trains (IVF, PQ) on `n` vectors; with fewer than the index needs, throws sieve::Error.
   void train(size_t n, const float* x);
   /// Adds `n` vectors with labels size()..size()+n-1.

@@ -53,6 +53,7 @@ class BertEncoder final : public Encoder {
     auto weights = SafetensorsFile::open(info_.weights_path);
     model_ = make_encoder_backbone(info_.config, /*dropout=*/0.0);
     model_->load_weights(*weights);
+    weights.reset();  // unmapped now: its pages would count in the peak beside the copies made below
     model_->eval();
     model_->to(device_);
     const bool native_runs = device_.is_cpu() && NativeBert::supports(info_.config);

@@ -326,19 +326,24 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   dnnl::stream s(eng);
   const auto K = static_cast<memory::dim>(k_), N = static_cast<memory::dim>(n_);
   ScopedOmpThreads threads(compute_threads());
+  memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
+  // The product of `rows` rows at src (row-major) into dst.
+  auto product = [&](int64_t rows, void* src_rows, void* dst_rows) {
+    const Impl::Product& p = impl_->product(rows);
+    const auto r = static_cast<memory::dim>(rows);
+    memory src({{r, K}, impl_->src_type, Tag::ab}, eng, src_rows);
+    memory dst({{r, N}, impl_->dst_type, Tag::ab}, eng, dst_rows);
+    memory scratchpad(p.scratchpad, eng, thread_buffer(kScratch, std::max<size_t>(64, p.scratchpad.get_size())));
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    if (impl_->bias_in_product) args.emplace(DNNL_ARG_BIAS, b);
+    p.mm.execute(s, args);
+  };
   // Runs the product on rows [0, M) of src (row-major, `src_bytes` a row) into dst.
   auto run = [&](void* src_base, size_t src_row_bytes, void* dst_base, size_t dst_row_bytes) {
-    memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
     for_each_piece(M, [&](int64_t at, int64_t rows) {
-      const Impl::Product& p = impl_->product(rows);
-      const auto r = static_cast<memory::dim>(rows);
-      memory src({{r, K}, impl_->src_type, Tag::ab}, eng, static_cast<uint8_t*>(src_base) + at * src_row_bytes);
-      memory dst({{r, N}, impl_->dst_type, Tag::ab}, eng, static_cast<uint8_t*>(dst_base) + at * dst_row_bytes);
-      memory scratchpad(p.scratchpad, eng, thread_buffer(kScratch, std::max<size_t>(64, p.scratchpad.get_size())));
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
-      if (impl_->bias_in_product) args.emplace(DNNL_ARG_BIAS, b);
-      p.mm.execute(s, args);
+      product(rows, static_cast<uint8_t*>(src_base) + at * src_row_bytes,
+              static_cast<uint8_t*>(dst_base) + at * dst_row_bytes);
     });
     s.wait();
   };
@@ -374,17 +379,25 @@ void PackedLinear::forward(const float* xp_in, int64_t M, float* yp_out) const {
   });
   SIEVE_THROW_IF_NOT(!non_finite, "an int8 layer's input holds a NaN or an infinity (a non-finite activation); "
                                   "the model's weights or its input states are damaged");
-  auto* acc = reinterpret_cast<int32_t*>(thread_buffer(kAccumulator, static_cast<size_t>(M * n_) * sizeof(int32_t)));
-  run(q, static_cast<size_t>(k_), acc, n_ * sizeof(int32_t));
+  // Each piece's int32 sums into one piece-sized buffer (at most kChunkRows rows: 1.5 MB for
+  // 1,536 columns), turned to floats while they are in cache: the whole batch's sums (50 MB at
+  // 8,192 rows) were most of int8's peak memory.
+  auto* acc = reinterpret_cast<int32_t*>(
+      thread_buffer(kAccumulator, static_cast<size_t>(std::min<int64_t>(M, kChunkRows) * n_) * sizeof(int32_t)));
   float* yp = yp_out;
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
   const float* bp = impl_->bias.data();
-  for_rows(M, n_, [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      dequantize_row(acc + m * n_, n_, row_scale[m], row_zero[m], cs, ws, bp, yp + m * n_);
-      activate_row(yp + m * n_, n_, activation_);
-    }
+  for_each_piece(M, [&](int64_t at, int64_t rows) {
+    product(rows, q + at * k_, acc);
+    s.wait();
+    for_rows(rows, n_, [&](int64_t begin, int64_t end) {
+      for (int64_t m = begin; m < end; ++m) {
+        const int64_t row = at + m;
+        dequantize_row(acc + m * n_, n_, row_scale[row], row_zero[row], cs, ws, bp, yp + row * n_);
+        activate_row(yp + row * n_, n_, activation_);
+      }
+    });
   });
 }
 

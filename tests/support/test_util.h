@@ -8,9 +8,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "sieve/error.h"
@@ -34,11 +37,43 @@ inline bool under_ci() {
       GTEST_SKIP() << why;                                                              \
   } while (0)
 
-/// A fresh temp directory under gtest's TempDir, unique per call.
+/// The temp directories a test process made, removed when it exits (ctest runs one test per
+/// process), so that runs do not fill the disk: a full suite left about 5 GB behind before.
+/// SIEVE_KEEP_TEST_DIRS=1 keeps them for a look after a failure. Only the process that made them
+/// removes them (a forked child that exits normally does not).
+class TempDirs {
+ public:
+  ~TempDirs() {
+    const char* keep = std::getenv("SIEVE_KEEP_TEST_DIRS");
+    if ((keep != nullptr && std::string(keep) == "1") || ::getpid() != owner_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& d : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(dir);
+  }
+
+ private:
+  pid_t owner_ = ::getpid();
+  std::mutex mu_;
+  std::vector<std::string> dirs_;
+};
+
+inline TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+/// A fresh temp directory under gtest's TempDir, unique per call; removed when the process exits.
 inline std::string make_temp_dir(const std::string& tag) {
   std::string tmpl = ::testing::TempDir() + "sieve_" + tag + "_XXXXXX";
   char* p = ::mkdtemp(tmpl.data());
   if (p == nullptr) throw std::runtime_error("mkdtemp failed");
+  temp_dirs().add(tmpl);
   return tmpl;
 }
 

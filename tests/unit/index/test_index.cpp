@@ -231,8 +231,8 @@ TEST(Index, OverlappedWriterStoresWhatTurnByTurnStores) {
 }
 
 // A build stopped through `interrupted` (asked after each encoded chunk) commits the chunks
-// encoded so far, names the count, and resumes from there; with HNSW built as chunks arrive, the
-// resumed build first adds the keys stored before the stop.
+// encoded so far, names the count, and resumes from there; HNSW's graph, built at the end from
+// the keys log, holds the keys stored before the stop as well as those after it.
 TEST(Index, InterruptedBuildCommitsWhatWasEncodedAndResumes) {
   std::string dir = make_temp_dir("idx_interrupt");
   auto docs = make_docs(100);
