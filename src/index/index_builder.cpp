@@ -266,16 +266,23 @@ void ingest(CorpusReader& reader, size_t skip, size_t total, const Encoder& enc,
   if (interrupted) SIEVE_THROW("interrupted after " << m.documents << " documents");
 }
 
-// Reads the stored keys of documents [from, to) as one matrix.
-std::vector<float> read_keys(const std::string& dir, const Manifest& m, size_t from) {
-  RecordLogReader keys(dir, "keys", "KEYS", static_cast<uint32_t>(m.dim), m.keys);
-  std::vector<float> x((keys.size() - from) * m.dim);
-  for (size_t i = from; i < keys.size(); ++i) {
+// Reads keys [from, from + count) of an open keys log (from <= its size; count past the end: to
+// the end) as one matrix.
+std::vector<float> read_keys(const RecordLogReader& keys, size_t dim, size_t from, size_t count) {
+  const size_t end = from + std::min(count, keys.size() - from);
+  std::vector<float> x((end - from) * dim);
+  for (size_t i = from; i < end; ++i) {
     auto r = keys.record(i);
-    SIEVE_THROW_IF_NOT(r.size == m.dim * sizeof(float), "key record " << i << " has the wrong size (damaged)");
-    std::memcpy(x.data() + (i - from) * m.dim, r.data, r.size);
+    SIEVE_THROW_IF_NOT(r.size == dim * sizeof(float), "key record " << i << " has the wrong size (damaged)");
+    std::memcpy(x.data() + (i - from) * dim, r.data, r.size);
   }
   return x;
+}
+
+// Reads the stored keys of documents [from, end) as one matrix.
+std::vector<float> read_keys(const std::string& dir, const Manifest& m, size_t from) {
+  RecordLogReader keys(dir, "keys", "KEYS", static_cast<uint32_t>(m.dim), m.keys);
+  return read_keys(keys, m.dim, from, keys.size());
 }
 
 // Empties a folder except its lock file.
@@ -533,16 +540,18 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
 
   auto t_vectors = Clock::now();
   if (!incremental) {
-    std::vector<float> keys = read_keys(staging, m, 0);
     log_info("building vector index " + m.vector_factory + " over " + std::to_string(m.documents) + " keys");
     ScopedOmpThreads threads(compute_threads());  // FAISS's OpenMP team on every compute thread
-    vindex.train(m.documents, keys.data());
-    // In steps, for progress (a million keys into HNSW32 take minutes).
+    if (vindex.needs_training()) vindex.train(m.documents, read_keys(staging, m, 0).data());
+    // Added in steps read from the log: progress (a million keys into HNSW32 take minutes), and
+    // no second copy of every key beside the index's own.
     Progress progress("vector index", m.documents);
+    const RecordLogReader log(staging, "keys", "KEYS", static_cast<uint32_t>(m.dim), m.keys);
     constexpr size_t kStep = 16384;
     for (size_t at = 0; at < m.documents; at += kStep) {
-      const size_t n = std::min(kStep, m.documents - at);
-      vindex.add(n, keys.data() + at * dim);
+      const std::vector<float> keys = read_keys(log, dim, at, kStep);
+      const size_t n = keys.size() / dim;
+      vindex.add(n, keys.data());
       progress.add(n);
     }
     progress.finish();
