@@ -1,7 +1,11 @@
 #include "model/native_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/multiversion.h"
@@ -35,19 +39,10 @@ uint8_t* thread_scratch(size_t bytes) {
 }
 
 // One head's rows of queries, keys or values ([n, dh] at `src`, rows `stride` apart) into a
-// contiguous block [np, dh], padded rows 0; as floats or bfloat16.
+// contiguous block [np, dh], padded rows 0 (floats, or bfloat16 bits).
 template <class T>
-SIEVE_MULTIVERSION void gather_head(const float* src, int64_t stride, int64_t n, int64_t np, int64_t dh, T* out) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* row = src + j * stride;
-    T* o = out + j * dh;
-    if constexpr (sizeof(T) == sizeof(float)) {
-      std::memcpy(o, row, static_cast<size_t>(dh) * sizeof(float));
-    } else {
-#pragma omp simd
-      for (int64_t d = 0; d < dh; ++d) o[d] = to_bf16_bits(row[d]);
-    }
-  }
+void gather_head(const T* src, int64_t stride, int64_t n, int64_t np, int64_t dh, T* out) {
+  for (int64_t j = 0; j < n; ++j) std::memcpy(out + j * dh, src + j * stride, static_cast<size_t>(dh) * sizeof(T));
   std::memset(out + n * dh, 0, static_cast<size_t>((np - n) * dh) * sizeof(T));
 }
 
@@ -89,6 +84,85 @@ SIEVE_MULTIVERSION void softmax_row(const float* s, int64_t n, int64_t np, float
   for (int64_t j = n; j < np; ++j) p[j] = T{};
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SIEVE_SOFTMAX_AVX512 1
+// GCC 12's AVX-512 headers warn of their own undefined placeholders (_mm512_reduce_*, masked
+// loads) inside a target function: not this code's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The softmax row on AVX-512 by hand (a third of a bf16 pass at 256 tokens went to the portable
+// loop above: its clamps and the bit arithmetic of its rounding): exp by the same reduction and
+// polynomial as fast_exp, scaled by 2^n with vscalefps (no clamp: the arguments are <= 0, and
+// below -87 it gives 0 or a denormal instead of fast_exp's 1e-38), the weights rounded to
+// bfloat16 by vcvtneps2bf16 (nearest even, as to_bf16_bits). Ragged ends by masks. Same inputs,
+// same order of operations as softmax_row, but for that floor.
+template <class T>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void softmax_row_avx512(const float* s, int64_t n, int64_t np,
+                                                                       float scale, const float* bias,
+                                                                       const int64_t* positions, T* p, float* tmp) {
+  const float* src = s;
+  float step = scale;  // exp((src - max) * step)
+  if (bias) {
+    for (int64_t j = 0; j < n; ++j) tmp[j] = s[j] * scale + bias[positions[j]];
+    src = tmp;
+    step = 1.0f;
+  }
+  auto tail = [](int64_t left) { return static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1); };
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < n; j += 16)
+    vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail(n - j), src + j));
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), vstep = _mm512_set1_ps(step);
+  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
+               ln2_lo = _mm512_set1_ps(-2.12194440e-4f), one = _mm512_set1_ps(1.0f);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = tail(n - j);
+    const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, src + j), mx), vstep);
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fnmadd_ps(k, ln2_lo, _mm512_fnmadd_ps(k, ln2_hi, x));
+    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), one);
+    const __m512 e = _mm512_maskz_scalef_ps(m, y, k);
+    vsum = _mm512_add_ps(vsum, e);
+    _mm512_mask_storeu_ps(tmp + j, m, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int64_t j = 0; j < np; j += 16) {
+    const __mmask16 m = tail(np - j);
+    const __m512 w = j < n ? _mm512_mul_ps(_mm512_maskz_loadu_ps(tail(n - j), tmp + j), inv) : _mm512_setzero_ps();
+    if constexpr (sizeof(T) == sizeof(float)) {
+      _mm512_mask_storeu_ps(p + j, m, w);
+    } else {
+      const __m256i b = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(w));
+      _mm256_mask_storeu_epi16(p + j, m, b);
+    }
+  }
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+#pragma GCC diagnostic pop
+#endif
+
+// The softmax row on this CPU's best loop.
+template <class T>
+void softmax(const float* s, int64_t n, int64_t np, float scale, const float* bias, const int64_t* positions, T* p,
+             float* tmp) {
+#ifdef SIEVE_SOFTMAX_AVX512
+  if (cpu_has_avx512_bf16()) return softmax_row_avx512(s, n, np, scale, bias, positions, p, tmp);
+#endif
+  softmax_row(s, n, np, scale, bias, positions, p, tmp);
+}
+
 }  // namespace
 
 struct NativeAttention::Products {
@@ -118,7 +192,7 @@ const NativeAttention::Products& NativeAttention::products(int64_t np) const {
   pr.s = memory::desc({H, N, N}, Dt::f32, Tag::abc);
   pr.p = memory::desc({H, N, N}, t, Tag::abc);
   pr.v = memory::desc({H, N, D}, t, Tag::abc);
-  pr.c = memory::desc({H, N, D}, Dt::f32, Tag::abc);
+  pr.c = memory::desc({H, N, D}, t, Tag::abc);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& eng = dnnl_cpu_engine();
@@ -138,31 +212,38 @@ const NativeAttention::Products& NativeAttention::products(int64_t np) const {
 
 void NativeAttention::attend(const float* qkv, int64_t stride, int64_t n, float scale, float* ctx,
                              int64_t ctx_stride, const RelativeBias& bias) const {
+  SIEVE_ASSERT(!bf16_);
+  run(qkv, stride, n, scale, ctx, ctx_stride, bias);
+}
+
+void NativeAttention::attend(const uint16_t* qkv, int64_t stride, int64_t n, float scale, uint16_t* ctx,
+                             int64_t ctx_stride, const RelativeBias& bias) const {
+  SIEVE_ASSERT(bf16_);
+  run(qkv, stride, n, scale, ctx, ctx_stride, bias);
+}
+
+template <class T>
+void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, T* ctx, int64_t ctx_stride,
+                          const RelativeBias& bias) const {
   if (n == 0) return;
   SIEVE_ASSERT(n <= max_tokens_);
   const int64_t np = padded(n), H = heads_ * dh_;
   const Products& pr = products(np);
-  const size_t e = bf16_ ? sizeof(uint16_t) : sizeof(float);
+  const size_t e = sizeof(T);
   const size_t block = aligned(static_cast<size_t>(heads_ * np * dh_) * e);
   const size_t scores = aligned(static_cast<size_t>(heads_ * np * np) * sizeof(float));
   const size_t weights = bf16_ ? aligned(static_cast<size_t>(heads_ * np * np) * e) : 0;  // fp32: in place
-  const size_t context = aligned(static_cast<size_t>(heads_ * np * dh_) * sizeof(float));
+  const size_t context = block;
   const size_t row = aligned(static_cast<size_t>(np) * sizeof(float));
   uint8_t* base = thread_scratch(3 * block + scores + weights + context + row + aligned(pr.scratchpad));
   uint8_t *q = base, *k = q + block, *v = k + block, *s = v + block, *p = bf16_ ? s + scores : s;
   uint8_t *c = s + scores + weights, *tmp = c + context, *pad = tmp + row;
   for (int64_t h = 0; h < heads_; ++h) {
     const size_t at = static_cast<size_t>(h * np * dh_) * e;
-    const float* src = qkv + h * dh_;
-    if (bf16_) {
-      gather_head(src, stride, n, np, dh_, reinterpret_cast<uint16_t*>(q + at));
-      gather_head(src + H, stride, n, np, dh_, reinterpret_cast<uint16_t*>(k + at));
-      gather_head(src + 2 * H, stride, n, np, dh_, reinterpret_cast<uint16_t*>(v + at));
-    } else {
-      gather_head(src, stride, n, np, dh_, reinterpret_cast<float*>(q + at));
-      gather_head(src + H, stride, n, np, dh_, reinterpret_cast<float*>(k + at));
-      gather_head(src + 2 * H, stride, n, np, dh_, reinterpret_cast<float*>(v + at));
-    }
+    const T* src = qkv + h * dh_;
+    gather_head(src, stride, n, np, dh_, reinterpret_cast<T*>(q + at));
+    gather_head(src + H, stride, n, np, dh_, reinterpret_cast<T*>(k + at));
+    gather_head(src + 2 * H, stride, n, np, dh_, reinterpret_cast<T*>(v + at));
   }
   const auto& eng = dnnl_cpu_engine();
   dnnl::stream st(eng);
@@ -180,22 +261,26 @@ void NativeAttention::attend(const float* qkv, int64_t stride, int64_t n, float 
       if (bf16_) {
         auto* pb = reinterpret_cast<uint16_t*>(p) + at;
         if (i < n)
-          softmax_row(sf + at, n, np, scale, b, bias.positions, pb, tf);
+          softmax(sf + at, n, np, scale, b, bias.positions, pb, tf);
         else
           std::memset(pb, 0, static_cast<size_t>(np) * sizeof(uint16_t));
       } else {
         if (i < n)
-          softmax_row(sf + at, n, np, scale, b, bias.positions, sf + at, tf);
+          softmax(sf + at, n, np, scale, b, bias.positions, sf + at, tf);
         else
           std::memset(sf + at, 0, static_cast<size_t>(np) * sizeof(float));
       }
     }
   pr.context.execute(st, {{DNNL_ARG_SRC, mp}, {DNNL_ARG_WEIGHTS, mv}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
   st.wait();
-  const auto* cf = reinterpret_cast<const float*>(c);
+  const auto* cf = reinterpret_cast<const T*>(c);
   for (int64_t h = 0; h < heads_; ++h)
     for (int64_t j = 0; j < n; ++j)
-      std::memcpy(ctx + j * ctx_stride + h * dh_, cf + (h * np + j) * dh_, static_cast<size_t>(dh_) * sizeof(float));
+      std::memcpy(ctx + j * ctx_stride + h * dh_, cf + (h * np + j) * dh_, static_cast<size_t>(dh_) * sizeof(T));
 }
+
+template void NativeAttention::run(const float*, int64_t, int64_t, float, float*, int64_t, const RelativeBias&) const;
+template void NativeAttention::run(const uint16_t*, int64_t, int64_t, float, uint16_t*, int64_t,
+                                   const RelativeBias&) const;
 
 }  // namespace sieve

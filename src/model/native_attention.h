@@ -18,8 +18,9 @@ namespace sieve {
 /// several threads at once, each with its own scratch.
 class NativeAttention {
  public:
-  /// `bf16`: queries, keys, values and the softmax's weights rounded to bfloat16 for the products
-  /// (sums in fp32); else fp32 throughout. `max_tokens`: the longest sequence it will see.
+  /// `bf16`: queries, keys, values, the softmax's weights and the context in bfloat16 (sums in
+  /// fp32; attend() takes and writes bfloat16 rows); else fp32 throughout. `max_tokens`: the
+  /// longest sequence it will see.
   NativeAttention(int64_t heads, int64_t head_dim, int64_t max_tokens, bool bf16);
   ~NativeAttention();
   NativeAttention(const NativeAttention&) = delete;
@@ -28,8 +29,12 @@ class NativeAttention {
   /// One sequence of n tokens: `qkv` rows [n, 3H] (query, key, value of width H = heads x
   /// head_dim each, rows `qkv_stride` floats apart) -> ctx rows [n, H] (`ctx_stride` apart):
   /// softmax(q k^T * scale) v per head. Runs on the calling thread's OpenMP team (one thread
-  /// inside a parallel region).
+  /// inside a parallel region). fp32 attention only.
   void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride) const {
+    attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
+  }
+  /// The same in bfloat16 (bf16 attention only): rows of bfloat16 bits in and out.
+  void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, uint16_t* ctx, int64_t ctx_stride) const {
     attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
   }
 
@@ -43,6 +48,8 @@ class NativeAttention {
   };
   void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride,
               const RelativeBias& bias) const;
+  void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, uint16_t* ctx, int64_t ctx_stride,
+              const RelativeBias& bias) const;
 
   /// The token count the products run at for n tokens (n up to 32, else n rounded up to 16).
   static int64_t padded(int64_t n) { return n <= 32 ? n : (n + 15) / 16 * 16; }
@@ -50,6 +57,9 @@ class NativeAttention {
  private:
   struct Products;
   const Products& products(int64_t padded_n) const;
+  template <class T>
+  void run(const T* qkv, int64_t qkv_stride, int64_t n, float scale, T* ctx, int64_t ctx_stride,
+           const RelativeBias& bias) const;
   int64_t heads_, dh_, max_tokens_;
   bool bf16_;
   std::unique_ptr<std::atomic<const Products*>[]> slots_;

@@ -1,6 +1,7 @@
 #include "model/native_bert.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -22,13 +23,10 @@ std::vector<float> copy_of(const at::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-// x <- LayerNorm(x + add) over rows of h, in place (add may be null).
-SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h, const float* gamma,
-                                           const float* beta, float eps) {
-  if (add) {
-#pragma omp simd
-    for (int64_t i = 0; i < h; ++i) x[i] += add[i];
-  }
+// x <- LayerNorm(x) over a row of h, in place, and its bfloat16 copy into xb where xb is not
+// null. Returns false when the row held a NaN or an infinity.
+SIEVE_MULTIVERSION bool layer_norm_row(float* x, int64_t h, const float* gamma, const float* beta, float eps,
+                                       uint16_t* xb) {
   float mean = 0;
 #pragma omp simd reduction(+ : mean)
   for (int64_t i = 0; i < h; ++i) mean += x[i];
@@ -37,9 +35,19 @@ SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h
 #pragma omp simd reduction(+ : var)
   for (int64_t i = 0; i < h; ++i) var += (x[i] - mean) * (x[i] - mean);
   var /= static_cast<float>(h);
+  if (!std::isfinite(var)) return false;
   const float inv = 1.0f / std::sqrt(var + eps);
+  if (xb) {
 #pragma omp simd
-  for (int64_t i = 0; i < h; ++i) x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
+    for (int64_t i = 0; i < h; ++i) {
+      x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
+      xb[i] = to_bf16_bits(x[i]);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) x[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
+  }
+  return true;
 }
 
 // The calling thread's scratch of at least n floats, kept between calls up to kKeptScratch floats
@@ -48,21 +56,24 @@ SIEVE_MULTIVERSION void add_layer_norm_row(float* x, const float* add, int64_t h
 // tokens (then 126 MB, now 75) a fresh one cost about 4 % of a bf16 batch (44.2 against 46.2
 // sentences/s kept).
 constexpr size_t kKeptScratch = size_t{16} << 20;  // floats (64 MB)
+// Two slots a thread: the call's states, and a group's working rows (the calling thread is also
+// the OpenMP team's first thread, which runs groups).
+enum ScratchSlot { kStates = 0, kWork = 1 };
 class ScratchLease {
  public:
-  explicit ScratchLease(size_t n) {
+  ScratchLease(size_t n, ScratchSlot slot) {
     if (n > kKeptScratch) {
       own_.reset(new float[n]);
       data_ = own_.get();
       return;
     }
-    thread_local std::unique_ptr<float[]> kept;
-    thread_local size_t size = 0;
-    if (size < n) {
-      kept.reset(new float[n]);
-      size = n;
+    thread_local std::unique_ptr<float[]> kept[2];
+    thread_local size_t size[2] = {0, 0};
+    if (size[slot] < n) {
+      kept[slot].reset(new float[n]);
+      size[slot] = n;
     }
-    data_ = kept.get();
+    data_ = kept[slot].get();
   }
   float* data() const { return data_; }
 
@@ -70,6 +81,9 @@ class ScratchLease {
   std::unique_ptr<float[]> own_;
   float* data_ = nullptr;
 };
+
+// The tokens a group of sequences aims at when groups run a thread each (NativeBert::forward).
+constexpr int64_t kGroupRows = 256;
 
 Activation activation_of(const std::string& name) {
   if (name == "gelu") return Activation::Gelu;
@@ -102,7 +116,8 @@ struct LayerParts {
 
 }  // namespace
 
-NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int int8_levels) : cfg_(model.config()) {
+NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int int8_levels)
+    : cfg_(model.config()), bf16_(precision == Precision::Bf16) {
   SIEVE_THROW_IF_NOT(supports(cfg_), "the native engine runs the BERT family (model_type bert, roberta, xlm-roberta "
                                      "or mpnet; GELU or ReLU), not "
                                          << cfg_.model_type << " with " << cfg_.hidden_act);
@@ -133,14 +148,17 @@ NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int in
     Layer n;
     at::Tensor qkv_w = at::cat({l.q->weight, l.k->weight, l.v->weight}, 0).detach().to(at::kCPU);
     at::Tensor qkv_b = at::cat({l.q->bias, l.k->bias, l.v->bias}, 0).detach().to(at::kCPU);
-    n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels);
-    auto pack = [&](const torch::nn::Linear& d, Activation act) {
+    // In bf16 the products feeding attention and the second feed-forward product write bfloat16;
+    // the two before a LayerNorm add into the states (the residual).
+    const LinearOutput chained = bf16_ ? LinearOutput::Bf16 : LinearOutput::Float;
+    n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels, Activation::None, chained);
+    auto pack = [&](const torch::nn::Linear& d, Activation act, LinearOutput output) {
       return std::make_unique<PackedLinear>(d->weight.detach().to(at::kCPU), d->bias.detach().to(at::kCPU), precision,
-                                            int8_levels, act);
+                                            int8_levels, act, output);
     };
-    n.attn_out = pack(l.o, Activation::None);
-    n.inter = pack(l.inter, activation_of(cfg_.hidden_act));
-    n.out = pack(l.out, Activation::None);
+    n.attn_out = pack(l.o, Activation::None, LinearOutput::AddToFloat);
+    n.inter = pack(l.inter, activation_of(cfg_.hidden_act), chained);
+    n.out = pack(l.out, Activation::None, LinearOutput::AddToFloat);
     n.ln1_gamma = copy_of(l.ln1->weight);
     n.ln1_beta = copy_of(l.ln1->bias);
     n.ln2_gamma = copy_of(l.ln2->weight);
@@ -170,8 +188,7 @@ NativeBert::~NativeBert() = default;
 
 void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t* types, int64_t B, int64_t L,
                          float* out) const {
-  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, heads = cfg_.num_attention_heads, dh = H / heads;
-  const auto eps = static_cast<float>(cfg_.layer_norm_eps);
+  const int64_t H = cfg_.hidden_size;
   std::fill(out, out + B * L * H, 0.0f);
   SIEVE_THROW_IF_NOT(L <= max_length_, "sequence length " << L << " exceeds the " << max_length_
                                                            << " positions of max_position_embeddings "
@@ -212,19 +229,10 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   }
   const int threads = compute_threads();
   ScopedOmpThreads scoped(threads);
-  // Scratch for the whole call: states, fused query/key/value, context, the feed-forward's middle;
-  // the calling thread's, kept between calls up to 64 MB (fresh zero-filled buffers cost page
-  // faults and a fill: a tenth of a batch's time at 32 x 128 tokens).
-  // The attention's query/key/value and context are dead by the time the feed-forward's middle
-  // is written, so the two share one region (MiniLM at 32 x 256 tokens: 75 MB instead of 126).
-  const int64_t shared = std::max(4 * H, I);
-  const ScratchLease scratch(static_cast<size_t>(T * (H + H + shared)));
-  float* const x = scratch.data();
-  float* const tmp = x + T * H;
-  float* const qkv = tmp + T * H;  // [T, 3H], then ctx [T, H]
-  float* const ctx = qkv + T * 3 * H;
-  float* const mid = qkv;  // [T, I], after attention
-
+  // The states x [T, H] (floats), the calling thread's, kept between calls up to 64 MB (fresh
+  // zero-filled buffers cost page faults and a fill: a tenth of a batch's time at 32 x 128).
+  const ScratchLease states(static_cast<size_t>(T * H), kStates);
+  float* const x = states.data();
   omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const int64_t flat = pos[t];
@@ -236,25 +244,97 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
         const float* ty = type_.data() + (types ? types[flat] : 0) * H;
         for (int64_t i = 0; i < H; ++i) r[i] += ty[i];
       }
-      add_layer_norm_row(r, nullptr, H, emb_gamma_.data(), emb_beta_.data(), eps);
     }
   });
+  Slice all;
+  all.first = first.data();
+  all.sequences = B;
+  all.x = x;
+  all.positions = at.data();
+  // Sequences are independent through every layer: where there are enough of them, groups of
+  // whole sequences of about kGroupRows tokens each run every layer on one thread, their working
+  // rows staying in that core's cache and no product waiting on a team; else (batch-1 queries)
+  // each product runs on the whole team.
+  // Smaller groups where that gives every thread two (32 x 16 tokens on two threads: 128 rows).
+  const int64_t target = std::min(kGroupRows, std::max<int64_t>(16, (T + 2 * threads - 1) / (2 * threads)));
+  std::vector<int64_t> starts{0};
+  for (int64_t b = 0; b < B; ++b)
+    if (first[static_cast<size_t>(b) + 1] - first[static_cast<size_t>(starts.back())] >= target)
+      starts.push_back(b + 1);
+  if (starts.back() != B) starts.push_back(B);
+  const auto groups = static_cast<int64_t>(starts.size()) - 1;
+  if (groups >= 2 * threads || (threads == 1 && groups > 1)) {
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(groups));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t g = 0; g < groups; ++g) {
+      try {
+        Slice slice = all;
+        slice.first = first.data() + starts[static_cast<size_t>(g)];
+        slice.sequences = starts[static_cast<size_t>(g) + 1] - starts[static_cast<size_t>(g)];
+        run_layers(slice, 1);
+      } catch (...) {
+        errors[static_cast<size_t>(g)] = std::current_exception();
+      }
+    }
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  } else {
+    run_layers(all, threads);
+  }
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(out + pos[static_cast<size_t>(t)] * H, x + t * H, static_cast<size_t>(H) * sizeof(float));
+}
+
+void NativeBert::run_layers(const Slice& slice, int threads) const {
+  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, heads = cfg_.num_attention_heads, dh = H / heads;
+  const auto eps = static_cast<float>(cfg_.layer_norm_eps);
+  const int64_t t0 = slice.first[0], T = slice.first[slice.sequences] - t0, B = slice.sequences;
+  float* const x = slice.x + t0 * H;
+  // This thread's working rows: a region the attention's fused query/key/value [T, 3H] and
+  // context [T, H] share with the feed-forward's middle [T, I] (the former are dead when the
+  // latter is written); in bf16 those are bfloat16, and xb [T, H] holds the states rounded for the
+  // next product.
+  const int64_t shared = std::max(4 * H, I);
+  const int64_t floats = bf16_ ? (T * H + T * shared + 1) / 2 : T * shared;
+  const ScratchLease work(static_cast<size_t>(floats), kWork);
+  float* const region = work.data();
+  uint16_t* const xb = bf16_ ? reinterpret_cast<uint16_t*>(region) : nullptr;
+  uint16_t* const region16 = bf16_ ? xb + T * H : nullptr;
+
+  std::atomic<bool> non_finite{false};
+  // x <- LN(x) on every row, and its bfloat16 copy in bf16.
+  auto normalize = [&](const std::vector<float>& gamma, const std::vector<float>& beta) {
+    omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
+      for (size_t t = begin; t < end; ++t)
+        if (!layer_norm_row(x + t * H, H, gamma.data(), beta.data(), eps, bf16_ ? xb + t * H : nullptr))
+          non_finite = true;
+    });
+    SIEVE_THROW_IF_NOT(!non_finite, "a layer's states hold a NaN or an infinity (a non-finite activation); the "
+                                    "model's weights are damaged");
+  };
+  normalize(emb_gamma_, emb_beta_);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (const Layer& layer : layers_) {
-    layer.qkv->forward(x, T, qkv);
+    if (bf16_)
+      layer.qkv->forward_bf16(xb, T, region16);
+    else
+      layer.qkv->forward(x, T, region);
     // Attention per sequence over its real tokens: the libtorch path's additive mask makes the
     // padded keys' weights exactly 0, so leaving them out is the same sum. With a sequence per
     // thread where there are enough; else one after another, each product on the whole team.
     auto attend = [&](int64_t b) {
-      const int64_t t0 = first[static_cast<size_t>(b)], n = first[static_cast<size_t>(b) + 1] - t0;
+      const int64_t s0 = slice.first[b] - t0, n = slice.first[b + 1] - slice.first[b];
       NativeAttention::RelativeBias bias;
       if (!relative_.empty()) {
         bias.table = relative_.data();
         bias.row = 2 * max_length_ - 1;
         bias.center = max_length_ - 1;
-        bias.positions = at.data() + t0;
+        bias.positions = slice.positions + t0 + s0;
       }
-      attention_->attend(qkv + t0 * 3 * H, 3 * H, n, scale, ctx + t0 * H, H, bias);
+      if (bf16_)
+        attention_->attend(region16 + s0 * 3 * H, 3 * H, n, scale, region16 + T * 3 * H + s0 * H, H, bias);
+      else
+        attention_->attend(region + s0 * 3 * H, 3 * H, n, scale, region + T * 3 * H + s0 * H, H, bias);
     };
     if (B >= threads && threads > 1) {
       std::vector<std::exception_ptr> errors(static_cast<size_t>(B));
@@ -271,20 +351,22 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
     } else {
       for (int64_t b = 0; b < B; ++b) attend(b);
     }
-    layer.attn_out->forward(ctx, T, tmp);
-    omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t)  // x <- LN(attn + x)
-        add_layer_norm_row(x + t * H, tmp + t * H, H, layer.ln1_gamma.data(), layer.ln1_beta.data(), eps);
-    });
-    layer.inter->forward(x, T, mid);  // GELU fused
-    layer.out->forward(mid, T, tmp);
-    omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t)  // x <- LN(out + x)
-        add_layer_norm_row(x + t * H, tmp + t * H, H, layer.ln2_gamma.data(), layer.ln2_beta.data(), eps);
-    });
+    // x <- LN(x + attention output), the product adding itself into x.
+    if (bf16_)
+      layer.attn_out->forward_bf16(region16 + T * 3 * H, T, x);
+    else
+      layer.attn_out->forward(region + T * 3 * H, T, x);
+    normalize(layer.ln1_gamma, layer.ln1_beta);
+    // x <- LN(x + out(GELU(inter(x)))).
+    if (bf16_) {
+      layer.inter->forward_bf16(xb, T, region16);
+      layer.out->forward_bf16(region16, T, x);
+    } else {
+      layer.inter->forward(x, T, region);
+      layer.out->forward(region, T, x);
+    }
+    normalize(layer.ln2_gamma, layer.ln2_beta);
   }
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(out + pos[static_cast<size_t>(t)] * H, x + t * H, static_cast<size_t>(H) * sizeof(float));
 }
 
 }  // namespace sieve

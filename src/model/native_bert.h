@@ -3,7 +3,10 @@
 // attention output, the two feed-forward ones with GELU fused into the first; weights packed once,
 // PackedLinear), attention's two products per sequence (NativeAttention) and loops of sieve's own
 // for the rest (embeddings, LayerNorm, softmax), on one OpenMP team, with its scratch made once per
-// call. The libtorch modules (bert.h) stay the reference
+// call. The products add the residual into the states themselves; in bf16 the LayerNorm writes
+// the next product's input in bfloat16 and the products before attention and after GELU write
+// bfloat16, so no pass of its own converts or adds (each such pass reads activations that
+// outgrow the cache at batch 32). The libtorch modules (bert.h) stay the reference
 // and the training path; the two agree within float rounding (tests/unit/model/test_native_bert.cpp).
 // Internal to sieve's model code.
 #pragma once
@@ -44,6 +47,15 @@ class NativeBert {
 
  private:
   struct Layer;
+  /// Consecutive sequences of a call: their rows are first[0] .. first[sequences] of x.
+  struct Slice {
+    const int64_t* first = nullptr;
+    int64_t sequences = 0;
+    float* x = nullptr;                  ///< every row's states [T, H]
+    const int64_t* positions = nullptr;  ///< every row's position in its sequence
+  };
+  /// The embeddings' LayerNorm and every layer on a slice's rows, on `threads` threads.
+  void run_layers(const Slice& slice, int threads) const;
   BertConfig cfg_;
   std::vector<float> word_, position_, type_, emb_gamma_, emb_beta_;  ///< type_ empty: no token types
   bool roberta_positions_ = false;  ///< positions from the ids (RoBERTa, MPNet), else 0..L-1
@@ -51,6 +63,7 @@ class NativeBert {
   std::vector<float> relative_;     ///< MPNet: [heads, 2 max_length - 1] bias by key - query; else empty
   std::vector<Layer> layers_;
   std::unique_ptr<NativeAttention> attention_;
+  bool bf16_ = false;  ///< the activations between products in bfloat16 (Precision::Bf16)
 };
 
 }  // namespace sieve

@@ -18,6 +18,13 @@ namespace sieve {
 /// tanh approximation ("gelu_new").
 enum class Activation { None, Gelu, GeluTanh, Relu };
 
+/// Where a product's output goes (the native pass chains its products through these, so that no
+/// separate pass over the activations converts them or adds the residual): Float writes floats;
+/// Bf16 writes bfloat16 rounded to nearest even, the next bf16 product's input (Bf16 precision
+/// only); AddToFloat adds the product to the floats already in y (y += x W^T + b: a residual
+/// connection; no activation).
+enum class LinearOutput { Float, Bf16, AddToFloat };
+
 /// Immutable once built and shared by threads; every forward() makes its own buffers (the
 /// primitive for a row count is made on its first use, under a lock, and kept).
 ///
@@ -34,20 +41,24 @@ class PackedLinear {
   /// weight grid, 127 or 63 (0 = this CPU's: default_weight_levels()); 127 is refused on a CPU
   /// without VNNI, where it would saturate.
   PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Precision precision, int int8_levels = 0,
-               Activation activation = Activation::None);
+               Activation activation = Activation::None, LinearOutput output = LinearOutput::Float);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
 
   /// x [..., K] float32 on the CPU -> [..., N].
   at::Tensor forward(const at::Tensor& x) const;
-  /// x [M, K] row-major -> y [M, N] (the native engine's call: no tensor is made).
-  void forward(const float* x, int64_t m, float* y) const;
+  /// x [M, K] row-major -> y [M, N] (the native engine's call: no tensor is made); y as output()
+  /// says (Float or AddToFloat: floats; Bf16: bfloat16 bits).
+  void forward(const float* x, int64_t m, void* y) const;
+  /// The same from rows already in bfloat16 (Bf16 precision only): nothing is converted.
+  void forward_bf16(const uint16_t* x, int64_t m, void* y) const;
 
   int64_t in_features() const { return k_; }
   int64_t out_features() const { return n_; }
   Precision precision() const { return precision_; }
   Activation activation() const { return activation_; }
+  LinearOutput output() const { return output_; }
   /// Int8: the largest weight magnitude after quantization: 127, or 63 where the CPU lacks VNNI
   /// (its u8 x s8 pair sums pass through int16 and would saturate at full range).
   int weight_levels() const { return levels_; }
@@ -61,10 +72,12 @@ class PackedLinear {
 
  private:
   struct Impl;
+  void run(const void* src, int64_t m, void* dst) const;
   std::unique_ptr<Impl> impl_;
   int64_t k_ = 0, n_ = 0;
   Precision precision_;
   Activation activation_ = Activation::None;
+  LinearOutput output_ = LinearOutput::Float;
   int levels_ = 127;
 };
 

@@ -55,15 +55,23 @@ void expect_engines_agree(const std::string& dir, double tol) {
   auto reference = Encoder::load(dir, torch_opt);
   auto native = Encoder::load(dir, native_opt);
   const auto texts = texts_of_many_lengths();
+  const int before = compute_threads();
   for (size_t batch : {size_t{1}, size_t{7}, size_t{32}}) {
     EncodeCall call;
     call.batch_size = batch;
     call.token_states = true;
-    const auto [keys, states] = max_gaps(reference->encode(texts, call), native->encode(texts, call));
-    EXPECT_LE(keys, tol) << dir << " batch " << batch;
-    EXPECT_LE(states, tol * 10) << dir << " batch " << batch;  // unnormalised states are larger than unit keys
-    // Another computation ran (its rounding differs somewhere), not the libtorch pass again.
-    EXPECT_GT(states, 0.0) << dir << " batch " << batch;
+    const Embeddings want = reference->encode(texts, call);
+    // One thread and two: a batch's sequences run in groups on a thread each where there are
+    // enough of them (two or more a thread), else each product on the whole team.
+    for (int threads : {1, 2}) {
+      set_compute_threads(threads);
+      const auto [keys, states] = max_gaps(want, native->encode(texts, call));
+      EXPECT_LE(keys, tol) << dir << " batch " << batch << ", " << threads << " threads";
+      EXPECT_LE(states, tol * 10) << dir << " batch " << batch;  // unnormalised states are larger than unit keys
+      // Another computation ran (its rounding differs somewhere), not the libtorch pass again.
+      EXPECT_GT(states, 0.0) << dir << " batch " << batch;
+    }
+    set_compute_threads(before);
   }
 }
 

@@ -127,6 +127,45 @@ TEST(PackedLinear, Bf16RefusesNonFiniteActivations) {
   EXPECT_NO_THROW(p.forward(at::randn({5, 32})));
 }
 
+// The outputs the native pass chains its products through: AddToFloat adds the product (bias
+// included) into the floats already there, in every precision; Bf16 writes the float product
+// rounded to bfloat16; forward_bf16 on rows already rounded equals forward on the float rows. Row
+// counts across the piece boundaries.
+TEST(PackedLinear, ChainedOutputsEqualTheFloatProductAddedOrRounded) {
+  at::manual_seed(11);
+  const at::Tensor w = at::randn({40, 48}), b = at::randn({40});
+  std::vector<Precision> precisions{Precision::Fp32, Precision::Int8};
+  if (bf16_available()) precisions.push_back(Precision::Bf16);
+  for (Precision precision : precisions)
+    for (int64_t m : {1, 17, 65, 300}) {
+      const std::string what = std::string(precision_name(precision)) + ", " + std::to_string(m) + " rows";
+      const at::Tensor x = at::randn({m, 48});
+      PackedLinear plain(w, b, precision), adding(w, b, precision, 0, Activation::None, LinearOutput::AddToFloat);
+      EXPECT_EQ(adding.output(), LinearOutput::AddToFloat);
+      const at::Tensor product = plain.forward(x);
+      const at::Tensor base = at::randn({m, 40});
+      at::Tensor y = base.clone();
+      adding.forward(x.data_ptr<float>(), m, y.data_ptr<float>());
+      EXPECT_LT(max_abs(y - (base + product)), 1e-5 * (1 + max_abs(product))) << what;
+      EXPECT_GT(max_abs(y - product), 0.1) << what;  // the base was added
+      if (precision != Precision::Bf16) continue;
+      const at::Tensor xr = x.to(at::kBFloat16);
+      at::Tensor from16 = at::empty({m, 40});
+      plain.forward_bf16(reinterpret_cast<const uint16_t*>(xr.data_ptr<at::BFloat16>()), m, from16.data_ptr<float>());
+      EXPECT_TRUE(at::equal(from16, product)) << what;
+      PackedLinear rounding(w, b, precision, 0, Activation::Gelu, LinearOutput::Bf16);
+      PackedLinear gelu(w, b, precision, 0, Activation::Gelu);
+      at::Tensor y16 = at::empty({m, 40}, at::kBFloat16);
+      rounding.forward(x.data_ptr<float>(), m, y16.data_ptr<at::BFloat16>());
+      const at::Tensor want = gelu.forward(x);
+      // oneDNN rounds its float sums to nearest even: the float result rounded, or (where the
+      // sum sits at a rounding boundary) its neighbour.
+      EXPECT_LT(max_abs(y16.to(at::kFloat) - want.to(at::kBFloat16).to(at::kFloat)), 1e-6 + max_abs(want) / 128) << what;
+      EXPECT_GT(max_abs(y16.to(at::kFloat) - want), 0.0) << what;  // rounded
+      EXPECT_LT(max_abs(y16.to(at::kFloat) - want), max_abs(want) / 128) << what;
+    }
+}
+
 // The int8 product by hand: weights per output channel to [-L, L], rows to uint8 with their own
 // scale and zero point (the range widened to include 0), integer sums, then the float epilogue.
 at::Tensor naive_int8(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int levels) {
