@@ -171,8 +171,8 @@ struct NativeAttention::Products {
   size_t scratchpad = 0;
 };
 
-NativeAttention::NativeAttention(int64_t heads, int64_t head_dim, int64_t max_tokens, bool bf16)
-    : heads_(heads), dh_(head_dim), max_tokens_(max_tokens), bf16_(bf16) {
+NativeAttention::NativeAttention(int64_t heads, int64_t head_dim, int64_t max_tokens, bool bf16, bool float_context)
+    : heads_(heads), dh_(head_dim), max_tokens_(max_tokens), bf16_(bf16), float_context_(float_context || !bf16) {
   SIEVE_ASSERT(heads > 0 && head_dim > 0 && max_tokens > 0);
   slots_.reset(new std::atomic<const Products*>[static_cast<size_t>(padded(max_tokens)) + 1]());
 }
@@ -192,7 +192,7 @@ const NativeAttention::Products& NativeAttention::products(int64_t np) const {
   pr.s = memory::desc({H, N, N}, Dt::f32, Tag::abc);
   pr.p = memory::desc({H, N, N}, t, Tag::abc);
   pr.v = memory::desc({H, N, D}, t, Tag::abc);
-  pr.c = memory::desc({H, N, D}, t, Tag::abc);
+  pr.c = memory::desc({H, N, D}, float_context_ ? Dt::f32 : t, Tag::abc);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& eng = dnnl_cpu_engine();
@@ -218,12 +218,18 @@ void NativeAttention::attend(const float* qkv, int64_t stride, int64_t n, float 
 
 void NativeAttention::attend(const uint16_t* qkv, int64_t stride, int64_t n, float scale, uint16_t* ctx,
                              int64_t ctx_stride, const RelativeBias& bias) const {
-  SIEVE_ASSERT(bf16_);
+  SIEVE_ASSERT(bf16_ && !float_context_);
   run(qkv, stride, n, scale, ctx, ctx_stride, bias);
 }
 
-template <class T>
-void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, T* ctx, int64_t ctx_stride,
+void NativeAttention::attend(const uint16_t* qkv, int64_t stride, int64_t n, float scale, float* ctx,
+                             int64_t ctx_stride, const RelativeBias& bias) const {
+  SIEVE_ASSERT(bf16_ && float_context_);
+  run(qkv, stride, n, scale, ctx, ctx_stride, bias);
+}
+
+template <class T, class U>
+void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, U* ctx, int64_t ctx_stride,
                           const RelativeBias& bias) const {
   if (n == 0) return;
   SIEVE_ASSERT(n <= max_tokens_);
@@ -233,7 +239,7 @@ void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, 
   const size_t block = aligned(static_cast<size_t>(heads_ * np * dh_) * e);
   const size_t scores = aligned(static_cast<size_t>(heads_ * np * np) * sizeof(float));
   const size_t weights = bf16_ ? aligned(static_cast<size_t>(heads_ * np * np) * e) : 0;  // fp32: in place
-  const size_t context = block;
+  const size_t context = aligned(static_cast<size_t>(heads_ * np * dh_) * sizeof(U));
   const size_t row = aligned(static_cast<size_t>(np) * sizeof(float));
   uint8_t* base = thread_scratch(3 * block + scores + weights + context + row + aligned(pr.scratchpad));
   uint8_t *q = base, *k = q + block, *v = k + block, *s = v + block, *p = bf16_ ? s + scores : s;
@@ -273,14 +279,16 @@ void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, 
     }
   pr.context.execute(st, {{DNNL_ARG_SRC, mp}, {DNNL_ARG_WEIGHTS, mv}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
   st.wait();
-  const auto* cf = reinterpret_cast<const T*>(c);
+  const auto* cf = reinterpret_cast<const U*>(c);
   for (int64_t h = 0; h < heads_; ++h)
     for (int64_t j = 0; j < n; ++j)
-      std::memcpy(ctx + j * ctx_stride + h * dh_, cf + (h * np + j) * dh_, static_cast<size_t>(dh_) * sizeof(T));
+      std::memcpy(ctx + j * ctx_stride + h * dh_, cf + (h * np + j) * dh_, static_cast<size_t>(dh_) * sizeof(U));
 }
 
 template void NativeAttention::run(const float*, int64_t, int64_t, float, float*, int64_t, const RelativeBias&) const;
 template void NativeAttention::run(const uint16_t*, int64_t, int64_t, float, uint16_t*, int64_t,
+                                   const RelativeBias&) const;
+template void NativeAttention::run(const uint16_t*, int64_t, int64_t, float, float*, int64_t,
                                    const RelativeBias&) const;
 
 }  // namespace sieve

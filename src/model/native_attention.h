@@ -19,9 +19,10 @@ namespace sieve {
 class NativeAttention {
  public:
   /// `bf16`: queries, keys, values, the softmax's weights and the context in bfloat16 (sums in
-  /// fp32; attend() takes and writes bfloat16 rows); else fp32 throughout. `max_tokens`: the
-  /// longest sequence it will see.
-  NativeAttention(int64_t heads, int64_t head_dim, int64_t max_tokens, bool bf16);
+  /// fp32; attend() takes and writes bfloat16 rows), or with `float_context` the context written
+  /// as floats (the int8 pass's: its next product quantizes floats); else fp32 throughout.
+  /// `max_tokens`: the longest sequence it will see.
+  NativeAttention(int64_t heads, int64_t head_dim, int64_t max_tokens, bool bf16, bool float_context = false);
   ~NativeAttention();
   NativeAttention(const NativeAttention&) = delete;
   NativeAttention& operator=(const NativeAttention&) = delete;
@@ -33,8 +34,12 @@ class NativeAttention {
   void attend(const float* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride) const {
     attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
   }
-  /// The same in bfloat16 (bf16 attention only): rows of bfloat16 bits in and out.
+  /// The same in bfloat16 (bf16 attention only): rows of bfloat16 bits in and out, or out as
+  /// floats (float_context).
   void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, uint16_t* ctx, int64_t ctx_stride) const {
+    attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
+  }
+  void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride) const {
     attend(qkv, qkv_stride, n, scale, ctx, ctx_stride, RelativeBias{});
   }
 
@@ -50,6 +55,8 @@ class NativeAttention {
               const RelativeBias& bias) const;
   void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, uint16_t* ctx, int64_t ctx_stride,
               const RelativeBias& bias) const;
+  void attend(const uint16_t* qkv, int64_t qkv_stride, int64_t n, float scale, float* ctx, int64_t ctx_stride,
+              const RelativeBias& bias) const;
 
   /// The token count the products run at for n tokens (n up to 32, else n rounded up to 16).
   static int64_t padded(int64_t n) { return n <= 32 ? n : (n + 15) / 16 * 16; }
@@ -57,11 +64,11 @@ class NativeAttention {
  private:
   struct Products;
   const Products& products(int64_t padded_n) const;
-  template <class T>
-  void run(const T* qkv, int64_t qkv_stride, int64_t n, float scale, T* ctx, int64_t ctx_stride,
+  template <class T, class U>
+  void run(const T* qkv, int64_t qkv_stride, int64_t n, float scale, U* ctx, int64_t ctx_stride,
            const RelativeBias& bias) const;
   int64_t heads_, dh_, max_tokens_;
-  bool bf16_;
+  bool bf16_, float_context_;
   std::unique_ptr<std::atomic<const Products*>[]> slots_;
   mutable std::mutex making_;
   mutable std::vector<std::unique_ptr<Products>> made_;

@@ -117,7 +117,9 @@ struct LayerParts {
 }  // namespace
 
 NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int int8_levels)
-    : cfg_(model.config()), bf16_(precision == Precision::Bf16) {
+    : cfg_(model.config()),
+      bf16_(precision == Precision::Bf16),
+      bf16_attention_(bf16_ || (precision == Precision::Int8 && PackedLinear::cpu_has_bf16())) {
   SIEVE_THROW_IF_NOT(supports(cfg_), "the native engine runs the BERT family (model_type bert, roberta, xlm-roberta "
                                      "or mpnet; GELU or ReLU), not "
                                          << cfg_.model_type << " with " << cfg_.hidden_act);
@@ -151,7 +153,9 @@ NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int in
     // In bf16 the products feeding attention and the second feed-forward product write bfloat16;
     // the two before a LayerNorm add into the states (the residual).
     const LinearOutput chained = bf16_ ? LinearOutput::Bf16 : LinearOutput::Float;
-    n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels, Activation::None, chained);
+    // int8 on a CPU with bf16 products: query/key/value rounded to bfloat16 for a bf16 attention.
+    n.qkv = std::make_unique<PackedLinear>(qkv_w, qkv_b, precision, int8_levels, Activation::None,
+                                           bf16_attention_ ? LinearOutput::Bf16 : LinearOutput::Float);
     auto pack = [&](const torch::nn::Linear& d, Activation act, LinearOutput output) {
       return std::make_unique<PackedLinear>(d->weight.detach().to(at::kCPU), d->bias.detach().to(at::kCPU), precision,
                                             int8_levels, act, output);
@@ -180,8 +184,8 @@ NativeBert::NativeBert(const EncoderBackbone& model, Precision precision, int in
                   l.output->LayerNorm});
     }
   }
-  attention_ = std::make_unique<NativeAttention>(heads, cfg_.hidden_size / heads, max_length_,
-                                                 precision == Precision::Bf16);
+  attention_ = std::make_unique<NativeAttention>(heads, cfg_.hidden_size / heads, max_length_, bf16_attention_,
+                                                 /*float_context=*/!bf16_);
 }
 
 NativeBert::~NativeBert() = default;
@@ -318,7 +322,7 @@ void NativeBert::run_layers(const Slice& slice, int threads) const {
     if (bf16_)
       layer.qkv->forward_bf16(xb, T, region16);
     else
-      layer.qkv->forward(x, T, region);
+      layer.qkv->forward(x, T, region);  // int8 with a bf16 attention: bfloat16 at region's start
     // Attention per sequence over its real tokens: the libtorch path's additive mask makes the
     // padded keys' weights exactly 0, so leaving them out is the same sum. With a sequence per
     // thread where there are enough; else one after another, each product on the whole team.
@@ -333,6 +337,9 @@ void NativeBert::run_layers(const Slice& slice, int threads) const {
       }
       if (bf16_)
         attention_->attend(region16 + s0 * 3 * H, 3 * H, n, scale, region16 + T * 3 * H + s0 * H, H, bias);
+      else if (bf16_attention_)
+        attention_->attend(reinterpret_cast<const uint16_t*>(region) + s0 * 3 * H, 3 * H, n, scale,
+                           region + T * 3 * H + s0 * H, H, bias);
       else
         attention_->attend(region + s0 * 3 * H, 3 * H, n, scale, region + T * 3 * H + s0 * H, H, bias);
     };

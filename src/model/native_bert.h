@@ -64,6 +64,9 @@ class NativeBert {
   std::vector<Layer> layers_;
   std::unique_ptr<NativeAttention> attention_;
   bool bf16_ = false;  ///< the activations between products in bfloat16 (Precision::Bf16)
+  /// Attention's products in bfloat16: bf16, and int8 where the CPU has bf16 products (AMX or
+  /// AVX-512 BF16; its query/key/value product then writes bfloat16, the context stays floats).
+  bool bf16_attention_ = false;
 };
 
 }  // namespace sieve

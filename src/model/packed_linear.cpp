@@ -49,7 +49,7 @@ uint8_t* thread_buffer(int slot, size_t bytes) {
     std::unique_ptr<uint8_t[]> data;
     size_t size = 0;
   };
-  thread_local Buffer buffers[4];
+  thread_local Buffer buffers[5];
   Buffer& b = buffers[slot];
   if (b.size < bytes) {
     b.data.reset(new uint8_t[bytes]);
@@ -57,7 +57,7 @@ uint8_t* thread_buffer(int slot, size_t bytes) {
   }
   return b.data.get();
 }
-enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3 };  // kQuantized: bf16 rows too
+enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3, kRow = 4 };  // kQuantized: bf16 rows too
 
 // oneDNN runs its products on OpenMP, whose pool sieve keeps at one thread so that OpenBLAS gets
 // the cores for libtorch's products (src/model/threads.cpp). A product here takes
@@ -298,7 +298,7 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, Pre
   impl_->activation = activation;
   impl_->accumulate = output == LinearOutput::AddToFloat;
   SIEVE_ASSERT(output != LinearOutput::AddToFloat || activation == Activation::None);
-  SIEVE_ASSERT(output != LinearOutput::Bf16 || precision == Precision::Bf16);
+  SIEVE_ASSERT(output != LinearOutput::Bf16 || precision != Precision::Fp32);
   SIEVE_THROW_IF_NOT(int8_levels == 0 || int8_levels == 63 || int8_levels == 127,
                      "the int8 weight grid must be 127 or 63 levels, not " << int8_levels);
   SIEVE_THROW_IF_NOT(int8_levels != 127 || precision != Precision::Int8 || cpu_has_vnni(),
@@ -464,14 +464,18 @@ void PackedLinear::forward(const float* xp_in, int64_t M, void* y) const {
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
   const float* bp = impl_->bias.data();
-  const bool add = output_ == LinearOutput::AddToFloat;
+  const bool add = output_ == LinearOutput::AddToFloat, bf16_out = output_ == LinearOutput::Bf16;
   for_each_piece(M, [&](int64_t at, int64_t rows) {
     run(q + at * k_, rows, acc);
     for_rows(rows, n_, [&](int64_t begin, int64_t end) {
+      // Bf16 output: each row as floats in a row of this thread's, then rounded into y.
+      float* tmp = bf16_out ? reinterpret_cast<float*>(thread_buffer(kRow, static_cast<size_t>(n_) * sizeof(float))) : nullptr;
       for (int64_t m = begin; m < end; ++m) {
         const int64_t row = at + m;
-        dequantize_row(acc + m * n_, n_, row_scale[row], row_zero[row], cs, ws, bp, yp + row * n_, add);
-        activate_row(yp + row * n_, n_, activation_);
+        float* yr = bf16_out ? tmp : yp + row * n_;
+        dequantize_row(acc + m * n_, n_, row_scale[row], row_zero[row], cs, ws, bp, yr, add);
+        activate_row(yr, n_, activation_);
+        if (bf16_out) to_bf16(yr, n_, static_cast<uint16_t*>(y) + row * n_);
       }
     });
   });

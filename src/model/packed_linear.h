@@ -20,8 +20,8 @@ enum class Activation { None, Gelu, GeluTanh, Relu };
 
 /// Where a product's output goes (the native pass chains its products through these, so that no
 /// separate pass over the activations converts them or adds the residual): Float writes floats;
-/// Bf16 writes bfloat16 rounded to nearest even, the next bf16 product's input (Bf16 precision
-/// only); AddToFloat adds the product to the floats already in y (y += x W^T + b: a residual
+/// Bf16 writes bfloat16 rounded to nearest even, the next bf16 product's input (Bf16 and Int8
+/// precision; int8 rounds its epilogue's floats); AddToFloat adds the product to the floats already in y (y += x W^T + b: a residual
 /// connection; no activation).
 enum class LinearOutput { Float, Bf16, AddToFloat };
 

@@ -30,11 +30,13 @@ float from_bf16(uint16_t b) {
 float round_bf16(float x) { return from_bf16(bf16_bits(x)); }
 
 // Runs the attention on float rows, through bfloat16 rows when it is a bf16 one.
-void run(const NativeAttention& attention, bool bf16, const std::vector<float>& qkv, int64_t qkv_stride, int64_t n,
-         float scale, std::vector<float>& ctx, int64_t ctx_stride) {
+// With float_context, bfloat16 rows in and floats out.
+void run(const NativeAttention& attention, bool bf16, bool float_context, const std::vector<float>& qkv,
+         int64_t qkv_stride, int64_t n, float scale, std::vector<float>& ctx, int64_t ctx_stride) {
   if (!bf16) return attention.attend(qkv.data(), qkv_stride, n, scale, ctx.data(), ctx_stride);
   std::vector<uint16_t> q16(qkv.size()), c16(ctx.size());
   for (size_t i = 0; i < qkv.size(); ++i) q16[i] = bf16_bits(qkv[i]);
+  if (float_context) return attention.attend(q16.data(), qkv_stride, n, scale, ctx.data(), ctx_stride);
   for (size_t i = 0; i < ctx.size(); ++i) c16[i] = bf16_bits(ctx[i]);
   attention.attend(q16.data(), qkv_stride, n, scale, c16.data(), ctx_stride);
   for (size_t i = 0; i < ctx.size(); ++i) ctx[i] = from_bf16(c16[i]);
@@ -68,9 +70,9 @@ std::vector<double> naive(const std::vector<float>& qkv, int64_t n, int64_t head
   return ctx;
 }
 
-void check(bool bf16) {
+void check(bool bf16, bool float_context = false) {
   const int64_t heads = 3, dh = 8, H = heads * dh;
-  NativeAttention attention(heads, dh, 300, bf16);
+  NativeAttention attention(heads, dh, 300, bf16, float_context);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.5f);
   for (int64_t n : {1, 2, 31, 32, 33, 47, 48, 49, 64, 65, 257}) {
@@ -80,7 +82,7 @@ void check(bool bf16) {
     const int64_t stride = H + 5;
     std::vector<float> ctx(static_cast<size_t>(n * stride), -7.0f);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-    run(attention, bf16, qkv, 3 * H, n, scale, ctx, stride);
+    run(attention, bf16, float_context, qkv, 3 * H, n, scale, ctx, stride);
     const auto want = naive(qkv, n, heads, dh, scale, bf16);
     double worst = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -88,7 +90,7 @@ void check(bool bf16) {
         const double w = want[static_cast<size_t>(i * H + c)];
         // bf16: the context is written in bfloat16, which may round to the other neighbour of
         // the naive sum (one unit in its last place, 2^-8 of it, apart).
-        const double ulp = bf16 ? std::fabs(w) / 256 : 0.0;
+        const double ulp = bf16 && !float_context ? std::fabs(w) / 256 : 0.0;
         worst = std::max(worst, std::fabs(ctx[static_cast<size_t>(i * stride + c)] - w) - ulp);
       }
       for (int64_t c = H; c < stride; ++c) ASSERT_EQ(ctx[static_cast<size_t>(i * stride + c)], -7.0f) << n;
@@ -111,6 +113,7 @@ TEST(NativeAttention, Bf16EqualsANaiveAttentionOnRoundedOperands) {
     GTEST_SKIP() << "this CPU has no oneDNN bf16 product (no AVX-512)";
   }
   check(true);
+  check(true, /*float_context=*/true);  // the int8 pass's: bfloat16 operands, the context as floats
 }
 
 TEST(NativeAttention, PaddedCounts) {

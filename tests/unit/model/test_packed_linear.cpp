@@ -129,7 +129,7 @@ TEST(PackedLinear, Bf16RefusesNonFiniteActivations) {
 
 // The outputs the native pass chains its products through: AddToFloat adds the product (bias
 // included) into the floats already there, in every precision; Bf16 writes the float product
-// rounded to bfloat16; forward_bf16 on rows already rounded equals forward on the float rows. Row
+// rounded to bfloat16 (bf16 and int8); forward_bf16 on rows already rounded equals forward on the float rows. Row
 // counts across the piece boundaries.
 TEST(PackedLinear, ChainedOutputsEqualTheFloatProductAddedOrRounded) {
   at::manual_seed(11);
@@ -148,11 +148,14 @@ TEST(PackedLinear, ChainedOutputsEqualTheFloatProductAddedOrRounded) {
       adding.forward(x.data_ptr<float>(), m, y.data_ptr<float>());
       EXPECT_LT(max_abs(y - (base + product)), 1e-5 * (1 + max_abs(product))) << what;
       EXPECT_GT(max_abs(y - product), 0.1) << what;  // the base was added
-      if (precision != Precision::Bf16) continue;
-      const at::Tensor xr = x.to(at::kBFloat16);
-      at::Tensor from16 = at::empty({m, 40});
-      plain.forward_bf16(reinterpret_cast<const uint16_t*>(xr.data_ptr<at::BFloat16>()), m, from16.data_ptr<float>());
-      EXPECT_TRUE(at::equal(from16, product)) << what;
+      if (precision == Precision::Fp32) continue;
+      if (precision == Precision::Bf16) {
+        const at::Tensor xr = x.to(at::kBFloat16);
+        at::Tensor from16 = at::empty({m, 40});
+        plain.forward_bf16(reinterpret_cast<const uint16_t*>(xr.data_ptr<at::BFloat16>()), m, from16.data_ptr<float>());
+        EXPECT_TRUE(at::equal(from16, product)) << what;
+      }
+      // Bf16 output (int8: its epilogue's floats rounded).
       PackedLinear rounding(w, b, precision, 0, Activation::Gelu, LinearOutput::Bf16);
       PackedLinear gelu(w, b, precision, 0, Activation::Gelu);
       at::Tensor y16 = at::empty({m, 40}, at::kBFloat16);
@@ -163,6 +166,8 @@ TEST(PackedLinear, ChainedOutputsEqualTheFloatProductAddedOrRounded) {
       EXPECT_LT(max_abs(y16.to(at::kFloat) - want.to(at::kBFloat16).to(at::kFloat)), 1e-6 + max_abs(want) / 128) << what;
       EXPECT_GT(max_abs(y16.to(at::kFloat) - want), 0.0) << what;  // rounded
       EXPECT_LT(max_abs(y16.to(at::kFloat) - want), max_abs(want) / 128) << what;
+      if (precision == Precision::Int8)  // the same epilogue's floats, rounded by sieve: exactly
+        EXPECT_TRUE(at::equal(y16.to(at::kFloat), want.to(at::kBFloat16).to(at::kFloat))) << what;
     }
 }
 
