@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 // Always inlined: a call per element keeps a loop scalar, and the compiler stopped inlining
 // fast_exp into the softmax once the function grew a second loop (exp was then 22 % of a bf16
@@ -57,5 +60,26 @@ SIEVE_INLINE_MATH uint16_t to_bf16_bits(float x) {
   std::memcpy(&u, &x, sizeof u);
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SIEVE_HAS_FAST_EXP_AVX512 1
+// fast_exp on 16 lanes for sieve's hand-written AVX-512 loops (the softmax, the int8 epilogue's
+// GELU): the same reduction and polynomial, 2^n applied by vscalefps (so no clamp is needed
+// above; below about -87 it gives a denormal or 0 where fast_exp gives 1e-38). Callers are
+// compiled for AVX-512 (target attributes) and run only where the CPU has it.
+__attribute__((target("avx512f"), always_inline)) inline __m512 fast_exp_avx512(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+#endif
 
 }  // namespace sieve

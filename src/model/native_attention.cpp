@@ -113,22 +113,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void softmax_row
   for (int64_t j = 0; j < n; j += 16)
     vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail(n - j), src + j));
   const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), vstep = _mm512_set1_ps(step);
-  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
-               ln2_lo = _mm512_set1_ps(-2.12194440e-4f), one = _mm512_set1_ps(1.0f);
   __m512 vsum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = tail(n - j);
     const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, src + j), mx), vstep);
-    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r = _mm512_fnmadd_ps(k, ln2_lo, _mm512_fnmadd_ps(k, ln2_hi, x));
-    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
-    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), one);
-    const __m512 e = _mm512_maskz_scalef_ps(m, y, k);
+    const __m512 e = _mm512_maskz_mov_ps(m, fast_exp_avx512(x));
     vsum = _mm512_add_ps(vsum, e);
     _mm512_mask_storeu_ps(tmp + j, m, e);
   }

@@ -160,19 +160,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void epilogue_row_avx512(co
       poly = _mm512_fmadd_ps(t, poly, _mm512_set1_ps(-0.284496736f));
       poly = _mm512_fmadd_ps(t, poly, _mm512_set1_ps(0.254829592f));
       poly = _mm512_mul_ps(t, poly);
-      // exp(-u^2) as fast_exp: n = round(x log2 e), r = x - n ln 2 (two parts), 2^n by vscalefps.
       const __m512 x = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), au), au), _mm512_set1_ps(-87.3f));
-      const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f),
-                                        _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x));
-      __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-      q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
-      q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
-      q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
-      q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
-      q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
-      const __m512 e = _mm512_scalef_ps(_mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), one), k);
+      const __m512 e = fast_exp_avx512(x);  // exp(-u^2)
       const __m512 erf_abs = _mm512_fnmadd_ps(poly, e, one);                       // erf(|u|)
       const __m512i sign = _mm512_and_si512(_mm512_castps_si512(u), _mm512_set1_epi32(INT32_MIN));
       const __m512 erf_u = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(erf_abs), sign));  // u's sign
