@@ -2,8 +2,10 @@
 // every layer is four oneDNN products on the real tokens only (query/key/value fused, the
 // attention output, the two feed-forward ones with GELU fused into the first; weights packed once,
 // PackedLinear), attention's two products per sequence (NativeAttention) and loops of sieve's own
-// for the rest (embeddings, LayerNorm, softmax), on one OpenMP team, with its scratch made once per
-// call. The products add the residual into the states themselves; in bf16 the LayerNorm writes
+// for the rest (embeddings, LayerNorm, softmax), on one OpenMP team, with its scratch kept per
+// thread. A batch runs in groups of whole sequences, each group every layer on one thread (its
+// rows stay in that core's cache and no product waits on the team); a batch with too few
+// sequences for that (batch-1 queries) runs each part on the whole team. The products add the residual into the states themselves; in bf16 the LayerNorm writes
 // the next product's input in bfloat16 and the products before attention and after GELU write
 // bfloat16, so no pass of its own converts or adds (each such pass reads activations that
 // outgrow the cache at batch 32). The libtorch modules (bert.h) stay the reference
