@@ -122,7 +122,10 @@ def init_mlp(features, hidden, seed):
 
 def mlp_logits(p, z):
     h = np.tanh(z @ p["w1"].T + p["b1"])
-    return h @ p["w2"] + p["b2"][0], h
+    logit = h @ p["w2"] + p["b2"][0]
+    if "ws" in p:  # --skip: a linear path from the named features straight to the logit
+        logit = logit + z @ p["ws"]
+    return logit, h
 
 
 def mlp_loss_grad(p, z, y, w):
@@ -131,7 +134,10 @@ def mlp_loss_grad(p, z, y, w):
     loss = float(np.sum(w * (np.logaddexp(0.0, logit) - y * logit)))
     d = w * (1.0 / (1.0 + np.exp(-logit)) - y)  # dloss/dlogit
     dh = np.outer(d, p["w2"]) * (1.0 - h * h)
-    return loss, {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ d, "b2": np.array([d.sum()])}
+    g = {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ d, "b2": np.array([d.sum()])}
+    if "ws" in p:
+        g["ws"] = (z.T @ d) * p["skip_mask"]
+    return loss, g
 
 
 # The sign of each feature's effect under --monotone: +1 agreement, -1 disruption; the rest free.
@@ -166,23 +172,27 @@ def project_monotone(p, signs):
             p["w1"][wrong, f] = 0.0
 
 
-def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None):
+def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None, skip=None):
     """Full-batch Adam on the weighted log-loss with coupled L2 (torch.optim.Adam's weight_decay).
 
     `signs` (one per feature, +1 / -1 / 0): projected after every step (project_monotone), so that
     the logit is non-decreasing in the +1 features and non-increasing in the -1 ones.
     Returns the parameters; `trace`, a list, receives each step's loss (before the step)."""
     p = init_mlp(z.shape[1], hidden, seed)
+    if skip is not None:  # the skip weights start at 0 and only the masked features' move
+        p["ws"] = np.zeros(z.shape[1])
     if signs is not None:
         project_monotone(p, signs)
     m = {k: np.zeros_like(v) for k, v in p.items()}
     v = {k: np.zeros_like(val) for k, val in p.items()}
+    if skip is not None:
+        p["skip_mask"] = np.asarray(skip, dtype=float)
     b1, b2, eps = 0.9, 0.999, 1e-8
     for t in range(1, steps + 1):
         loss, g = mlp_loss_grad(p, z, y, w)
         if trace is not None:
             trace.append(loss)
-        for k in p:
+        for k in g:
             gk = g[k] + l2 * p[k]
             m[k] = b1 * m[k] + (1 - b1) * gk
             v[k] = b2 * v[k] + (1 - b2) * gk * gk
@@ -192,10 +202,10 @@ def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=
     return p
 
 
-def row_weights(parts, soft=(), soft_weight=1.0):
-    """Each part the same total weight, half to each of its classes (a one-class part: all to it).
-    Parts whose index is in `soft` (teacher probabilities, no classes) weigh `soft_weight` times a
-    labelled part, spread evenly over their rows."""
+def row_weights(parts, soft=(), soft_weight=1.0, part_weights=None):
+    """Each part the same total weight (or part_weights[k] times it), half to each of its classes (a
+    one-class part: all to it). Parts whose index is in `soft` (teacher probabilities, no classes)
+    weigh `soft_weight` times a labelled part, spread evenly over their rows."""
     ws = []
     for k, (_, y) in enumerate(parts):
         if k in soft:
@@ -205,7 +215,7 @@ def row_weights(parts, soft=(), soft_weight=1.0):
         classes = [c for c in (0, 1) if (y == c).any()]
         for c in classes:
             w[y == c] = 1.0 / (len(classes) * (y == c).sum())
-        ws.append(w)
+        ws.append(w * (part_weights[k] if part_weights is not None else 1.0))
     w = np.concatenate(ws)
     return w / w.sum()
 
@@ -230,6 +240,15 @@ def main():
                          "ones (MONOTONE_SIGNS; needs --hidden > 0)")
     ap.add_argument("--monotone-signs", help="with --monotone: the constrained features instead of the table, "
                                              "as name:+ (non-decreasing) or name:- (non-increasing), comma-separated")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated features given a linear path straight to the logit beside the hidden layer "
+                         "(\"pooled\": the pooled cosine as the base the network corrects; recorded as skip_weights)")
+    ap.add_argument("--part-weight", action="append", default=[], metavar="NAME=W[,W...]",
+                    help="the training part whose file name starts with NAME- weighs W times another part; several "
+                         "values: each is tried, the choice made on the dev parts like the L2 strength")
+    ap.add_argument("--floor", default="",
+                    help="a feature (\"pooled\"): only settings whose dev AUC is at least that feature's own on every "
+                         "chosen-on dev part are chosen from (the best of them by mean AUC; none: the one closest)")
     ap.add_argument("--out", required=True, help="the fitted gate (JSON, for `sieve verify create --kind linear --weights`)")
     ap.add_argument("--report", help="JSON report: every setting's dev AUCs")
     args = ap.parse_args()
@@ -264,6 +283,38 @@ def main():
         sys.exit("fit-gate: no dev part holds both classes")
     x = np.vstack([t[0] for t in train])
     y = np.concatenate([t[1] for t in train])
+    # --part-weight: the grid of per-part weights (each combination a setting).
+    grid_parts = [[]]
+    for spec in args.part_weight:
+        name, _, values = spec.partition("=")
+        try:
+            ws_ = [float(v) for v in values.split(",")]
+        except ValueError:
+            ws_ = []
+        if not name or not ws_ or any(v < 0 for v in ws_):
+            sys.exit(f"fit-gate: --part-weight '{spec}' is not NAME=W[,W...] with weights >= 0")
+        if not any(os.path.basename(t).startswith(name + "-") for t in args.train):
+            sys.exit(f"fit-gate: --part-weight: no training part named {name}-*")
+        grid_parts = [g + [(name, v)] for g in grid_parts for v in ws_]
+    def part_weights(combo):
+        out = []
+        for t in args.train + args.soft:
+            wt = 1.0
+            for name, v in combo:
+                if os.path.basename(t).startswith(name + "-"):
+                    wt = v
+            out.append(wt)
+        return out
+    skip = None
+    if args.skip:
+        unknown = [n for n in args.skip.split(",") if n not in names]
+        if unknown:
+            sys.exit(f"fit-gate: --skip: unknown feature(s) {', '.join(unknown)} (features: {', '.join(names)})")
+        if args.hidden == 0:
+            sys.exit("fit-gate: --skip needs the tanh network (--hidden > 0); logistic regression is linear already")
+        skip = [1.0 if n in args.skip.split(",") else 0.0 for n in names]
+    if args.floor and args.floor not in names:
+        sys.exit(f"fit-gate: --floor: unknown feature {args.floor}")
     w = row_weights(train, soft, args.soft_weight)
     mean = x.mean(0)
     scale = x.std(0)
@@ -279,24 +330,38 @@ def main():
         print("fit-gate: monotone: " + ", ".join(f"{n} {'+' if s > 0 else '-'}" for n, s in zip(names, signs) if s),
               file=sys.stderr)
     chosen_on = [k for k, (_, dy) in dev.items() if len(dy) >= args.min_choice_pairs] or list(dev)
+    floor = {}
+    if args.floor:
+        fi = names.index(args.floor)
+        floor = {k: auc(dx[:, fi], dy) for k, (dx, dy) in dev.items()}
+        print("fit-gate: floor (" + args.floor + "): " + " ".join(f"{k.replace('.tsv', '')} {v:.3f}" for k, v in floor.items()),
+              file=sys.stderr)
     results = []
-    for l2 in [float(v) for v in args.l2.split(",")]:
-        if args.hidden == 0:
-            beta, b = fit_logistic(z, y, w, l2)
-            gate = {"hidden_weights": [], "hidden_bias": [], "weights": beta.tolist(), "bias": b}
-            score = lambda dz: dz @ beta + b
-        else:
-            p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed, signs=signs)
-            gate = {"hidden_weights": p["w1"].ravel().tolist(), "hidden_bias": p["b1"].tolist(),
-                    "weights": p["w2"].tolist(), "bias": float(p["b2"][0])}
-            score = lambda dz, p=p: mlp_logits(p, dz)[0]
-        per = {k: auc(score((dx - mean) / scale), dy) for k, (dx, dy) in dev.items()}
-        r = {"l2": l2, "mean_auc": sum(per[k] for k in chosen_on) / len(chosen_on),
-             "worst_auc": min(per[k] for k in chosen_on), "auc": per, "gate": gate}
-        results.append(r)
-        print(f"fit-gate: l2 {l2:g}: mean dev AUC {r['mean_auc']:.4f}, worst {r['worst_auc']:.4f}  " +
-              " ".join(f"{k.replace('.tsv', '')} {v:.3f}" for k, v in per.items()), file=sys.stderr)
-    best = max(results, key=lambda r: r["mean_auc"])
+    for combo in grid_parts:
+        w = row_weights(train, soft, args.soft_weight, part_weights(combo) if combo else None)
+        for l2 in [float(v) for v in args.l2.split(",")]:
+            if args.hidden == 0:
+                beta, b = fit_logistic(z, y, w, l2)
+                gate = {"hidden_weights": [], "hidden_bias": [], "weights": beta.tolist(), "bias": b}
+                score = lambda dz, beta=beta, b=b: dz @ beta + b
+            else:
+                p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed, signs=signs, skip=skip)
+                gate = {"hidden_weights": p["w1"].ravel().tolist(), "hidden_bias": p["b1"].tolist(),
+                        "weights": p["w2"].tolist(), "bias": float(p["b2"][0])}
+                if skip is not None:
+                    gate["skip_weights"] = p["ws"].tolist()
+                score = lambda dz, p=p: mlp_logits(p, dz)[0]
+            per = {k: auc(score((dx - mean) / scale), dy) for k, (dx, dy) in dev.items()}
+            margin = min((per[k] - floor[k] for k in chosen_on), default=0.0) if floor else 0.0
+            r = {"l2": l2, "part_weights": dict(combo), "mean_auc": sum(per[k] for k in chosen_on) / len(chosen_on),
+                 "worst_auc": min(per[k] for k in chosen_on), "floor_margin": margin, "auc": per, "gate": gate}
+            results.append(r)
+            print(f"fit-gate: l2 {l2:g}" + "".join(f" {n}={v:g}" for n, v in combo) +
+                  f": mean dev AUC {r['mean_auc']:.4f}, worst {r['worst_auc']:.4f}" +
+                  (f", above the floor by {margin:+.4f}" if floor else "") + "  " +
+                  " ".join(f"{k.replace('.tsv', '')} {v:.3f}" for k, v in per.items()), file=sys.stderr)
+    eligible = [r for r in results if r["floor_margin"] >= 0]
+    best = max(eligible, key=lambda r: r["mean_auc"]) if eligible else max(results, key=lambda r: r["floor_margin"])
     gate = {"features": names, "mean": mean.tolist(), "scale": scale.tolist(), **best["gate"],
             "symmetric": args.symmetric}
     with open(args.out, "w") as f:
@@ -304,11 +369,13 @@ def main():
     if args.report:
         with open(args.report, "w") as f:
             json.dump({"train": args.train, "soft": args.soft, "soft_weight": args.soft_weight, "dev": list(dev), "chosen_on": chosen_on, "hidden": args.hidden,
+                       "skip": args.skip, "floor": {"feature": args.floor, "auc": floor} if floor else None,
                        "monotone": {n: int(s) for n, s in zip(names, signs) if s} if signs is not None else None,
                        "steps": args.steps, "lr": args.lr, "seed": args.seed,
                        "best": {k: v for k, v in best.items() if k != "gate"},
                        "grid": [{k: v for k, v in r.items() if k != "gate"} for r in results]}, f, indent=1)
-    print(json.dumps({"l2": best["l2"], "mean_dev_auc": best["mean_auc"], "dev_auc": best["auc"]}))
+    print(json.dumps({"l2": best["l2"], "part_weights": best["part_weights"], "mean_dev_auc": best["mean_auc"],
+                      "dev_auc": best["auc"]}))
 
 
 if __name__ == "__main__":

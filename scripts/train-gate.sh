@@ -38,7 +38,7 @@ GEN_CAP="${GEN_CAP:-1500}" PAWSSTYLE_CAP="${PAWSSTYLE_CAP:-6000}" EVAL_CAP="${EV
 # qqp (question duplicates) is a source of the mlp gate; the F2 / F3 / F4 recipes keep the sources
 # they were measured with. Every set's eval part is scored whenever it exists.
 if [[ "$KIND" == mlp ]]; then
-  SOURCES="${SOURCES:-paws,mrpc,qqp,condaqa,mixed,cannot,generated,identity}"
+  SOURCES="${SOURCES:-paws,mrpc,qqp,qtwins,condaqa,mixed,cannot,generated,identity}"
 else
   SOURCES="${SOURCES:-paws,mrpc,condaqa,mixed,cannot,generated,identity}"
 fi
@@ -48,9 +48,13 @@ SEED="${SEED:-42}" THREADS="${THREADS:-0}" HIDDEN="${HIDDEN:-32}"
 # one (scripts/fit-gate.py --monotone; MONOTONE_SIGNS="name:+,..." picks the features). The default,
 # 0, fits it unconstrained, as shipped: docs/evaluation.md, "A monotone gate", says what it trades.
 MONOTONE="${MONOTONE:-0}" MONOTONE_SIGNS="${MONOTONE_SIGNS:-}"
+FIT_ARGS="${FIT_ARGS:-}"
 # Debian's interpreter, whose NumPy set-up installs (not whichever python3 comes first on PATH).
 PY="${PYTHON:-/usr/bin/python3}"
-NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap"
+NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap,antonym,number_change"
+# Question twins (source qtwins, issue 57): near-misses of the QQP part's questions.
+QNEAR="question_negation,wh_swap,question_role_swap,number_change,entity_swap"
+QTWIN_CAP="${QTWIN_CAP:-1500}"
 REWRITES="synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym"
 POSITIVES="identity,paws_paraphrase,mrpc_paraphrase,qqp_paraphrase,sts_paraphrase,condaqa_paraphrase,$REWRITES"
 [[ -d "$DATA/pairs" ]] || { echo "train-gate: $DATA/pairs is absent (set SIEVE_SHARED_DATA)" >&2; exit 1; }
@@ -116,6 +120,30 @@ fi
 # 3. The human-written sets, split by sentence component; the generated eval pairs join mixed-eval.
 step sets "$WORK/sets/report.json" "$S" eval paraphrase-sets --shared "$DATA" --generated "$WORK/generated-eval.tsv" \
   --generated-positive "$REWRITES" --out "$WORK/sets"
+# 3b. Question twins (source qtwins): each question of the QQP part (both columns) against its
+# twins (a negation added or removed, another wh-word, its NPs exchanged, a number, month or name
+# changed), label 0; and, for a QQP duplicate (q1, q2), q1's twin against q2 (a reworded question
+# beside a near-miss of it), label 0; the part's duplicates themselves, label 1. Eval parts too.
+qtwins() {
+  local part="$1" cap="$2" src="$WORK/sets/qqp-$1.tsv"
+  tail -n +2 "$src" | awk -F'\t' '{ print $1; print $2 }' | awk '!seen[$0]++' > "$WORK/qtwins-$part.questions.txt"
+  "$S" nearmiss generate --in "$WORK/qtwins-$part.questions.txt" --kinds "$QNEAR" --seed "$SEED" \
+    --max-per-category "$cap" --out "$WORK/qtwins-$part.raw.tsv" > /dev/null
+  awk -F'\t' 'BEGIN { OFS = "\t"; print "sentence1", "sentence2", "category", "label" }
+    FNR == 1 { next }
+    NR == FNR { if ($4 == 1) { dup[$1] = dup[$1] ? dup[$1] "\n" $2 : $2; dup2[$2] = dup2[$2] ? dup2[$2] "\n" $1 : $1;
+                               print $1, $2, "qqp_paraphrase", 1 } next }
+    { print $1, $2, "qtwin_" $3, 0
+      n = split((dup[$1] ? dup[$1] : "") (dup[$1] && dup2[$1] ? "\n" : "") (dup2[$1] ? dup2[$1] : ""), other, "\n")
+      for (i = 1; i <= n; i++) if (other[i] != "") print other[i], $2, "qtwin_reworded_" $3, 0 }' \
+    "$src" "$WORK/qtwins-$part.raw.tsv" > "$WORK/sets/qtwins-$part.tsv.tmp"
+  mv "$WORK/sets/qtwins-$part.tsv.tmp" "$WORK/sets/qtwins-$part.tsv"
+}
+if [[ ",$SOURCES," == *,qtwins,* ]]; then
+  step qtwins_train "$WORK/sets/qtwins-train.tsv" qtwins train "$QTWIN_CAP"
+  step qtwins_dev "$WORK/sets/qtwins-dev.tsv" qtwins dev "$EVAL_CAP"
+  step qtwins_eval "$WORK/sets/qtwins-eval.tsv" qtwins eval "$EVAL_CAP"
+fi
 # 4. One training file of the chosen SOURCES (labelled pairs), and one dev file for calibration.
 source_rows() {  # source_rows SOURCE PART: that source's rows of PART (train, dev), no header
   local src="$1" part="$2"
@@ -207,8 +235,9 @@ if [[ "$KIND" == mlp ]]; then
     [[ "$MONOTONE" == 1 && -n "$MONOTONE_SIGNS" ]] && mono+=(--monotone-signs "$MONOTONE_SIGNS")
     local soft=()
     (( ${#SOFT[@]} )) && soft=(--soft "${SOFT[@]}" --soft-weight "$SOFT_WEIGHT")
+    # shellcheck disable=SC2086  # FIT_ARGS: words of fit-gate.py's options
     "$PY" scripts/fit-gate.py --train "${train[@]}" --dev "${dev[@]}" --hidden "$HIDDEN" --seed "$SEED" --symmetric \
-      "${mono[@]}" "${soft[@]}" --out "$RUN/gate.json" --report "$RUN/fit.json"
+      "${mono[@]}" "${soft[@]}" $FIT_ARGS --out "$RUN/gate.json" --report "$RUN/fit.json"
     "$S" verify create --kind mlp -m "$MODEL" --weights "$RUN/gate.json" --max-tokens "$MAX_TOKENS" --out "$RUN/verifier.safetensors"
   }
   step train "$RUN/verifier.safetensors" fit
@@ -251,15 +280,40 @@ step calibrate "$OUT" calibrate
 evaluate() {
   mkdir -p "$RESULTS/eval"
   local set
-  for set in paws mrpc qqp condaqa mixed cannot; do
+  for set in paws mrpc qqp qtwins stsb condaqa mixed cannot; do
     [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue  # qqp: sets made before it was split
     "$S" eval nearmiss --pairs "$WORK/sets/$set-eval.tsv" -m "$MODEL" --verifier F1 --verifier F2 --verifier "$OUT" \
       --positive-categories "$POSITIVES" --markdown "$RESULTS/eval/$set.md" "${T[@]}" > "$RESULTS/eval/$set.json"
   done
-  for set in paws mrpc qqp condaqa mixed cannot; do
+  for set in paws mrpc qqp qtwins stsb condaqa mixed cannot; do
     [[ -f "$RESULTS/eval/$set.json" ]] || continue
     jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$RESULTS/eval/$set.json"
   done | tee "$RESULTS/eval/summary.txt"
 }
 step evaluate "$RESULTS/eval/summary.txt" evaluate
+# 8. One table (scripts/gate-table.py): every eval part; the pooled cosine (its AUC, and the cosine
+# cache at 0.8), PREVIOUS (a gate file to compare with, e.g. the one shipped before; optional) and
+# this gate: ROC-AUC and, at each threshold, the share of duplicates and of near-misses accepted.
+PREVIOUS="${PREVIOUS:-}"
+table() {
+  local scorers=(cosine gate) parts=() set name file
+  [[ -n "$PREVIOUS" ]] && scorers=(cosine previous gate)
+  for set in paws mrpc qqp qtwins condaqa mixed cannot; do
+    [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue
+    parts+=(--part "$set=$WORK/sets/$set-eval.tsv")
+    for name in "${scorers[@]}"; do
+      case "$name" in cosine) file=cosine ;; previous) file="$PREVIOUS" ;; gate) file="$OUT" ;; esac
+      mkdir -p "$RESULTS/table/$name"
+      [[ -f "$RESULTS/table/$name/$set.jsonl" ]] && continue
+      "$S" verify score -m "$MODEL" --verifier "$file" --pairs "$WORK/sets/$set-eval.tsv" "${T[@]}" \
+        > "$RESULTS/table/$name/$set.jsonl.tmp"
+      mv "$RESULTS/table/$name/$set.jsonl.tmp" "$RESULTS/table/$name/$set.jsonl"
+    done
+  done
+  local sc=()
+  for name in "${scorers[@]}"; do sc+=(--scorer "$name"); done
+  "$PY" scripts/gate-table.py "${parts[@]}" "${sc[@]}" --scores-dir "$RESULTS/table" \
+    --json "$RESULTS/eval/table.json" --markdown "$RESULTS/eval/table.md"
+}
+step table "$RESULTS/eval/table.md" table
 echo "train-gate: verifier $OUT; results in $RESULTS/eval" >&2

@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sieve/cross_encoder.h"
@@ -107,12 +108,22 @@ struct MlpGateOptions {
   CueSequences cue_ids;               ///< negation cues (negation_cues())
   std::vector<int32_t> voice_ids;     ///< voice cue words (voice_cue_ids())
   std::vector<int32_t> conj_ids;      ///< coordinating conjunctions (conjunction_ids())
-  std::vector<std::string> features;  ///< gate_feature_names() when fitted
+  // Format 8 (issue 57); empty in older files, whose features do not read them.
+  std::vector<int32_t> question_ids;  ///< the question mark's pieces ("question")
+  std::vector<int32_t> wh_ids;        ///< wh-words ("wh_gap")
+  std::vector<int32_t> number_ids;    ///< numbers and month names ("num_gap")
+  std::vector<std::pair<int32_t, int32_t>> opposite_ids;  ///< opposite words, both orders ("opposite")
+  /// The fitted feature names: a prefix of gate_feature_names() (a file fitted before a feature
+  /// was added names fewer, and reads only its own).
+  std::vector<std::string> features;
   std::vector<double> mean, scale;    ///< F each
   std::vector<double> hidden_weights; ///< H x F, row-major
   std::vector<double> hidden_bias;    ///< H
   std::vector<double> weights;        ///< H (F when H = 0)
   double bias = 0;
+  /// Empty, or F weights of a linear path from z straight to the logit (a base the hidden layer
+  /// corrects: scripts/fit-gate.py --skip): logit = weights . h + skip_weights . z + bias.
+  std::vector<double> skip_weights;
 };
 
 /// Everything that defines a verifier (stored with its weights).
@@ -188,8 +199,22 @@ class Verifier {
 /// once-each ids in another order), "len_ratio" (|log(m / n)|), "displacement" (mean |relative
 /// position of a query row - of its best column|), "conj_swap" (the share of those reordered pairs
 /// that sit on the two sides of a conjunction found once on each side, on opposite sides in the
-/// two: "the cat and the dog" / "the dog and the cat").
+/// two: "the cat and the dog" / "the dog and the cat"); then (issue 57) "question" (the share of
+/// the two sides that hold a question mark), "wh_gap" (1 when the sides' wh-words differ), "num_gap"
+/// (the query's numbers and month names the candidate lacks, counted) and "opposite" (pairs of
+/// opposite words, one on each side where the other side lacks it: "reduced" / "increased",
+/// "above" / "below"; opposite_words()).
 const std::vector<std::string>& gate_feature_names();
+
+/// The opposite word pairs the "opposite" feature reads, each pair once (directional, spatial,
+/// quantity and evaluative opposites with their inflections: "increase" / "decrease", "above" /
+/// "below", "more" / "less"; a fixed list, not WordNet's).
+const std::vector<std::pair<std::string, std::string>>& opposite_words();
+
+/// The mlp gate's word lists as ids of `tokenizer`'s vocabulary (negation cues, voice, conjunctions,
+/// question marks, wh-words, numbers and months, opposites): what `sieve verify features` computes
+/// with and `sieve verify create --kind mlp` stores. Weights are left empty.
+MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer);
 
 /// The Mlp gate's features of one query against each candidate: one row of
 /// gate_feature_names().size() values per candidate (the query as rows of the map, at most

@@ -42,7 +42,7 @@ void register_nearmiss(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--kinds", o->kinds,
-                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap; positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move, determiner, negated_antonym")
+                  "Comma-separated: negation, role_swap, binding_swap, spatial_flip, antonym, passive_role_swap, entity_swap; questions (issue 57): question_negation, wh_swap, question_role_swap, number_change (any sentence); positives (meaning kept): synonym, passive, contraction, coordination, possessive, adverb_move, determiner, negated_antonym")
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output: CSV (sentence1,sentence2,category), .tsv, or .jsonl")->required();
   cmd->add_option("--layout", o->layout, "pairs or triplets (anchor,positive,negative,category)")

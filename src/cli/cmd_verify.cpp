@@ -100,6 +100,7 @@ MlpGateOptions read_gate_json(const std::string& path, bool& symmetric) {
     l.hidden_bias = j.value("hidden_bias", std::vector<double>{});
     l.weights = j.at("weights").get<std::vector<double>>();
     l.bias = j.at("bias").get<double>();
+    l.skip_weights = j.value("skip_weights", std::vector<double>{});
     symmetric = symmetric || j.value("symmetric", false);
     return l;
   } catch (const nlohmann::json::exception& e) {
@@ -182,10 +183,7 @@ void register_verify(CLI::App& app) {
       const auto pairs = eval::read_pairs(o->pairs);
       o->model = resolve_model_dir(o->model);
       const auto enc = Encoder::load(o->model, o->dev.options());
-      MlpGateOptions l;
-      l.cue_ids = negation_cues(enc->tokenizer());
-      l.voice_ids = voice_cue_ids(enc->tokenizer());
-      l.conj_ids = conjunction_ids(enc->tokenizer());
+      const MlpGateOptions l = mlp_gate_lexicon(enc->tokenizer());
       std::vector<std::pair<std::string, std::string>> texts;
       for (const auto& p : pairs) texts.emplace_back(p.sentence1, p.sentence2);
       const auto rows = gate_text_pair_features(*enc, texts, l, o->max_tokens, o->symmetric, o->batch_size);
@@ -255,11 +253,16 @@ void register_verify(CLI::App& app) {
       SIEVE_THROW_IF_NOT((o->c.kind == VerifierKind::Mlp) == !o->weights.empty(),
                          "--weights goes with --kind mlp, and --kind mlp needs --weights");
       if (o->c.kind == VerifierKind::Mlp) {
-        o->c.mlp = read_gate_json(o->weights, o->c.symmetric);
-        const auto tokenizer = Tokenizer::from_model_dir(o->model);
-        o->c.mlp.cue_ids = negation_cues(*tokenizer);
-        o->c.mlp.voice_ids = voice_cue_ids(*tokenizer);
-        o->c.mlp.conj_ids = conjunction_ids(*tokenizer);
+        const MlpGateOptions fitted = read_gate_json(o->weights, o->c.symmetric);
+        o->c.mlp = mlp_gate_lexicon(*Tokenizer::from_model_dir(o->model));
+        o->c.mlp.features = fitted.features;
+        o->c.mlp.mean = fitted.mean;
+        o->c.mlp.scale = fitted.scale;
+        o->c.mlp.hidden_weights = fitted.hidden_weights;
+        o->c.mlp.hidden_bias = fitted.hidden_bias;
+        o->c.mlp.weights = fitted.weights;
+        o->c.mlp.bias = fitted.bias;
+        o->c.mlp.skip_weights = fitted.skip_weights;
       }
       if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
         const auto tokenizer = Tokenizer::from_model_dir(o->model);

@@ -222,6 +222,7 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
   else d.shape = "other";
 
   switch (k) {
+    case Kind::QuestionNegation:
     case Kind::Negation: {
       if (d.shape == "insert" || d.shape == "delete") {
         const Words& span = a.empty() ? b : b.empty() ? a : Words{};
@@ -252,6 +253,7 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
       break;
     }
     case Kind::RoleSwap:
+    case Kind::QuestionRoleSwap:
     case Kind::EntitySwap:
     case Kind::BindingSwap: d.intended = d.shape == "swap"; break;
     case Kind::SpatialFlip:
@@ -261,6 +263,18 @@ DiffCheck check_edit(const std::string& a_text, const std::string& b_text, Kind 
           if ((from == r.from && to == r.to) || (from == r.to && to == r.from)) d.intended = true;
       }
       break;
+    case Kind::WhSwap: {
+      static const std::set<std::string> kWh = {"why", "how", "when", "where", "who", "what"};
+      d.intended = d.shape == "replace1" && kWh.count(a[0]) > 0 && kWh.count(b[0]) > 0;
+      break;
+    }
+    case Kind::NumberChange: {
+      static const std::set<std::string> kMonths = {"january", "february", "march", "april", "may", "june", "july",
+                                                    "august", "september", "october", "november", "december"};
+      auto number = [](const std::string& w) { return !w.empty() && w.find_first_not_of("0123456789") == std::string::npos; };
+      d.intended = d.shape == "replace1" && ((number(a[0]) && number(b[0])) || (kMonths.count(a[0]) && kMonths.count(b[0])));
+      break;
+    }
     case Kind::Antonym:
     case Kind::Synonym:
       if (d.shape == "replace1") d.intended = lexical_relation(a[0], b[0], k == Kind::Antonym, lex);

@@ -34,7 +34,9 @@ const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap
                            {Kind::Coordination, "coordination"}, {Kind::Possessive, "possessive"},
                            {Kind::AdverbMove, "adverb_move"},    {Kind::PassiveRoleSwap, "passive_role_swap"},
                            {Kind::Determiner, "determiner"},     {Kind::NegatedAntonym, "negated_antonym"},
-                           {Kind::EntitySwap, "entity_swap"}};
+                           {Kind::EntitySwap, "entity_swap"},   {Kind::QuestionNegation, "question_negation"},
+                           {Kind::WhSwap, "wh_swap"},           {Kind::QuestionRoleSwap, "question_role_swap"},
+                           {Kind::NumberChange, "number_change"}};
 
 bool is_question(const Sentence& s) {
   const auto& t = s.tokens;
@@ -142,6 +144,10 @@ std::optional<std::string> Perturber::apply(const std::string& sentence, Kind k,
       if (!is_question(s)) negated_antonym_candidates(s, lex_, cands);
       break;
     case Kind::EntitySwap: entity_swap_candidates(s, cands); break;
+    case Kind::QuestionNegation: question_negation_candidates(s, lex_, cands); break;
+    case Kind::WhSwap: wh_swap_candidates(s, cands); break;
+    case Kind::QuestionRoleSwap: question_role_swap_candidates(s, lex_, cands); break;
+    case Kind::NumberChange: number_change_candidates(s, rng, cands); break;
     case Kind::PassiveRoleSwap: break;  // composed of two kinds above
   }
   const std::string source = lower(sentence);

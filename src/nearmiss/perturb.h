@@ -39,12 +39,26 @@ enum class Kind {
   NegatedAntonym /*positive*/,
   /// Two names or two written numbers of the sentence exchanged, PAWS-style ("flew from Paris to
   /// Rome" -> "flew from Rome to Paris"); never two that are only coordinated ("Paris and Rome").
-  EntitySwap
+  EntitySwap,
+  /// A question's negation added or removed (issue 57): "which drugs interact with warfarin?" ->
+  /// "which drugs do not interact with warfarin?", "does aspirin reduce fever?" -> "does aspirin
+  /// not reduce fever?", "why don't cats swim?" -> "why do cats swim?". Questions only.
+  QuestionNegation,
+  /// A question's wh-word changed to one that asks for another thing: why <-> how, when <->
+  /// where, who <-> what before a copula ("why do cats purr?" -> "how do cats purr?").
+  WhSwap,
+  /// A question's subject and object NPs exchanged ("did Google buy YouTube?" -> "did YouTube buy
+  /// Google?"); no pronouns, the auxiliary's agreement kept.
+  QuestionRoleSwap,
+  /// One number or month name changed to another value (a year by 1-5, a count by 1-3 or doubled;
+  /// "in 1998" -> "in 1999", "in May" -> "in July"); any sentence, questions included.
+  NumberChange
 };
 
 /// "negation", "role_swap", "binding_swap", "spatial_flip", "antonym", "synonym", "passive",
 /// "contraction", "coordination", "possessive", "adverb_move", "passive_role_swap", "determiner",
-/// "negated_antonym", "entity_swap".
+/// "negated_antonym", "entity_swap", "question_negation", "wh_swap", "question_role_swap",
+/// "number_change".
 const char* kind_name(Kind k);
 
 /// True for the meaning-preserving kinds (synonym, passive, contraction, coordination, possessive,

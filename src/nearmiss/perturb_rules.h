@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +48,16 @@ void coordination_candidates(const Sentence& s, const Lexicon& lex, std::vector<
 void possessive_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
 /// perturb_reorder.cpp: "she quickly opened the door" <-> "she opened the door quickly".
 void adverb_move_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
+/// perturb_question.cpp: true for a question (a final "?", or a leading wh-word).
+bool is_question_sentence(const Sentence& s);
+/// perturb_question.cpp: a question's negation added or removed.
+void question_negation_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
+/// perturb_question.cpp: the first wh-word changed (why <-> how, when <-> where, who <-> what).
+void wh_swap_candidates(const Sentence& s, std::vector<Sentence>& out);
+/// perturb_question.cpp: "did Google buy YouTube?" -> "did YouTube buy Google?".
+void question_role_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out);
+/// perturb_question.cpp: one number or month changed (its new value drawn from `rng`).
+void number_change_candidates(const Sentence& s, std::mt19937_64& rng, std::vector<Sentence>& out);
 
 // ---- shared helpers (perturb_helpers.cpp) -------------------------------------------------------
 

@@ -1,9 +1,11 @@
 // The Mlp gate's features of a pair (gate_feature_names()): what the cosine map says (F0, F1,
 // F2, its weakest rows, where each row aligns) beside what it cannot say (the pooled cosine, exact
-// ids held, their order, the voice and the negation cues).
+// ids held, their order, the voice and the negation cues; questions, wh-words, numbers and
+// opposite words).
 #include "verify/gate_features.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <set>
 #include <unordered_map>
@@ -120,6 +122,33 @@ void id_features(const std::vector<int64_t>& q, const std::vector<int64_t>& c, c
   f[13] = static_cast<float>(of.discordant);
   f[14] = static_cast<float>(std::fabs(std::log(static_cast<double>(q.size()) / static_cast<double>(c.size()))));
   f[16] = static_cast<float>(conj_swap(q, c, o.conj_ids));
+  // Issue 57: questions, their wh-words, numbers and opposite words.
+  auto holds = [](const std::vector<int64_t>& ids, const std::vector<int32_t>& set) {
+    return std::any_of(ids.begin(), ids.end(), [&](int64_t id) { return std::binary_search(set.begin(), set.end(), id); });
+  };
+  f[17] = static_cast<float>((holds(q, o.question_ids) ? 0.5 : 0.0) + (holds(c, o.question_ids) ? 0.5 : 0.0));
+  auto members = [](const std::vector<int64_t>& ids, const std::vector<int32_t>& set) {
+    std::set<int64_t> out;
+    for (int64_t id : ids)
+      if (std::binary_search(set.begin(), set.end(), id)) out.insert(id);
+    return out;
+  };
+  f[18] = members(q, o.wh_ids) != members(c, o.wh_ids) ? 1.f : 0.f;
+  const std::set<int64_t> cset(c.begin(), c.end()), qset(q.begin(), q.end());
+  double missing = 0;
+  for (int64_t id : members(q, o.number_ids)) missing += cset.count(id) == 0;
+  f[19] = static_cast<float>(missing);
+  double opposite = 0;
+  for (int64_t a : qset) {
+    if (cset.count(a)) continue;
+    auto it = std::lower_bound(o.opposite_ids.begin(), o.opposite_ids.end(), std::make_pair(static_cast<int32_t>(a), INT32_MIN));
+    for (; it != o.opposite_ids.end() && it->first == a; ++it)
+      if (cset.count(it->second) && !qset.count(it->second)) {
+        ++opposite;
+        break;
+      }
+  }
+  f[20] = static_cast<float>(opposite);
 }
 
 }  // namespace
@@ -164,15 +193,16 @@ at::Tensor gate_feature_matrix(const Maps& m, const MlpGateOptions& o, bool symm
 }
 
 at::Tensor mlp_gate_scores(const at::Tensor& features, const MlpGateOptions& o) {
-  const size_t F = gate_feature_names().size(), H = o.hidden_bias.size();
-  SIEVE_ASSERT(features.dim() == 2 && features.size(1) == static_cast<int64_t>(F));
+  // The file's features are a prefix of the columns (check_mlp_gate): it reads the first F.
+  const size_t all = gate_feature_names().size(), F = o.features.size(), H = o.hidden_bias.size();
+  SIEVE_ASSERT(features.dim() == 2 && features.size(1) == static_cast<int64_t>(all) && F <= all);
   const at::Tensor x = features.to(at::kDouble).contiguous();
   const auto B = static_cast<size_t>(x.size(0));
   std::vector<float> s(B);
   std::vector<double> z(F), h(H);
   const double* xp = x.data_ptr<double>();
   for (size_t b = 0; b < B; ++b) {
-    for (size_t k = 0; k < F; ++k) z[k] = (xp[b * F + k] - o.mean[k]) / o.scale[k];
+    for (size_t k = 0; k < F; ++k) z[k] = (xp[b * all + k] - o.mean[k]) / o.scale[k];
     for (size_t u = 0; u < H; ++u) {
       double a = o.hidden_bias[u];
       for (size_t k = 0; k < F; ++k) a += o.hidden_weights[u * F + k] * z[k];
@@ -181,17 +211,22 @@ at::Tensor mlp_gate_scores(const at::Tensor& features, const MlpGateOptions& o) 
     const std::vector<double>& in = H > 0 ? h : z;
     double logit = o.bias;
     for (size_t k = 0; k < in.size(); ++k) logit += o.weights[k] * in[k];
+    for (size_t k = 0; k < o.skip_weights.size(); ++k) logit += o.skip_weights[k] * z[k];
     s[b] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
   }
   return at::tensor(s, at::kFloat);
 }
 
 void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
-  const auto& names = gate_feature_names();
-  SIEVE_THROW_IF_NOT(o.features == names, what << ": the gate's features are not this sieve's ("
-                                                << names.size() << " named features, " << names.front() << " .. "
-                                                << names.back() << "); fit it again");
+  const auto& all = gate_feature_names();
+  const bool prefix = !o.features.empty() && o.features.size() <= all.size() &&
+                      std::equal(o.features.begin(), o.features.end(), all.begin());
+  SIEVE_THROW_IF_NOT(prefix, what << ": the gate's features are not this sieve's (a prefix of its " << all.size()
+                                  << " named features, " << all.front() << " .. " << all.back() << "); fit it again");
+  const std::vector<std::string> names(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(o.features.size()));
   const size_t F = names.size(), H = o.hidden_bias.size();
+  SIEVE_THROW_IF_NOT(o.skip_weights.empty() || o.skip_weights.size() == F,
+                     what << ": the gate's skip weights must be none or " << F << ", not " << o.skip_weights.size());
   SIEVE_THROW_IF_NOT(H <= 4096, what << ": at most 4096 hidden units, not " << H);
   SIEVE_THROW_IF_NOT(o.mean.size() == F && o.scale.size() == F && o.hidden_weights.size() == H * F &&
                          o.weights.size() == (H > 0 ? H : F),
@@ -203,7 +238,8 @@ void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
   auto finite = [](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double d) { return std::isfinite(d); });
   };
-  SIEVE_THROW_IF_NOT(finite(o.hidden_weights) && finite(o.hidden_bias) && finite(o.weights) && std::isfinite(o.bias),
+  SIEVE_THROW_IF_NOT(finite(o.hidden_weights) && finite(o.hidden_bias) && finite(o.weights) && finite(o.skip_weights) &&
+                         std::isfinite(o.bias),
                      what << ": the gate's weights must be finite");
   SIEVE_THROW_IF_NOT(!o.cue_ids.empty(), what << ": the gate needs its negation cue ids");
 }
@@ -213,7 +249,8 @@ void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
 const std::vector<std::string>& gate_feature_names() {
   static const std::vector<std::string> kNames = {
       "pooled", "f0",      "f1",    "f2",    "f2_pos",    "row_min",    "row_low",   "id_share",
-      "bigram_share", "cue_gap", "crossed", "voice", "order_gap", "discordant", "len_ratio", "displacement", "conj_swap"};
+      "bigram_share", "cue_gap", "crossed", "voice", "order_gap", "discordant", "len_ratio", "displacement", "conj_swap",
+      "question", "wh_gap", "num_gap", "opposite"};
   return kNames;
 }
 

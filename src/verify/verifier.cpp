@@ -31,7 +31,12 @@ constexpr const char* kMetadataKey = "sieve_verifier";
 // written as the lowest version that holds it, so that older readers keep reading what they can
 // (and refuse what they cannot compute). Version 6 adds the symmetric score (`symmetric`), version
 // 7 the Mlp kind (`mlp`: its cue and voice ids, feature names, standardisation and weights).
-constexpr int kVerifierFormatVersion = 7;
+// Version 8 (issue 57) the mlp gate's features past the first 17 (its question, wh-word, number
+// and opposite word ids) and its skip weights; a gate of the first 17 features alone stays 7.
+constexpr int kVerifierFormatVersion = 8;
+
+// True when an mlp gate needs format 8: it reads a feature past the first 17, or has skip weights.
+bool mlp_v8(const MlpGateOptions& l) { return l.features.size() > 17 || !l.skip_weights.empty(); }
 constexpr int kKinds = 6;
 
 bool has_runs(const CueSequences& cues) {
@@ -66,7 +71,7 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
   const bool v4 = c.cue_penalty.weight != 0 || c.order_penalty.weight != 0;
   const bool v5 = (v3 && has_runs(c.f4.cue_ids)) || (c.cue_penalty.weight != 0 && has_runs(c.cue_penalty.ids));
   nlohmann::json j = {
-      {"format_version", c.kind == VerifierKind::Mlp ? 7 : c.symmetric ? 6 : v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
+      {"format_version", c.kind == VerifierKind::Mlp ? (mlp_v8(c.mlp) ? 8 : 7) : c.symmetric ? 6 : v5 ? 5 : v4 ? 4 : v3 ? 3 : v2 ? 2 : 1},
       {"kind", verifier_kind_name(c.kind)},
       {"max_tokens", c.max_tokens},
       {"encoder_dim", c.encoder_dim},
@@ -93,6 +98,15 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
     j["mlp"] = {{"cue_ids", cues_to_json(l.cue_ids)}, {"voice_ids", l.voice_ids}, {"conj_ids", l.conj_ids}, {"features", l.features},
                    {"mean", l.mean}, {"scale", l.scale}, {"hidden_weights", l.hidden_weights},
                    {"hidden_bias", l.hidden_bias}, {"weights", l.weights}, {"bias", l.bias}};
+    if (mlp_v8(l)) {
+      nlohmann::json opposite = nlohmann::json::array();
+      for (const auto& [a, b] : l.opposite_ids) opposite.push_back({a, b});
+      j["mlp"]["question_ids"] = l.question_ids;
+      j["mlp"]["wh_ids"] = l.wh_ids;
+      j["mlp"]["number_ids"] = l.number_ids;
+      j["mlp"]["opposite_ids"] = opposite;
+      j["mlp"]["skip_weights"] = l.skip_weights;
+    }
   }
   return j;
 }
@@ -145,6 +159,17 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
       c.mlp.hidden_bias = l.at("hidden_bias").get<std::vector<double>>();
       c.mlp.weights = l.at("weights").get<std::vector<double>>();
       c.mlp.bias = l.at("bias").get<double>();
+      if (version >= 8) {
+        c.mlp.question_ids = l.at("question_ids").get<std::vector<int32_t>>();
+        c.mlp.wh_ids = l.at("wh_ids").get<std::vector<int32_t>>();
+        c.mlp.number_ids = l.at("number_ids").get<std::vector<int32_t>>();
+        for (const auto& p : l.at("opposite_ids")) c.mlp.opposite_ids.emplace_back(p.at(0).get<int32_t>(), p.at(1).get<int32_t>());
+        c.mlp.skip_weights = l.at("skip_weights").get<std::vector<double>>();
+        for (auto* ids : {&c.mlp.question_ids, &c.mlp.wh_ids, &c.mlp.number_ids})
+          SIEVE_THROW_IF_NOT(std::is_sorted(ids->begin(), ids->end()), what << ": the mlp gate's word ids must be sorted");
+        SIEVE_THROW_IF_NOT(std::is_sorted(c.mlp.opposite_ids.begin(), c.mlp.opposite_ids.end()),
+                           what << ": the mlp gate's opposite ids must be sorted");
+      }
       check_mlp_gate(c.mlp, what);
     }
     SIEVE_THROW_IF_NOT(!reads_token_ids(c) || !c.encoder_identity.empty(),

@@ -201,3 +201,60 @@ def test_soft_labels_teach_the_teachers_own_model(tmp_path):
     write(tmp_path / "hard-soft.tsv", [("0.5", z[0])])
     bad = subprocess.run(base[:3] + [str(tmp_path / "hard-soft.tsv")] + base[4:], capture_output=True, text=True)
     assert bad.returncode != 0 and "label must be 0 or 1" in bad.stderr
+
+
+def test_part_weights_scale_a_part_and_keep_its_classes_halved():
+    parts = [(None, np.array([1, 1, 0, 0])), (None, np.array([1, 0]))]
+    w = fg.row_weights(parts, part_weights=[3.0, 1.0])
+    assert abs(w.sum() - 1) < 1e-12
+    assert abs(w[:4].sum() - 0.75) < 1e-12 and abs(w[:2].sum() - 0.375) < 1e-12  # 3 : 1, each class half
+    assert abs(w[4] - 0.125) < 1e-12
+
+
+def test_skip_path_is_a_linear_term_of_the_named_features_only():
+    # With the hidden layer's output weights pinned at 0 the network is logistic regression on the
+    # skip features: its gradient there is the plain loop's, and an unnamed feature never moves.
+    z, y, w = data(200, 3)
+    p = fg.fit_mlp(z, y, w, 4, 0.0, steps=300, lr=0.05, seed=2, skip=[1.0, 0.0, 0.0])
+    assert p["ws"][1] == 0.0 and p["ws"][2] == 0.0 and abs(p["ws"][0]) > 0.1
+    logit, h = fg.mlp_logits(p, z)
+    assert np.allclose(logit, h @ p["w2"] + p["b2"][0] + z[:, 0] * p["ws"][0])
+    _, g = fg.mlp_loss_grad(p, z, y, w)
+    d = w * (1 / (1 + np.exp(-logit)) - y)
+    assert abs(g["ws"][0] - sum(d[i] * z[i, 0] for i in range(len(y)))) < 1e-12 and g["ws"][1] == 0.0
+
+
+def test_floor_chooses_a_setting_at_least_the_feature_on_every_dev_part(tmp_path):
+    # Feature x0 alone ranks part b's dev pairs perfectly; part a's follow x1. The floor (x0) must
+    # hold on b, so the chosen setting is the one whose report says it clears it.
+    rng = np.random.default_rng(4)
+    def part(n, signal):
+        z = rng.normal(size=(n, 3))
+        y = (z[:, signal] > 0).astype(float)
+        return z, y
+    za, ya = part(300, 1)
+    zb, yb = part(300, 0)
+    write_features(tmp_path / "a-train.tsv", za[:200], ya[:200])
+    write_features(tmp_path / "b-train.tsv", zb[:200], yb[:200])
+    write_features(tmp_path / "a-dev.tsv", za[200:], ya[200:])
+    write_features(tmp_path / "b-dev.tsv", zb[200:], yb[200:])
+    out = subprocess.run([sys.executable, SCRIPT, "--train", str(tmp_path / "a-train.tsv"), str(tmp_path / "b-train.tsv"),
+                          "--dev", str(tmp_path / "a-dev.tsv"), str(tmp_path / "b-dev.tsv"), "--hidden", "4",
+                          "--steps", "300", "--l2", "0,0.01", "--part-weight", "b=0,1", "--floor", "x0", "--skip", "x0",
+                          "--min-choice-pairs", "10", "--out", str(tmp_path / "gate.json"),
+                          "--report", str(tmp_path / "fit.json")], check=True, capture_output=True, text=True)
+    report = json.loads((tmp_path / "fit.json").read_text())
+    assert len(report["grid"]) == 4  # two L2 strengths x two weights of b
+    assert abs(report["floor"]["auc"]["b-dev.tsv"] - 1.0) < 1e-12
+    best = report["best"]
+    eligible = [r for r in report["grid"] if r["floor_margin"] >= 0]
+    if eligible:
+        assert best["floor_margin"] >= 0 and best["mean_auc"] == max(r["mean_auc"] for r in eligible)
+    else:
+        assert best["floor_margin"] == max(r["floor_margin"] for r in report["grid"])
+    # Weight 0 on b leaves b's signal unlearned: that setting is the one below the floor.
+    assert min(r["floor_margin"] for r in report["grid"] if r["part_weights"]["b"] == 0) < \
+        max(r["floor_margin"] for r in report["grid"] if r["part_weights"]["b"] == 1)
+    gate = json.loads((tmp_path / "gate.json").read_text())
+    assert len(gate["skip_weights"]) == 3 and gate["skip_weights"][1] == 0.0
+    assert json.loads(out.stdout)["part_weights"] == best["part_weights"]

@@ -41,8 +41,11 @@ TEST(Sentence, TokenizeSplitsPunctuationAndClitics) {
 
 TEST(Perturb, KindNames) {
   for (Kind k : {Kind::Negation, Kind::RoleSwap, Kind::BindingSwap, Kind::SpatialFlip, Kind::Antonym, Kind::Synonym,
-                 Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove})
+                 Kind::Passive, Kind::Contraction, Kind::Coordination, Kind::Possessive, Kind::AdverbMove,
+                 Kind::QuestionNegation, Kind::WhSwap, Kind::QuestionRoleSwap, Kind::NumberChange})
     EXPECT_EQ(kind_from_name(kind_name(k)), k);
+  for (Kind k : {Kind::QuestionNegation, Kind::WhSwap, Kind::QuestionRoleSwap, Kind::NumberChange})
+    EXPECT_FALSE(is_positive(k)) << kind_name(k);
   EXPECT_STREQ(kind_name(Kind::RoleSwap), "role_swap");
   EXPECT_STREQ(kind_name(Kind::SpatialFlip), "spatial_flip");
   EXPECT_STREQ(kind_name(Kind::Contraction), "contraction");
@@ -177,6 +180,63 @@ TEST_F(PerturbTest, EntitySwapExchangesTwoNamesOrTwoNumbers) {
   EXPECT_FALSE(apply("one man saw two dogs", Kind::EntitySwap).has_value());
   EXPECT_TRUE(check_edit("He flew from Paris to Rome", "He flew from Rome to Paris", Kind::EntitySwap, lx()).intended);
   EXPECT_FALSE(check_edit("He flew from Paris to Rome", "He flew from Paris to Milan", Kind::EntitySwap, lx()).intended);
+}
+
+// Issue 57: question twins.
+TEST_F(PerturbTest, QuestionNegationAddsOrRemovesTheNegation) {
+  EXPECT_PERTURB("which drugs interact with warfarin?", Kind::QuestionNegation, "which drugs do not interact with warfarin?");
+  EXPECT_PERTURB("does aspirin reduce fever?", Kind::QuestionNegation, "does aspirin not reduce fever?");
+  EXPECT_PERTURB("Who wrote the letter?", Kind::QuestionNegation, "Who did not write the letter?");
+  EXPECT_PERTURB("Is aspirin safe for children?", Kind::QuestionNegation, "Is aspirin not safe for children?");
+  EXPECT_PERTURB("Why did the dog bite the man?", Kind::QuestionNegation, "Why did the dog not bite the man?");
+  EXPECT_PERTURB("Which drugs are safe?", Kind::QuestionNegation, "Which drugs are not safe?");
+  EXPECT_PERTURB("Why don't people answer me on Quora?", Kind::QuestionNegation, "Why do people answer me on Quora?");
+  EXPECT_PERTURB("Can't I change my password?", Kind::QuestionNegation, "Can I change my password?");
+  // Not where the subject is not followed by what the negation would scope over.
+  EXPECT_FALSE(apply("What is the capital of France?", Kind::QuestionNegation).has_value());
+  // Statements are the declarative rules' (Kind::Negation), never this kind's.
+  EXPECT_FALSE(apply("the dog bit the man", Kind::QuestionNegation).has_value());
+  EXPECT_TRUE(check_edit("does aspirin reduce fever?", "does aspirin not reduce fever?", Kind::QuestionNegation, lx()).intended);
+}
+
+TEST_F(PerturbTest, WhSwapAsksForAnotherThing) {
+  EXPECT_PERTURB("Why do cats purr?", Kind::WhSwap, "How do cats purr?");
+  EXPECT_PERTURB("How do cats purr?", Kind::WhSwap, "Why do cats purr?");
+  EXPECT_PERTURB("When did the war end?", Kind::WhSwap, "Where did the war end?");
+  EXPECT_PERTURB("Who is the best player?", Kind::WhSwap, "What is the best player?");
+  // "how many", "what time", a wh-subject: no clean swap.
+  EXPECT_FALSE(apply("How many people live in Paris?", Kind::WhSwap).has_value());
+  EXPECT_FALSE(apply("Who wrote the letter?", Kind::WhSwap).has_value());
+  EXPECT_FALSE(apply("the dog bit the man", Kind::WhSwap).has_value());
+  EXPECT_TRUE(check_edit("Why do cats purr?", "How do cats purr?", Kind::WhSwap, lx()).intended);
+}
+
+TEST_F(PerturbTest, QuestionRoleSwapExchangesTheNounPhrases) {
+  EXPECT_PERTURB("Did Google buy YouTube?", Kind::QuestionRoleSwap, "Did YouTube buy Google?");
+  EXPECT_PERTURB("Why did the dog bite the man?", Kind::QuestionRoleSwap, "Why did the man bite the dog?");
+  EXPECT_PERTURB("Does the company own the building?", Kind::QuestionRoleSwap, "Does the building own the company?");
+  // Pronouns, a number the auxiliary would not agree with, a passive: left alone.
+  EXPECT_FALSE(apply("Does he love her?", Kind::QuestionRoleSwap).has_value());
+  EXPECT_FALSE(apply("Does the cat chase the dogs?", Kind::QuestionRoleSwap).has_value());
+  EXPECT_FALSE(apply("Was the man bitten by the dog?", Kind::QuestionRoleSwap).has_value());
+  EXPECT_FALSE(apply("the dog bit the man", Kind::QuestionRoleSwap).has_value());
+}
+
+TEST_F(PerturbTest, NumberChangeMovesOneValue) {
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    const auto r = apply("What happened in 1998?", Kind::NumberChange, seed);
+    ASSERT_TRUE(r.has_value());
+    const int year = std::stoi(r->substr(17, 4));
+    EXPECT_NE(year, 1998);
+    EXPECT_LE(std::abs(year - 1998), 5) << *r;
+    EXPECT_TRUE(check_edit("What happened in 1998?", *r, Kind::NumberChange, lx()).intended) << *r;
+  }
+  const auto m = apply("Is it warm in May?", Kind::NumberChange);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(*m, "Is it warm in May?");
+  EXPECT_FALSE(apply("You may go now", Kind::NumberChange).has_value());  // the modal, not the month
+  EXPECT_FALSE(apply("the dog bit the man", Kind::NumberChange).has_value());
+  EXPECT_FALSE(check_edit("What happened in 1998?", "What happened in Paris?", Kind::NumberChange, lx()).intended);
 }
 
 TEST_F(PerturbTest, PassiveRoleSwapLooksLikeAParaphrase) {

@@ -14,6 +14,7 @@
 #include "core/file_util.h"
 #include "sieve/error.h"
 #include "sieve/safetensors.h"
+#include "sieve/tokenizer.h"
 #include "sieve/verify.h"
 #include "support/test_util.h"
 #include "unit/verify/token_ids_util.h"
@@ -109,6 +110,93 @@ TEST(GateFeatures, ASwappedCoordinationByHand) {
   EXPECT_EQ(gate_features(r, {&rc}, options(), 64, false)[0][col("conj_swap")], 0.f);
 }
 
+// Issue 57: questions, wh-words, numbers and opposite words, by hand. Ids: 10 "?", 11 "why", 12
+// "how", 13 "1998", 14 "1999", 15 "above", 4 "below", 2 "reduced", 3 "increased".
+MlpGateOptions question_options() {
+  MlpGateOptions o = options();
+  o.question_ids = {10};
+  o.wh_ids = {11, 12};
+  o.number_ids = {13, 14};
+  o.opposite_ids = {{2, 3}, {3, 2}, {4, 15}, {15, 4}};
+  return o;
+}
+
+TEST(GateFeatures, QuestionsWhWordsNumbersAndOppositesByHand) {
+  const MlpGateOptions o = question_options();
+  auto f = [&](const std::vector<int32_t>& a, const std::vector<int32_t>& b, bool symmetric = false) {
+    const TokenStates q = basis_tokens(a), c = basis_tokens(b);
+    return gate_features(q, {&c}, o, 64, symmetric)[0];
+  };
+  // "why a b ?" / "how a b ?": both questions, the wh-word changed.
+  auto x = f({11, 1, 2, 10}, {12, 1, 2, 10});
+  EXPECT_EQ(x[col("question")], 1.f);
+  EXPECT_EQ(x[col("wh_gap")], 1.f);
+  EXPECT_EQ(x[col("num_gap")], 0.f);
+  EXPECT_EQ(x[col("opposite")], 0.f);
+  // One side a question, the same wh-word: half a question, no gap.
+  x = f({11, 1, 2, 10}, {11, 1, 2});
+  EXPECT_EQ(x[col("question")], 0.5f);
+  EXPECT_EQ(x[col("wh_gap")], 0.f);
+  // "a in 1998" / "a in 1999": one number of the query missing; the same number: none.
+  EXPECT_EQ(f({1, 2, 13}, {1, 2, 14})[col("num_gap")], 1.f);
+  EXPECT_EQ(f({1, 2, 13}, {1, 13, 2})[col("num_gap")], 0.f);
+  // "the cup is above the shelf" / "... below ...": one opposite pair; "reduced" / "increased" too.
+  EXPECT_EQ(f({1, 2, 15, 3}, {1, 2, 4, 3})[col("opposite")], 1.f);
+  EXPECT_EQ(f({1, 2, 6}, {1, 3, 6})[col("opposite")], 1.f);
+  // Both words on both sides ("above and below" / "below and above"), or one word only: none.
+  EXPECT_EQ(f({15, 5, 4}, {4, 5, 15})[col("opposite")], 0.f);
+  EXPECT_EQ(f({1, 15, 3}, {1, 3})[col("opposite")], 0.f);
+  // Symmetric: the mean of both directions (num_gap counts the query's numbers only).
+  EXPECT_EQ(f({1, 13}, {1}, true)[col("num_gap")], 0.5f);
+  // Without the word lists (a gate fitted before issue 57) these features stay 0.
+  const TokenStates q = basis_tokens({11, 1, 15, 13, 10}), c = basis_tokens({12, 1, 4, 14, 10});
+  const auto old = gate_features(q, {&c}, options(), 64, false)[0];
+  for (const char* n : {"question", "wh_gap", "num_gap", "opposite"}) EXPECT_EQ(old[col(n)], 0.f) << n;
+}
+
+TEST(GateFeatures, TheLexiconOfARealVocabulary) {
+  // mlp_gate_lexicon on a WordPiece vocabulary written here: the question mark, the wh-words, every
+  // all-digit entry (with or without "##") and the months, the opposite pairs both ways.
+  const std::vector<std::string> vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "drug", "reduced",
+                                          "increased", "mortality", "?", "why", "how", "1998", "##12", "above",
+                                          "below", "may", "june", "cup", "not", "by", "and"};
+  const auto tok = make_wordpiece_tokenizer(vocab);
+  auto id = [&](const std::string& w) { return static_cast<int32_t>(std::find(vocab.begin(), vocab.end(), w) - vocab.begin()); };
+  const MlpGateOptions l = mlp_gate_lexicon(*tok);
+  EXPECT_EQ(l.question_ids, std::vector<int32_t>{id("?")});
+  EXPECT_EQ(l.wh_ids, (std::vector<int32_t>{id("why"), id("how")}));
+  EXPECT_EQ(l.number_ids, (std::vector<int32_t>{id("1998"), id("##12"), id("june")}));  // "may" is the modal
+  auto has = [&](const std::string& a, const std::string& b) {
+    return std::binary_search(l.opposite_ids.begin(), l.opposite_ids.end(), std::make_pair(id(a), id(b)));
+  };
+  EXPECT_TRUE(has("reduced", "increased"));
+  EXPECT_TRUE(has("increased", "reduced"));
+  EXPECT_TRUE(has("above", "below"));
+  EXPECT_TRUE(has("below", "above"));
+  EXPECT_FALSE(has("cup", "drug"));
+  EXPECT_TRUE(std::is_sorted(l.opposite_ids.begin(), l.opposite_ids.end()));
+  // The gate's other lists come with it.
+  EXPECT_EQ(l.conj_ids, std::vector<int32_t>{id("and")});
+  EXPECT_EQ(l.voice_ids, std::vector<int32_t>{id("by")});
+  // "the drug reduced mortality ?" / "the drug increased mortality ?": the opposite pair counted.
+  auto ids = [&](const std::string& text) {
+    std::vector<int32_t> out;
+    for (const auto& p : tok->tokenize(text)) out.push_back(p.id);
+    return out;
+  };
+  const std::vector<int32_t> a = ids("the drug reduced mortality?"), b = ids("the drug increased mortality?");
+  TokenStates qa, qb;
+  for (auto* t : {&qa, &qb}) {
+    const auto& v = t == &qa ? a : b;
+    t->length = v.size();
+    t->ids = v;
+    t->values.assign(v.size() * 4, 0.5f);
+  }
+  const auto f = gate_features(qa, {&qb}, l, 64, true)[0];
+  EXPECT_EQ(f[col("opposite")], 1.f);
+  EXPECT_EQ(f[col("question")], 1.f);
+}
+
 TEST(GateFeatures, SymmetricIsTheMeanOfBothDirections) {
   std::mt19937 rng(3);
   const TokenStates q = tokens_with_ids(7, rng), c = tokens_with_ids(11, rng);
@@ -176,16 +264,16 @@ TEST(GateFeatures, RowsAgainstAPlainLoop) {
   }
 }
 
-VerifierConfig mlp_config(bool symmetric, size_t hidden = 3) {
+VerifierConfig mlp_config(bool symmetric, size_t hidden = 3, size_t features = gate_feature_names().size()) {
   VerifierConfig c;
   c.kind = VerifierKind::Mlp;
   c.max_tokens = 64;
   c.encoder_dim = kD;
   c.encoder_identity = "sha256:test";
   c.symmetric = symmetric;
-  c.mlp = options();
-  const size_t F = gate_feature_names().size();
-  c.mlp.features = gate_feature_names();
+  c.mlp = question_options();
+  const size_t F = features;
+  c.mlp.features.assign(gate_feature_names().begin(), gate_feature_names().begin() + static_cast<std::ptrdiff_t>(F));
   for (size_t k = 0; k < F; ++k) {
     c.mlp.mean.push_back(0.1 * double(k));
     c.mlp.scale.push_back(0.5 + 0.05 * double(k));
@@ -230,6 +318,40 @@ TEST(MlpGate, ScoreIsTheSigmoidOfItsWeights) {
     }
 }
 
+TEST(MlpGate, AnOlderFileReadsItsPrefixAndSkipWeightsAddALinearPath) {
+  // A gate fitted on the first 17 features (issue 43's files) is written as version 7 and scores
+  // from those columns alone; skip weights add w . z to the logit (version 8).
+  const std::string dir = test::make_temp_dir("mlp_gate_prefix");
+  std::mt19937 rng(21);
+  const TokenStates q = tokens_with_ids(8, rng), cand = tokens_with_ids(6, rng);
+  for (bool skip : {false, true}) {
+    VerifierConfig c = mlp_config(false, 3, 17);
+    if (skip)
+      for (size_t k = 0; k < 17; ++k) c.mlp.skip_weights.push_back(k == 0 ? 0.7 : 0.0);
+    auto v = Verifier::create(c);
+    const std::string path = dir + "/prefix.safetensors";
+    v->save(path);
+    auto f = SafetensorsFile::open(path);
+    EXPECT_EQ(nlohmann::json::parse(f->metadata().at("sieve_verifier")).at("format_version"), skip ? 8 : 7);
+    auto back = Verifier::load(path, "sha256:test");
+    EXPECT_EQ(back->config().mlp.skip_weights, c.mlp.skip_weights);
+    const auto x = gate_features(q, {&cand}, c.mlp, 64, false)[0];
+    std::vector<double> z(17);
+    for (size_t k = 0; k < 17; ++k) z[k] = (x[k] - c.mlp.mean[k]) / c.mlp.scale[k];
+    double logit = c.mlp.bias + (skip ? 0.7 * z[0] : 0.0);
+    for (size_t u = 0; u < 3; ++u) {
+      double a = c.mlp.hidden_bias[u];
+      for (size_t k = 0; k < 17; ++k) a += c.mlp.hidden_weights[u * 17 + k] * z[k];
+      logit += c.mlp.weights[u] * std::tanh(a);
+    }
+    EXPECT_NEAR(back->score(q, {&cand})[0], 1.0 / (1.0 + std::exp(-logit)), 1e-6) << skip;
+  }
+  // Skip weights of another length are refused.
+  VerifierConfig bad = mlp_config(false, 3, 17);
+  bad.mlp.skip_weights = {1.0, 2.0};
+  test::expect_error([&] { Verifier::create(bad); }, "skip weights");
+}
+
 TEST(MlpGate, FileRoundTripAndRefusals) {
   const std::string dir = test::make_temp_dir("mlp_gate");
   std::mt19937 rng(8);
@@ -239,7 +361,7 @@ TEST(MlpGate, FileRoundTripAndRefusals) {
   v->save_with_threshold(path, 0.5);
   auto f = SafetensorsFile::open(path);
   const auto meta = nlohmann::json::parse(f->metadata().at("sieve_verifier"));
-  EXPECT_EQ(meta.at("format_version"), 7);
+  EXPECT_EQ(meta.at("format_version"), 8);  // its features past the first 17 need version 8
   EXPECT_EQ(meta.at("kind"), "mlp");
   auto back = Verifier::load(path, "sha256:test");
   EXPECT_EQ(back->config().kind, VerifierKind::Mlp);
@@ -247,6 +369,10 @@ TEST(MlpGate, FileRoundTripAndRefusals) {
   EXPECT_EQ(back->config().threshold, 0.5);
   EXPECT_EQ(back->config().mlp.cue_ids, mlp_config(true).mlp.cue_ids);
   EXPECT_EQ(back->config().mlp.hidden_weights, mlp_config(true).mlp.hidden_weights);
+  EXPECT_EQ(back->config().mlp.question_ids, mlp_config(true).mlp.question_ids);
+  EXPECT_EQ(back->config().mlp.wh_ids, mlp_config(true).mlp.wh_ids);
+  EXPECT_EQ(back->config().mlp.number_ids, mlp_config(true).mlp.number_ids);
+  EXPECT_EQ(back->config().mlp.opposite_ids, mlp_config(true).mlp.opposite_ids);
   EXPECT_EQ(back->score(q, {&c})[0], v->score(q, {&c})[0]);
   // Another feature set (a file of an older or newer sieve), a zero scale: refused with the reason.
   auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
