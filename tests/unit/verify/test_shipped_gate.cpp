@@ -115,6 +115,15 @@ TEST(ShippedGate, SanityPairsOnTheRealModel) {
       {"the doctor made his rounds", "the doctor did not make his rounds", false},
       {"the committee approved the budget", "the committee never approved the budget", false},
       {"aspirin prevents heart attacks", "aspirin does not prevent heart attacks", false},
+      // issue 57: an antonym, a spatial flip, and questions: twins refused, rewordings kept
+      {"the drug reduced mortality", "the drug increased mortality", false},
+      {"the cup is above the shelf", "the cup is below the shelf", false},
+      {"does aspirin reduce fever?", "does aspirin not reduce fever?", false},
+      {"which drugs interact with warfarin?", "which drugs do not interact with warfarin?", false},
+      {"why do cats purr?", "how do cats purr?", false},
+      {"did google buy youtube?", "did youtube buy google?", false},
+      {"how can I lose weight fast?", "what is the quickest way to lose weight?", true},
+      {"what is the capital of france?", "what is the capital city of france?", true},
   };
   std::vector<std::pair<std::string, std::string>> texts;
   for (const auto& p : pairs) texts.emplace_back(p.a, p.b);
