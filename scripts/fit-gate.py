@@ -120,9 +120,16 @@ def init_mlp(features, hidden, seed):
             "w2": rng.uniform(-b2, b2, hidden), "b2": rng.uniform(-b2, b2, 1)}
 
 
+def softplus(u):
+    return np.logaddexp(0.0, u)
+
+
 def mlp_logits(p, z):
     h = np.tanh(z @ p["w1"].T + p["b1"])
-    logit = h @ p["w2"] + p["b2"][0]
+    u = h @ p["w2"] + p["b2"][0]
+    if "c" in p:  # --veto: the skip path is the base; the network can only lower it
+        return z @ p["ws"] + p["c"][0] - softplus(u), h
+    logit = u
     if "ws" in p:  # --skip: a linear path from the named features straight to the logit
         logit = logit + z @ p["ws"]
     return logit, h
@@ -133,10 +140,16 @@ def mlp_loss_grad(p, z, y, w):
     logit, h = mlp_logits(p, z)
     loss = float(np.sum(w * (np.logaddexp(0.0, logit) - y * logit)))
     d = w * (1.0 / (1.0 + np.exp(-logit)) - y)  # dloss/dlogit
-    dh = np.outer(d, p["w2"]) * (1.0 - h * h)
-    g = {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ d, "b2": np.array([d.sum()])}
+    du = d
+    if "c" in p:  # logit = base - softplus(u): dlogit/du = -sigmoid(u)
+        u = h @ p["w2"] + p["b2"][0]
+        du = -d / (1.0 + np.exp(-u))
+    dh = np.outer(du, p["w2"]) * (1.0 - h * h)
+    g = {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ du, "b2": np.array([du.sum()])}
     if "ws" in p:
         g["ws"] = (z.T @ d) * p["skip_mask"]
+    if "c" in p:
+        g["c"] = np.array([d.sum()])
     return loss, g
 
 
@@ -172,7 +185,7 @@ def project_monotone(p, signs):
             p["w1"][wrong, f] = 0.0
 
 
-def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None, skip=None):
+def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=None, skip=None, veto=False):
     """Full-batch Adam on the weighted log-loss with coupled L2 (torch.optim.Adam's weight_decay).
 
     `signs` (one per feature, +1 / -1 / 0): projected after every step (project_monotone), so that
@@ -181,6 +194,10 @@ def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=
     p = init_mlp(z.shape[1], hidden, seed)
     if skip is not None:  # the skip weights start at 0 and only the masked features' move
         p["ws"] = np.zeros(z.shape[1])
+    if veto:  # the base starts as the skip features themselves, the veto near 0 (softplus(-2))
+        p["ws"] = np.asarray(skip, dtype=float).copy()
+        p["c"] = np.zeros(1)
+        p["b2"] = np.array([-2.0])
     if signs is not None:
         project_monotone(p, signs)
     m = {k: np.zeros_like(v) for k, v in p.items()}
@@ -243,6 +260,9 @@ def main():
     ap.add_argument("--skip", default="",
                     help="comma-separated features given a linear path straight to the logit beside the hidden layer "
                          "(\"pooled\": the pooled cosine as the base the network corrects; recorded as skip_weights)")
+    ap.add_argument("--veto", action="store_true",
+                    help="with --skip: logit = the skip features' linear base - softplus(network): the network can only "
+                         "lower the base (the pooled cosine), so a pair it sees nothing in keeps the base's rank")
     ap.add_argument("--part-weight", action="append", default=[], metavar="NAME=W[,W...]",
                     help="the training part whose file name starts with NAME- weighs W times another part; several "
                          "values: each is tried, the choice made on the dev parts like the L2 strength")
@@ -313,6 +333,8 @@ def main():
         if args.hidden == 0:
             sys.exit("fit-gate: --skip needs the tanh network (--hidden > 0); logistic regression is linear already")
         skip = [1.0 if n in args.skip.split(",") else 0.0 for n in names]
+    if args.veto and skip is None:
+        sys.exit("fit-gate: --veto needs --skip (the base it lowers, e.g. --skip pooled)")
     if args.floor and args.floor not in names:
         sys.exit(f"fit-gate: --floor: unknown feature {args.floor}")
     w = row_weights(train, soft, args.soft_weight)
@@ -345,11 +367,15 @@ def main():
                 gate = {"hidden_weights": [], "hidden_bias": [], "weights": beta.tolist(), "bias": b}
                 score = lambda dz, beta=beta, b=b: dz @ beta + b
             else:
-                p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed, signs=signs, skip=skip)
+                p = fit_mlp(z, y, w, args.hidden, l2, args.steps, args.lr, args.seed, signs=signs, skip=skip,
+                            veto=args.veto)
                 gate = {"hidden_weights": p["w1"].ravel().tolist(), "hidden_bias": p["b1"].tolist(),
                         "weights": p["w2"].tolist(), "bias": float(p["b2"][0])}
                 if skip is not None:
                     gate["skip_weights"] = p["ws"].tolist()
+                if args.veto:
+                    gate["veto"] = True
+                    gate["skip_bias"] = float(p["c"][0])
                 score = lambda dz, p=p: mlp_logits(p, dz)[0]
             per = {k: auc(score((dx - mean) / scale), dy) for k, (dx, dy) in dev.items()}
             margin = min((per[k] - floor[k] for k in chosen_on), default=0.0) if floor else 0.0

@@ -48,7 +48,10 @@ SEED="${SEED:-42}" THREADS="${THREADS:-0}" HIDDEN="${HIDDEN:-32}"
 # one (scripts/fit-gate.py --monotone; MONOTONE_SIGNS="name:+,..." picks the features). The default,
 # 0, fits it unconstrained, as shipped: docs/evaluation.md, "A monotone gate", says what it trades.
 MONOTONE="${MONOTONE:-0}" MONOTONE_SIGNS="${MONOTONE_SIGNS:-}"
-FIT_ARGS="${FIT_ARGS:-}"
+# FIT_ARGS (issue 57): the shipped gate is a veto over the pooled cosine (the network can only lower
+# the cosine's logit: a pair it sees no change in keeps the cosine's rank), chosen on dev among the
+# settings at least the pooled cosine on every dev part (--floor), L2 and QQP's weight on the grid.
+FIT_ARGS="${FIT_ARGS---skip pooled --veto --floor pooled --l2 0.0001,0.001,0.01 --part-weight qqp=1,3}"
 # Debian's interpreter, whose NumPy set-up installs (not whichever python3 comes first on PATH).
 PY="${PYTHON:-/usr/bin/python3}"
 NEAR="negation,role_swap,binding_swap,spatial_flip,passive_role_swap,antonym,number_change"

@@ -122,8 +122,12 @@ struct MlpGateOptions {
   std::vector<double> weights;        ///< H (F when H = 0)
   double bias = 0;
   /// Empty, or F weights of a linear path from z straight to the logit (a base the hidden layer
-  /// corrects: scripts/fit-gate.py --skip): logit = weights . h + skip_weights . z + bias.
+  /// corrects: scripts/fit-gate.py --skip): logit = weights . h + bias + skip_weights . z + skip_bias.
   std::vector<double> skip_weights;
+  /// true (scripts/fit-gate.py --veto): the skip path is the base and the hidden layer can only
+  /// lower it: logit = skip_weights . z + skip_bias - softplus(weights . h + bias). Needs skip_weights.
+  bool veto = false;
+  double skip_bias = 0;
 };
 
 /// Everything that defines a verifier (stored with its weights).

@@ -101,6 +101,8 @@ MlpGateOptions read_gate_json(const std::string& path, bool& symmetric) {
     l.weights = j.at("weights").get<std::vector<double>>();
     l.bias = j.at("bias").get<double>();
     l.skip_weights = j.value("skip_weights", std::vector<double>{});
+    l.veto = j.value("veto", false);
+    l.skip_bias = j.value("skip_bias", 0.0);
     symmetric = symmetric || j.value("symmetric", false);
     return l;
   } catch (const nlohmann::json::exception& e) {
@@ -263,6 +265,8 @@ void register_verify(CLI::App& app) {
         o->c.mlp.weights = fitted.weights;
         o->c.mlp.bias = fitted.bias;
         o->c.mlp.skip_weights = fitted.skip_weights;
+        o->c.mlp.veto = fitted.veto;
+        o->c.mlp.skip_bias = fitted.skip_bias;
       }
       if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
         const auto tokenizer = Tokenizer::from_model_dir(o->model);

@@ -211,7 +211,10 @@ at::Tensor mlp_gate_scores(const at::Tensor& features, const MlpGateOptions& o) 
     const std::vector<double>& in = H > 0 ? h : z;
     double logit = o.bias;
     for (size_t k = 0; k < in.size(); ++k) logit += o.weights[k] * in[k];
-    for (size_t k = 0; k < o.skip_weights.size(); ++k) logit += o.skip_weights[k] * z[k];
+    double base = o.skip_bias;
+    for (size_t k = 0; k < o.skip_weights.size(); ++k) base += o.skip_weights[k] * z[k];
+    // veto: base - softplus(logit), softplus(u) = max(u, 0) + log1p(exp(-|u|)) (no overflow)
+    logit = o.veto ? base - (std::max(logit, 0.0) + std::log1p(std::exp(-std::fabs(logit)))) : logit + base;
     s[b] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
   }
   return at::tensor(s, at::kFloat);
@@ -227,6 +230,8 @@ void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
   const size_t F = names.size(), H = o.hidden_bias.size();
   SIEVE_THROW_IF_NOT(o.skip_weights.empty() || o.skip_weights.size() == F,
                      what << ": the gate's skip weights must be none or " << F << ", not " << o.skip_weights.size());
+  SIEVE_THROW_IF_NOT(!o.veto || !o.skip_weights.empty(), what << ": a veto gate needs the skip weights of its base");
+  SIEVE_THROW_IF_NOT(std::isfinite(o.skip_bias), what << ": the gate's skip bias must be finite");
   SIEVE_THROW_IF_NOT(H <= 4096, what << ": at most 4096 hidden units, not " << H);
   SIEVE_THROW_IF_NOT(o.mean.size() == F && o.scale.size() == F && o.hidden_weights.size() == H * F &&
                          o.weights.size() == (H > 0 ? H : F),

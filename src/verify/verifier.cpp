@@ -32,11 +32,12 @@ constexpr const char* kMetadataKey = "sieve_verifier";
 // (and refuse what they cannot compute). Version 6 adds the symmetric score (`symmetric`), version
 // 7 the Mlp kind (`mlp`: its cue and voice ids, feature names, standardisation and weights).
 // Version 8 (issue 57) the mlp gate's features past the first 17 (its question, wh-word, number
-// and opposite word ids) and its skip weights; a gate of the first 17 features alone stays 7.
+// and opposite word ids), its skip weights and the veto form (veto, skip_bias); a gate of the first
+// 17 features alone stays 7.
 constexpr int kVerifierFormatVersion = 8;
 
 // True when an mlp gate needs format 8: it reads a feature past the first 17, or has skip weights.
-bool mlp_v8(const MlpGateOptions& l) { return l.features.size() > 17 || !l.skip_weights.empty(); }
+bool mlp_v8(const MlpGateOptions& l) { return l.features.size() > 17 || !l.skip_weights.empty() || l.veto; }
 constexpr int kKinds = 6;
 
 bool has_runs(const CueSequences& cues) {
@@ -106,6 +107,10 @@ nlohmann::json config_to_json(const VerifierConfig& c) {
       j["mlp"]["number_ids"] = l.number_ids;
       j["mlp"]["opposite_ids"] = opposite;
       j["mlp"]["skip_weights"] = l.skip_weights;
+      if (l.veto) {
+        j["mlp"]["veto"] = true;
+        j["mlp"]["skip_bias"] = l.skip_bias;
+      }
     }
   }
   return j;
@@ -165,6 +170,8 @@ VerifierConfig config_from_json(const nlohmann::json& j, const std::string& what
         c.mlp.number_ids = l.at("number_ids").get<std::vector<int32_t>>();
         for (const auto& p : l.at("opposite_ids")) c.mlp.opposite_ids.emplace_back(p.at(0).get<int32_t>(), p.at(1).get<int32_t>());
         c.mlp.skip_weights = l.at("skip_weights").get<std::vector<double>>();
+        c.mlp.veto = l.value("veto", false);
+        c.mlp.skip_bias = l.value("skip_bias", 0.0);
         for (auto* ids : {&c.mlp.question_ids, &c.mlp.wh_ids, &c.mlp.number_ids})
           SIEVE_THROW_IF_NOT(std::is_sorted(ids->begin(), ids->end()), what << ": the mlp gate's word ids must be sorted");
         SIEVE_THROW_IF_NOT(std::is_sorted(c.mlp.opposite_ids.begin(), c.mlp.opposite_ids.end()),

@@ -258,3 +258,23 @@ def test_floor_chooses_a_setting_at_least_the_feature_on_every_dev_part(tmp_path
     gate = json.loads((tmp_path / "gate.json").read_text())
     assert len(gate["skip_weights"]) == 3 and gate["skip_weights"][1] == 0.0
     assert json.loads(out.stdout)["part_weights"] == best["part_weights"]
+
+
+def test_veto_only_lowers_the_base_and_its_gradient_is_the_loss_slope():
+    z, y, w = data(150, 3)
+    skip = [1.0, 0.0, 0.0]
+    p = fg.fit_mlp(z, y, w, 4, 0.0, steps=200, lr=0.05, seed=5, skip=skip, veto=True)
+    logit, _ = fg.mlp_logits(p, z)
+    base = z @ p["ws"] + p["c"][0]
+    assert np.all(logit <= base + 1e-12)  # softplus >= 0: the network never raises the base
+    assert p["ws"][1] == 0.0 and p["ws"][2] == 0.0
+    # The analytic gradient against central differences of the loss, every parameter kind.
+    _, g = fg.mlp_loss_grad(p, z, y, w)
+    for k, idx in (("w1", (1, 2)), ("b1", (0,)), ("w2", (3,)), ("b2", (0,)), ("c", (0,)), ("ws", (0,))):
+        eps = 1e-6
+        q = {kk: np.array(vv, copy=True) for kk, vv in p.items()}
+        q[k][idx] += eps
+        up = fg.mlp_loss_grad(q, z, y, w)[0]
+        q[k][idx] -= 2 * eps
+        down = fg.mlp_loss_grad(q, z, y, w)[0]
+        assert abs((up - down) / (2 * eps) - g[k][idx]) < 1e-6, k

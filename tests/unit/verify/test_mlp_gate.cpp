@@ -346,6 +346,33 @@ TEST(MlpGate, AnOlderFileReadsItsPrefixAndSkipWeightsAddALinearPath) {
     }
     EXPECT_NEAR(back->score(q, {&cand})[0], 1.0 / (1.0 + std::exp(-logit)), 1e-6) << skip;
   }
+  // The veto form: logit = skip . z + skip_bias - softplus(weights . h + bias), against a plain loop;
+  // its file is version 8 and reads back the same.
+  VerifierConfig veto = mlp_config(false, 3, 21);
+  veto.mlp.skip_weights.assign(21, 0.0);
+  veto.mlp.skip_weights[0] = 1.3;
+  veto.mlp.skip_bias = -0.4;
+  veto.mlp.veto = true;
+  auto vv = Verifier::create(veto);
+  const std::string vpath = dir + "/veto.safetensors";
+  vv->save(vpath);
+  auto vback = Verifier::load(vpath, "sha256:test");
+  EXPECT_TRUE(vback->config().mlp.veto);
+  EXPECT_EQ(vback->config().mlp.skip_bias, -0.4);
+  const auto vx = gate_features(q, {&cand}, veto.mlp, 64, false)[0];
+  std::vector<double> vz(21);
+  for (size_t k = 0; k < 21; ++k) vz[k] = (vx[k] - veto.mlp.mean[k]) / veto.mlp.scale[k];
+  double u = veto.mlp.bias;
+  for (size_t h = 0; h < 3; ++h) {
+    double a = veto.mlp.hidden_bias[h];
+    for (size_t k = 0; k < 21; ++k) a += veto.mlp.hidden_weights[h * 21 + k] * vz[k];
+    u += veto.mlp.weights[h] * std::tanh(a);
+  }
+  const double vlogit = 1.3 * vz[0] - 0.4 - std::log(1.0 + std::exp(u));
+  EXPECT_NEAR(vback->score(q, {&cand})[0], 1.0 / (1.0 + std::exp(-vlogit)), 1e-6);
+  VerifierConfig no_base = veto;
+  no_base.mlp.skip_weights.clear();
+  test::expect_error([&] { Verifier::create(no_base); }, "veto gate needs the skip weights");
   // Skip weights of another length are refused.
   VerifierConfig bad = mlp_config(false, 3, 17);
   bad.mlp.skip_weights = {1.0, 2.0};
