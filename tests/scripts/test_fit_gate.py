@@ -278,3 +278,19 @@ def test_veto_only_lowers_the_base_and_its_gradient_is_the_loss_slope():
         q[k][idx] -= 2 * eps
         down = fg.mlp_loss_grad(q, z, y, w)[0]
         assert abs((up - down) / (2 * eps) - g[k][idx]) < 1e-6, k
+
+
+def test_logistic_fit_stays_finite_on_separable_data_without_l2():
+    # Issue 58: undamped Newton at L2 0 on separable data ran its weights to overflow (NaN). The
+    # damped fit ends finite, without an overflow warning, and still separates the classes.
+    import warnings
+    rng = np.random.default_rng(0)
+    for n, f in [(50, 3), (200, 5), (20, 8), (4, 1)]:
+        z = rng.normal(size=(n, f))
+        y = (z[:, 0] > 0).astype(float)
+        w = np.full(n, 1.0 / n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            beta, b = fg.fit_logistic(z, y, w, 0.0)
+        assert np.all(np.isfinite(beta)) and np.isfinite(b)
+        assert fg.auc(z @ beta + b, y) == 1.0
