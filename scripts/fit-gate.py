@@ -166,7 +166,7 @@ def mlp_loss_grad(p, z, y, w):
     dh = np.outer(du, p["w2"]) * (1.0 - h * h)
     g = {"w1": dh.T @ z, "b1": dh.sum(0), "w2": h.T @ du, "b2": np.array([du.sum()])}
     if "ws" in p:
-        g["ws"] = (z.T @ d) * p["skip_mask"]
+        g["ws"] = z.T @ d
     if "c" in p:
         g["c"] = np.array([d.sum()])
     return loss, g
@@ -221,14 +221,15 @@ def fit_mlp(z, y, w, hidden, l2, steps=1000, lr=0.01, seed=0, trace=None, signs=
         project_monotone(p, signs)
     m = {k: np.zeros_like(v) for k, v in p.items()}
     v = {k: np.zeros_like(val) for k, val in p.items()}
-    if skip is not None:
-        p["skip_mask"] = np.asarray(skip, dtype=float)
+    mask = np.asarray(skip, dtype=float) if skip is not None else None
     b1, b2, eps = 0.9, 0.999, 1e-8
     for t in range(1, steps + 1):
         loss, g = mlp_loss_grad(p, z, y, w)
+        if mask is not None:
+            g["ws"] = g["ws"] * mask  # only the named features' skip weights move
         if trace is not None:
             trace.append(loss)
-        for k in g:
+        for k in p:
             gk = g[k] + l2 * p[k]
             m[k] = b1 * m[k] + (1 - b1) * gk
             v[k] = b2 * v[k] + (1 - b2) * gk * gk
@@ -356,7 +357,6 @@ def main():
         sys.exit("fit-gate: --veto needs --skip (the base it lowers, e.g. --skip pooled)")
     if args.floor and args.floor not in names:
         sys.exit(f"fit-gate: --floor: unknown feature {args.floor}")
-    w = row_weights(train, soft, args.soft_weight)
     mean = x.mean(0)
     scale = x.std(0)
     scale[scale < 1e-6] = 1.0  # a constant feature: left unscaled (its weight goes to 0 under L2)

@@ -7,7 +7,7 @@ ROC-AUC and, at the scorer's threshold, the share of the part's positives accept
 kept) and of its negatives accepted (near-misses let through). The pooled cosine is read twice: as
 a ranking (its AUC) and as the cosine cache at a fixed cut (--cosine-cut, 0.8 by default: the
 threshold of GPTCache-style caches), so that each gate's accept rates sit beside that cache's on the
-same pairs. Stdlib only.
+same pairs. Debian's NumPy (through fit-gate.py's AUC).
 
   gate-table.py --part qqp=SETS/qqp-eval.tsv ... --scorer cosine=DIR/cosine --scorer gate=DIR/gate \\
       --scores-dir DIR --json OUT.json --markdown OUT.md
@@ -15,38 +15,30 @@ same pairs. Stdlib only.
 """
 import argparse
 import csv
+import importlib.util
 import json
+import math
 import os
 import sys
 
+_spec = importlib.util.spec_from_file_location("fit_gate", os.path.join(os.path.dirname(__file__), "fit-gate.py"))
+_fit_gate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fit_gate)
+
 
 def auc(scores, labels):
-    """ROC-AUC by ranks (ties count one half); None when a class is missing."""
-    pairs = sorted(zip(scores, labels))
-    n_pos = sum(labels)
-    n_neg = len(labels) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return None
-    rank_sum, i = 0.0, 0
-    while i < len(pairs):
-        j = i
-        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
-            j += 1
-        mid = (i + 1 + j) / 2.0
-        rank_sum += mid * sum(1 for k in range(i, j) if pairs[k][1] == 1)
-        i = j
-    return (rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    """fit-gate.py's ROC-AUC by ranks; None when a class is missing."""
+    value = _fit_gate.auc(scores, labels)
+    return None if math.isnan(value) else value
 
 
 def read_labels(path):
     with open(path, newline="") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    head = rows[0]
-    if "label" not in head:
+    if not rows or "label" not in rows[0]:
         sys.exit(f"gate-table: {path} has no label column")
-    li = head.index("label")
-    ci = head.index("category") if "category" in head else None
-    return [int(r[li]) for r in rows[1:]], [r[ci] if ci is not None else "" for r in rows[1:]]
+    li = rows[0].index("label")
+    return [int(r[li]) for r in rows[1:]]
 
 
 def read_scores(path, n):
@@ -79,7 +71,7 @@ def main():
         name, _, path = spec.partition("=")
         if not path or not os.path.exists(path):
             sys.exit(f"gate-table: --part {spec}: not NAME=TSV of an existing file")
-        labels, _ = read_labels(path)
+        labels = read_labels(path)
         row = {"part": name, "pairs": len(labels), "positives": sum(labels), "scorers": {}}
         for sc in args.scorer:
             scores, threshold = read_scores(os.path.join(args.scores_dir, sc, name + ".jsonl"), len(labels))

@@ -280,15 +280,16 @@ calibrate() {
 }
 step calibrate "$OUT" calibrate
 # 7. Every eval part, every scorer.
+EVAL_SETS="paws mrpc qqp qtwins condaqa mixed cannot"
 evaluate() {
   mkdir -p "$RESULTS/eval"
   local set
-  for set in paws mrpc qqp qtwins stsb condaqa mixed cannot; do
+  for set in $EVAL_SETS; do
     [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue  # qqp: sets made before it was split
     "$S" eval nearmiss --pairs "$WORK/sets/$set-eval.tsv" -m "$MODEL" --verifier F1 --verifier F2 --verifier "$OUT" \
       --positive-categories "$POSITIVES" --markdown "$RESULTS/eval/$set.md" "${T[@]}" > "$RESULTS/eval/$set.json"
   done
-  for set in paws mrpc qqp qtwins stsb condaqa mixed cannot; do
+  for set in $EVAL_SETS; do
     [[ -f "$RESULTS/eval/$set.json" ]] || continue
     jq -r --arg set "$set" '[$set] + (.scorers | to_entries | map("\(.key) auc \(.value.auc * 1000 | round / 1000) bacc \(.value.balanced_accuracy // 0 | . * 1000 | round / 1000)")) | join("  ")' "$RESULTS/eval/$set.json"
   done | tee "$RESULTS/eval/summary.txt"
@@ -301,7 +302,7 @@ PREVIOUS="${PREVIOUS:-}"
 table() {
   local scorers=(cosine gate) parts=() set name file
   [[ -n "$PREVIOUS" ]] && scorers=(cosine previous gate)
-  for set in paws mrpc qqp qtwins condaqa mixed cannot; do
+  for set in $EVAL_SETS; do
     [[ -f "$WORK/sets/$set-eval.tsv" ]] || continue
     parts+=(--part "$set=$WORK/sets/$set-eval.tsv")
     for name in "${scorers[@]}"; do

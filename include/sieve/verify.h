@@ -215,10 +215,11 @@ const std::vector<std::string>& gate_feature_names();
 /// "below", "more" / "less"; a fixed list, not WordNet's).
 const std::vector<std::pair<std::string, std::string>>& opposite_words();
 
-/// The mlp gate's word lists as ids of `tokenizer`'s vocabulary (negation cues, voice, conjunctions,
-/// question marks, wh-words, numbers and months, opposites): what `sieve verify features` computes
-/// with and `sieve verify create --kind mlp` stores. Weights are left empty.
-MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer);
+/// `gate` with its word lists set to ids of `tokenizer`'s vocabulary (negation cues, voice,
+/// conjunctions, question marks, wh-words, numbers and months, opposites); its features and weights
+/// are kept. What `sieve verify features` computes with (no weights) and `sieve verify create --kind
+/// mlp` stores beside a fitted gate's weights.
+MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer, MlpGateOptions gate = {});
 
 /// The Mlp gate's features of one query against each candidate: one row of
 /// gate_feature_names().size() values per candidate (the query as rows of the map, at most

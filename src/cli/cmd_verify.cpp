@@ -254,20 +254,8 @@ void register_verify(CLI::App& app) {
       o->model = resolve_model_dir(o->model);
       SIEVE_THROW_IF_NOT((o->c.kind == VerifierKind::Mlp) == !o->weights.empty(),
                          "--weights goes with --kind mlp, and --kind mlp needs --weights");
-      if (o->c.kind == VerifierKind::Mlp) {
-        const MlpGateOptions fitted = read_gate_json(o->weights, o->c.symmetric);
-        o->c.mlp = mlp_gate_lexicon(*Tokenizer::from_model_dir(o->model));
-        o->c.mlp.features = fitted.features;
-        o->c.mlp.mean = fitted.mean;
-        o->c.mlp.scale = fitted.scale;
-        o->c.mlp.hidden_weights = fitted.hidden_weights;
-        o->c.mlp.hidden_bias = fitted.hidden_bias;
-        o->c.mlp.weights = fitted.weights;
-        o->c.mlp.bias = fitted.bias;
-        o->c.mlp.skip_weights = fitted.skip_weights;
-        o->c.mlp.veto = fitted.veto;
-        o->c.mlp.skip_bias = fitted.skip_bias;
-      }
+      if (o->c.kind == VerifierKind::Mlp)
+        o->c.mlp = mlp_gate_lexicon(*Tokenizer::from_model_dir(o->model), read_gate_json(o->weights, o->c.symmetric));
       if (o->c.cue_penalty.weight > 0 || o->c.order_penalty.weight > 0) {
         const auto tokenizer = Tokenizer::from_model_dir(o->model);
         if (o->c.cue_penalty.weight > 0) o->c.cue_penalty.ids = negation_cues(*tokenizer);

@@ -38,15 +38,13 @@ const KindInfo kKinds[] = {{Kind::Negation, "negation"},         {Kind::RoleSwap
                            {Kind::WhSwap, "wh_swap"},           {Kind::QuestionRoleSwap, "question_role_swap"},
                            {Kind::NumberChange, "number_change"}};
 
+// The declarative rules' guard: a question (is_question_sentence), or a sentence that starts like
+// one without its question mark ("Is it raining"), or nothing at all.
 bool is_question(const Sentence& s) {
   const auto& t = s.tokens;
-  if (t.empty()) return true;
-  for (size_t i = t.size(); i-- > 0;) {
-    if (t[i].text == "?") return true;
-    if (t[i].tag != Tag::Punct) break;
-  }
+  if (t.empty() || is_question_sentence(s)) return true;
   Tag f = t[0].tag;
-  return f == Tag::Wh || f == Tag::Be || f == Tag::Do || f == Tag::Modal || f == Tag::Have;
+  return f == Tag::Be || f == Tag::Do || f == Tag::Modal || f == Tag::Have;
 }
 
 // Makes the first token's case follow the original sentence's (a capitalised start stays so).

@@ -4,7 +4,6 @@
 // and the negation removed), the wh-word changed ("why do cats purr?" -> "how do cats purr?"), the
 // question's two NPs exchanged ("did Google buy YouTube?" -> "did YouTube buy Google?") and a
 // number or a month changed ("what happened in 1998?" -> "what happened in 1999?").
-#include <cctype>
 #include <string>
 #include <vector>
 
@@ -43,8 +42,8 @@ bool ends_with_question_mark(const std::vector<Token>& t) {
   return false;
 }
 
-// The end of the subject NP that starts at `b` after an inverted auxiliary, when `want` (a verb
-// after Do / Modal, a verb or an adjective after Be) follows it. The tagger reads "the dog bite
+// The end of the subject NP that starts at `b` after an inverted auxiliary, when a verb (or, with
+// `adjective_ok`, after Be, an adjective) follows it. The tagger reads "the dog bite
 // the man" and "aspirin safe" as one NP; its last word is taken back as the verb or the adjective
 // when the lexicon knows it as one and an NP is left before it. b when there is none.
 size_t inverted_subject_end(const Sentence& s, const Lexicon& lex, size_t b, bool adjective_ok) {
@@ -56,7 +55,7 @@ size_t inverted_subject_end(const Sentence& s, const Lexicon& lex, size_t b, boo
   };
   if (fits(e)) return e;
   const std::string last = lower(t[e - 1].text);
-  if (e - 1 > b && t[e - 1].tag == Tag::Noun && np_end(s, b) == e && np_end_before(s, b, e - 1) &&
+  if (e - 1 > b && t[e - 1].tag == Tag::Noun && np_end_before(s, b, e - 1) &&
       (lex.has(last, Pos::Verb) || (adjective_ok && lex.has(last, Pos::Adj))))
     return e - 1;
   return b;
@@ -66,8 +65,7 @@ size_t inverted_subject_end(const Sentence& s, const Lexicon& lex, size_t b, boo
 
 bool is_question_sentence(const Sentence& s) {
   const auto& t = s.tokens;
-  if (t.empty()) return false;
-  return ends_with_question_mark(t) || t[0].tag == Tag::Wh || (is_aux(t[0].tag) && ends_with_question_mark(t));
+  return !t.empty() && (ends_with_question_mark(t) || t[0].tag == Tag::Wh);
 }
 
 void question_negation_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
@@ -179,8 +177,8 @@ void wh_swap_candidates(const Sentence& s, std::vector<Sentence>& out) {
 void question_role_swap_candidates(const Sentence& s, const Lexicon& lex, std::vector<Sentence>& out) {
   const auto& t = s.tokens;
   if (!is_question_sentence(s)) return;
-  // [wh] aux NP1 verb NP2: "did Google buy YouTube?" -> "did YouTube buy Google?", "why does the
-  // cat chase the dog?" -> "why does the dog chase the cat?". Pronouns are left alone (their case
+  // [wh] aux NP1 verb NP2: "did Google buy YouTube?" -> "did YouTube buy Google?", "why did the
+  // dog bite the man?" -> "why did the man bite the dog?". Pronouns are left alone (their case
   // would change), and with "does" / "is" both NPs must agree in number with the auxiliary.
   const size_t a = leading_aux(t);
   if (a >= t.size() || t[a].tag == Tag::Have) return;

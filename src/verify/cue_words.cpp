@@ -183,11 +183,13 @@ std::vector<int32_t> words_ids(const Tokenizer& tokenizer, std::initializer_list
 }
 }  // namespace
 
-MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer) {
-  MlpGateOptions l;
+MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer, MlpGateOptions gate) {
+  MlpGateOptions& l = gate;
   l.cue_ids = negation_cues(tokenizer);
   l.voice_ids = voice_cue_ids(tokenizer);
   l.conj_ids = conjunction_ids(tokenizer);
+  l.question_ids.clear();
+  l.opposite_ids.clear();
   for (const auto& p : tokenizer.tokenize("why?"))
     if (p.begin >= 3 && p.id != tokenizer.special_tokens().unk) l.question_ids.push_back(p.id);
   l.wh_ids = words_ids(tokenizer, {"what", "who", "whom", "whose", "which", "when", "where", "why", "how"});
@@ -215,7 +217,7 @@ MlpGateOptions mlp_gate_lexicon(const Tokenizer& tokenizer) {
   }
   std::sort(l.opposite_ids.begin(), l.opposite_ids.end());
   l.opposite_ids.erase(std::unique(l.opposite_ids.begin(), l.opposite_ids.end()), l.opposite_ids.end());
-  return l;
+  return gate;
 }
 
 }  // namespace sieve

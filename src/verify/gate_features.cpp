@@ -226,8 +226,7 @@ void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
                       std::equal(o.features.begin(), o.features.end(), all.begin());
   SIEVE_THROW_IF_NOT(prefix, what << ": the gate's features are not this sieve's (a prefix of its " << all.size()
                                   << " named features, " << all.front() << " .. " << all.back() << "); fit it again");
-  const std::vector<std::string> names(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(o.features.size()));
-  const size_t F = names.size(), H = o.hidden_bias.size();
+  const size_t F = o.features.size(), H = o.hidden_bias.size();
   SIEVE_THROW_IF_NOT(o.skip_weights.empty() || o.skip_weights.size() == F,
                      what << ": the gate's skip weights must be none or " << F << ", not " << o.skip_weights.size());
   SIEVE_THROW_IF_NOT(!o.veto || !o.skip_weights.empty(), what << ": a veto gate needs the skip weights of its base");
@@ -239,7 +238,7 @@ void check_mlp_gate(const MlpGateOptions& o, const std::string& what) {
                           << " hidden weights and " << (H > 0 ? H : F) << " output weights");
   for (size_t k = 0; k < F; ++k)
     SIEVE_THROW_IF_NOT(std::isfinite(o.mean[k]) && std::isfinite(o.scale[k]) && o.scale[k] > 0,
-                       what << ": the gate's feature " << names[k] << " needs a finite mean and a positive scale");
+                       what << ": the gate's feature " << o.features[k] << " needs a finite mean and a positive scale");
   auto finite = [](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double d) { return std::isfinite(d); });
   };

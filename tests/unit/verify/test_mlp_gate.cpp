@@ -178,6 +178,21 @@ TEST(GateFeatures, TheLexiconOfARealVocabulary) {
   // The gate's other lists come with it.
   EXPECT_EQ(l.conj_ids, std::vector<int32_t>{id("and")});
   EXPECT_EQ(l.voice_ids, std::vector<int32_t>{id("by")});
+  // A fitted gate given to it keeps its features and weights; its word lists are replaced, not added to.
+  MlpGateOptions fitted;
+  fitted.features = {"pooled"};
+  fitted.weights = {0.25};
+  fitted.skip_weights = {1.5};
+  fitted.veto = true;
+  fitted.question_ids = {999};
+  fitted.opposite_ids = {{998, 997}};
+  const MlpGateOptions kept = mlp_gate_lexicon(*tok, fitted);
+  EXPECT_EQ(kept.features, fitted.features);
+  EXPECT_EQ(kept.weights, fitted.weights);
+  EXPECT_EQ(kept.skip_weights, fitted.skip_weights);
+  EXPECT_TRUE(kept.veto);
+  EXPECT_EQ(kept.question_ids, l.question_ids);
+  EXPECT_EQ(kept.opposite_ids, l.opposite_ids);
   // "the drug reduced mortality ?" / "the drug increased mortality ?": the opposite pair counted.
   auto ids = [&](const std::string& text) {
     std::vector<int32_t> out;
