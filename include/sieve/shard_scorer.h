@@ -16,9 +16,12 @@ namespace sieve {
 
 /// The stored token states of `docs` as `config`'s verifier reads them: the first max_tokens rows
 /// of each, with their token ids when it reads ids (reads_token_ids); decoded on OpenMP's team.
-/// search_verified's candidates and a shard's are read by this one function.
+/// search_verified's candidates and a shard's are read by this one function. A remote shard set's
+/// are fetched until `deadline` (ShardTimeout after it).
 std::vector<TokenStates> stored_candidates(const Index& index, const VerifierConfig& config,
-                                           const std::vector<uint32_t>& docs);
+                                           const std::vector<uint32_t>& docs,
+                                           std::chrono::steady_clock::time_point deadline =
+                                               std::chrono::steady_clock::time_point::max());
 
 /// The verifiers one shard holds. Immutable once built; score() may run on several threads.
 class ShardScorer {

@@ -128,6 +128,9 @@ struct VerifierTrainOptions {
   /// Frozen regime: the folder of the float16 token-state cache (reused by every run with the same
   /// encoder and --max-length); "" = OUT/token-cache.
   std::string token_cache;
+  /// Frozen regime: the engine that computes the token states (Auto: the native pass for the BERT
+  /// family). A test that must not move with the native pass's last bits pins Torch.
+  Engine engine = Engine::Auto;
   /// Weight of a pointwise term (BCE of score / tau: own positive 1, own hard negative 0) added to
   /// the InfoNCE; 0 = the paper's loss alone.
   double pointwise_weight = 0.0;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -303,10 +305,28 @@ struct CrossEncoderInstall {
 CrossEncoderInstall install_cross_encoder(const std::string& source, const std::string& model);
 
 /// The verifier spec of a gate mode: Fast = the model's shipped gate file; Accurate = "cross:DIR";
-/// Cascade = "cascade:DIR"; Auto = "default" (which resolves to the cascade when one is installed
-/// and calibrated). DIR = `cross_dir`, else installed_cross_encoder(model_dir); sieve::Error when
-/// the mode needs one and there is none, or when the model ships no gate.
+/// Cascade = "cascade:DIR"; Auto = "cascade:DIR" when the installed cross-encoder has a band for
+/// the model's gate (cascade_band_for_gate), else "default" (the fast gate: "default" always
+/// names the model's shipped gate, never a tier). DIR = `cross_dir`, else
+/// installed_cross_encoder(model_dir); sieve::Error when the mode needs one and there is none, or
+/// when the model ships no gate.
 std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, const std::string& model_dir);
+/// Whether a cross-encoder's sieve file (`meta`) records a calibrated band for the gate file
+/// `gate` as it is now (its SHA-256): the cascade may then run. One rule for resolve_verifier,
+/// install_cross_encoder and the Auto gate mode.
+bool cascade_band_for_gate(const CrossEncoderMeta& meta, const std::string& gate);
+
+/// Stage 2's verifiers as a face's user chose them: one rule for the CLI's search, the server and
+/// Python. `verifier` (--verifier; "" = none), `gate_mode` ("" = none), `cross` (a cross-encoder
+/// folder, only with gate mode accurate or cascade). sieve::Error for a verifier and a gate mode
+/// both, an unknown mode, or `cross` with another mode.
+void check_stage2_choice(const std::string& verifier, const std::string& gate_mode, const std::string& cross);
+struct Stage2Choice {
+  std::string gate;    ///< what gates: the named verifier, else the gate mode's (auto when none)
+  std::string rerank;  ///< what reranks alone: the named verifier, else F1 (stage2_verifier_spec)
+};
+Stage2Choice stage2_choice(const std::string& verifier, const std::string& gate_mode, const std::string& cross,
+                           const std::string& model_dir);
 
 /// A candidate's cascade score: its fast score outside the band; inside, the cross-encoder's score
 /// mapped piecewise linearly onto the band so that the cross-encoder's threshold lands on the fast
@@ -418,9 +438,31 @@ void require_calibrated_cascade(const ResolvedVerifier& verifier);
 
 /// A cascade's second step: the pairs whose fast score (`scores`, one per pair) lies in the band
 /// are scored by the cross-encoder and their scores replaced by cascade_score. Returns how many
-/// were sent. sieve::Error when `verifier` is no cascade or its cross-encoder has no threshold.
-size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pair<std::string, std::string>>& pairs,
-                     std::vector<float>& scores, size_t batch_size = 32);
+/// were sent; nullopt when `deadline` passed before the cross-encoder had scored them all
+/// (CrossEncoder::logits_until; `scores` then unchanged). sieve::Error when `verifier` is no
+/// cascade or its cross-encoder has no threshold.
+std::optional<size_t> apply_cascade(const ResolvedVerifier& verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    std::vector<float>& scores, size_t batch_size = 32,
+                                    std::chrono::steady_clock::time_point deadline =
+                                        std::chrono::steady_clock::time_point::max());
+/// Whether the verifier's scores are probabilities in [0, 1] (the mlp gate, a cross-encoder, a
+/// cascade), not similarities in [-1, 1] (cosine, F0-F4): what a face that answers on [0, 1]
+/// (TEI's /rerank) maps or not.
+bool scores_are_probabilities(const ResolvedVerifier& verifier);
+
+/// A resolved verifier's scores of text pairs, its branch written once (the server's /v1/verify,
+/// TEI's /rerank, explain, score_text_pairs): a cross-encoder reads the pairs' texts itself (its
+/// logits when `logits`, else its scores), 8 pairs at a time until `deadline`; otherwise `fast()`
+/// gives the token-map verifier's (or the cosine's) score of each pair, and a cascade sends the pairs
+/// inside its band to its cross-encoder (apply_cascade). nullopt when `deadline` passes while the
+/// cross-encoder scores. sieve::Error for a cascade without a band.
+std::optional<std::vector<float>> score_pairs_by_kind(const ResolvedVerifier& verifier,
+                                                      const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                      const std::function<std::vector<float>()>& fast,
+                                                      std::chrono::steady_clock::time_point deadline =
+                                                          std::chrono::steady_clock::time_point::max(),
+                                                      bool logits = false, size_t batch_size = 32);
 
 /// score_text_pairs with a resolved verifier: a cross-encoder scores the texts itself (`encoder`
 /// may then be null); otherwise as above (`encoder` required); a cascade scores every pair with its

@@ -72,13 +72,18 @@ class _RemoteShards:
     it to another replica, or to the one that replaced the dead one. A deterministic error (the
     shard refused the call) or a timeout is not retried: it would fail again, or wait again."""
 
-    def __init__(self, handles, timeout_s=30.0, attempts=3, scores_at_shards=True):
+    def __init__(self, handles, timeout_s=30.0, attempts=3, scores_at_shards=True, identities=None):
         self._handles = list(handles)
+        # Each shard's identity as the router's set records it, carried on every call: a replica
+        # that serves another copy of its shard refuses (ShardServer.check_identity), never answers.
+        self._identities = list(identities) if identities is not None else [""] * len(self._handles)
         self._timeout = timeout_s
         self._attempts = attempts
         # Read once by the library: whether stage 2 asks the shards for scores (else token states).
         self.scores_at_shards = bool(scores_at_shards)
         self.retried = 0
+        self._idle = threading.Condition()
+        self._in_flight = 0  # shard calls started and not yet returned or failed (retries included)
         self.bytes_received = 0  # of the shards' answers (arrays' bytes): what stage 2 moves
         # The library calls every shard at once, each from a thread of its own. Ray 2.40 sets up
         # some per-process state on first use without a lock (ray/_private/state.py stores its
@@ -107,19 +112,38 @@ class _RemoteShards:
     def _call(self, shard, method, *args, timeout_s=None):
         """One call to a shard's deployment, waited for at most the router's timeout or the
         request's remaining time (`timeout_s`), whichever is shorter; retried while time remains."""
-        if shard not in self._warm:
-            with self._first:  # a handle's first call alone (see __init__)
-                result = self._call_timed(shard, method, args, timeout_s)
-                self._warm.add(shard)
-                return result
-        return self._call_timed(shard, method, args, timeout_s)
+        with self._idle:
+            self._in_flight += 1
+        try:
+            if shard not in self._warm:
+                with self._first:  # a handle's first call alone (see __init__)
+                    result = self._call_timed(shard, method, args, timeout_s)
+                    self._warm.add(shard)
+                    return result
+            return self._call_timed(shard, method, args, timeout_s)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def in_flight(self):
+        """Shard calls under way: a request that failed fast on one shard leaves the others' calls
+        (and their retries) to finish on their own threads."""
+        with self._idle:
+            return self._in_flight
+
+    def wait_idle(self, timeout_s):
+        """Waits until no shard call is under way (at most timeout_s); whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout_s)
 
     def _call_timed(self, shard, method, args, timeout_s):
         end = None if timeout_s is None else time.monotonic() + timeout_s
         for attempt in range(self._attempts):
             wait = self._timeout if end is None else max(0.0, min(self._timeout, end - time.monotonic()))
             try:
-                return getattr(self._handles[shard], method).remote(*args).result(timeout_s=wait)
+                return getattr(self._handles[shard], method).remote(
+                    *args, expect=self._identities[shard]).result(timeout_s=wait)
             except Exception as e:
                 pause = 0.2 * (attempt + 1)
                 out_of_time = end is not None and time.monotonic() + pause >= end
@@ -131,8 +155,8 @@ class _RemoteShards:
     def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None):
         return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, timeout_s=timeout_s)
 
-    def tokens(self, shard, docs, max_rows):
-        got = self._call(shard, "tokens", docs, max_rows)
+    def tokens(self, shard, docs, max_rows, timeout_s=None):
+        got = self._call(shard, "tokens", docs, max_rows, timeout_s=timeout_s)
         self.bytes_received += sum(getattr(a, "nbytes", 0) for a in got)
         return got
 
@@ -141,8 +165,8 @@ class _RemoteShards:
         self.bytes_received += getattr(got, "nbytes", 0)
         return got
 
-    def keys(self, shard, docs):
-        return self._call(shard, "keys", docs)
+    def keys(self, shard, docs, timeout_s=None):
+        return self._call(shard, "keys", docs, timeout_s=timeout_s)
 
 
 class ShardReplica:
@@ -151,19 +175,24 @@ class ShardReplica:
     def __init__(self, path, threads=1, verifiers=(), model=""):
         if threads > 0:
             _sieve.set_threads(threads)
-        self._shard = _sieve.ShardServer(path, list(verifiers), model)
+        self._shard = _sieve.ShardServer(path, list(verifiers), model)  # refuses a copy its set does not record
         self.path = path
 
-    def dense_lists(self, pooled, depth, ef_search, nprobe):
+    # `expect`: the shard's identity as the caller's set records it ("" = unchecked).
+    def dense_lists(self, pooled, depth, ef_search, nprobe, expect=""):
+        self._shard.check_identity(expect)
         return self._shard.dense_lists(pooled, depth, ef_search, nprobe)
 
-    def tokens(self, docs, max_rows):
+    def tokens(self, docs, max_rows, expect=""):
+        self._shard.check_identity(expect)
         return self._shard.tokens(docs, max_rows)
 
-    def keys(self, docs):
+    def keys(self, docs, expect=""):
+        self._shard.check_identity(expect)
         return self._shard.keys(docs)
 
-    def scores(self, verifier, query, query_ids, docs):
+    def scores(self, verifier, query, query_ids, docs, expect=""):
+        self._shard.check_identity(expect)
         return self._shard.scores(verifier, query, query_ids, docs)
 
     def info(self):
@@ -184,7 +213,8 @@ class Router:
 
     def __init__(self, path, shards, model="", verifier="", threads=0, workers=0, timeout_s=30.0,
                  stage2_at_shards=True, request_timeout_ms=0, admission=None, client_address_header=""):
-        self._remote = _RemoteShards(shards, timeout_s, scores_at_shards=stage2_at_shards)
+        self._remote = _RemoteShards(shards, timeout_s, scores_at_shards=stage2_at_shards,
+                                     identities=_sieve.shard_set_identities(path))
         self._admission = _sieve.Admission(request_threads=self.THREADS, **(admission or {}))
         self._client_header = client_address_header.lower()
         self._service = _sieve.Service(path, model=model, verifier=verifier, remote=self._remote, threads=threads,
@@ -200,6 +230,7 @@ class Router:
 
         def answer(status, out, ctype, headers):
             return Response(content=out, status_code=status, media_type=ctype, headers=dict(headers))
+        arrived = time.monotonic()  # the request's deadline counts from here (the C++ clock is this one)
         method, path = request.method, request.url.path
         declared = request.headers.get("content-length", "")
         if declared.isdigit():  # refused before the body is read
@@ -210,25 +241,36 @@ class Router:
             method, path, request.headers.get("authorization", ""), self._address(request))
         if refusal:
             if hold > 0:  # a client that ignores Retry-After waits for its refusal
-                await asyncio.sleep(hold)
-                self._admission.end_hold(client)
+                try:
+                    await asyncio.sleep(hold)
+                finally:  # also when the client goes away (the task is cancelled) during the hold
+                    self._admission.end_hold(client)
             return answer(*refusal)
         try:
             if path == "/router/stats" and method == "GET":
                 return Response(content=json.dumps({"stage2_bytes_received": self._remote.bytes_received,
-                                                    "retried": self._remote.retried}), media_type="application/json")
+                                                    "retried": self._remote.retried,
+                                                    "shard_calls_in_flight": self._remote.in_flight()}),
+                                media_type="application/json")
             body = await request.body()
             refusal = self._admission.body_refusal(len(body))  # a body sent without its length
             if refusal:
                 return answer(*refusal)
-            return answer(*await asyncio.get_running_loop().run_in_executor(
-                self._pool, self._service.handle, method, path, body, dict(request.query_params)))
+            query = dict(request.query_params)
+
+            def handle():  # on a pool thread: the time spent waiting for it counts against the deadline
+                return self._service.handle(method, path, body, query, waited_s=max(0.0, time.monotonic() - arrived))
+            return answer(*await asyncio.get_running_loop().run_in_executor(self._pool, handle))
         finally:
             if in_flight:
                 self._admission.release(client)
 
     def retried(self):
         return self._remote.retried
+
+    def wait_idle(self, timeout_s):
+        """Waits until no shard call is under way (at most timeout_s); whether none is."""
+        return self._remote.wait_idle(timeout_s)
 
     def bytes_received(self):
         """Bytes of the shards' answers to stage-2 calls since start (token states or scores)."""

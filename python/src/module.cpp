@@ -516,12 +516,15 @@ PYBIND11_MODULE(_sieve, m) {
             const std::string dir = resolve_model_dir(model);
             EncoderOptions eo;
             eo.threads = threads;
-            if (!gate_mode.empty() && name != "default")
-              throw py::value_error("give a verifier name or a gate_mode, not both");
-            if (!cross.empty() && gate_mode != "accurate" && gate_mode != "cascade")
-              throw py::value_error("cross goes with gate_mode 'accurate' or 'cascade'");
+            // "default" is the parameter's default: with a gate mode it means "none named".
+            const std::string named = !gate_mode.empty() && name == "default" ? "" : name;
+            try {
+              check_stage2_choice(named, gate_mode, cross);
+            } catch (const Error& e) {
+              throw py::value_error(e.what());
+            }
             py::gil_scoped_release release;
-            const std::string spec = gate_mode.empty() ? name : gate_verifier_spec(gate_mode_from_name(gate_mode), cross, dir);
+            const std::string spec = gate_mode.empty() ? name : stage2_choice(named, gate_mode, cross, dir).gate;
             v->verifier = resolve_verifier(spec, {dir, ""});
             // A cross-encoder reads texts; a cascade's fast tier reads token states.
             if (!v->verifier.cross || v->verifier.cascade()) v->encoder = Encoder::load(dir, eo);

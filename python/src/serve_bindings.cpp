@@ -31,7 +31,7 @@ namespace {
 using index::Ranked;
 
 // A Python object with dense_lists(shard, pooled, depth, ef_search, nprobe, timeout_s), tokens(shard,
-// docs, max_rows), keys(shard, docs) and, when its attribute scores_at_shards is true, scores(shard,
+// docs, max_rows, timeout_s), keys(shard, docs, timeout_s) and, when its attribute scores_at_shards is true, scores(shard,
 // verifier, query, query_ids, docs, timeout_s) (ray_serve._RemoteShards), as the library's
 // ShardRemote. timeout_s: the seconds the request has left (None: no deadline). Each call takes the
 // GIL (the Python side waits on its shard without it); a Python exception becomes ShardUnavailable
@@ -71,10 +71,11 @@ class PyShardRemote final : public ShardRemote {
     }, p.deadline);
   }
 
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
+  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
+                                  std::chrono::steady_clock::time_point deadline) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
-      py::list got = target_.attr("tokens")(shard, docs, max_rows);
+      py::list got = target_.attr("tokens")(shard, docs, max_rows, timeout_of(deadline));
       std::vector<TokenStates> out;
       for (py::handle item : got) {
         auto a = item.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
@@ -85,7 +86,7 @@ class PyShardRemote final : public ShardRemote {
         out.push_back(std::move(t));
       }
       return out;
-    });
+    }, deadline);
   }
 
   std::vector<float> scores(size_t shard, const std::string& verifier, const TokenStates& query,
@@ -102,12 +103,14 @@ class PyShardRemote final : public ShardRemote {
   }
   bool scores_at_shards() const override { return scores_; }
 
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override {
+  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+                          std::chrono::steady_clock::time_point deadline) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
-      auto a = target_.attr("keys")(shard, docs).cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
+      auto a = target_.attr("keys")(shard, docs, timeout_of(deadline))
+                   .cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
       return std::vector<float>(a.data(), a.data() + a.size());
-    });
+    }, deadline);
   }
 
  private:
@@ -145,9 +148,14 @@ class ShardServer {
   // `verifiers`: the router's stage-2 specs (ShardScorer holds their token-map verifiers);
   // `model`: the encoder's folder they are checked against (default: the shard's).
   ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model) {
+    // Before it serves: the copy its set records (a rebuilt shard under an old set is refused).
+    index::check_shard_in_its_set(dir);
+    identity_ = index::shard_identity(dir);
     IndexOpenOptions o;
     o.load_encoder = false;
     index_ = Index::open(dir, o);
+    SIEVE_THROW_IF_NOT(index::shard_identity(dir) == identity_,
+                       "shard '" << dir << "' changed while it was opened; start it again");
     SIEVE_THROW_IF_NOT(index_->stats().shards == 1, "'" << dir << "' is a shard set, not one shard of it");
     scorer_ = std::make_unique<ShardScorer>(
         index_, verifiers,
@@ -230,7 +238,19 @@ class ShardServer {
 
   size_t size() const { return index_->size(); }
 
+  // This shard's identity (index::shard_identity, read when it opened).
+  const std::string& identity() const { return identity_; }
+  // Every call carries the identity the router's set records for this shard: another one means
+  // this replica serves another copy of the shard (its ids would name other documents).
+  void check_identity(const std::string& expected) const {
+    SIEVE_THROW_IF_NOT(expected.empty() || expected == identity_,
+                       "this replica serves another copy of the shard (its manifest's digest is "
+                           << identity_ << ", the router's set records " << expected
+                           << "): the shard was rebuilt or replaced; restart the application on one set");
+  }
+
  private:
+  std::string identity_;
   std::shared_ptr<const Index> index_;
   std::unique_ptr<ShardScorer> scorer_;
 };
@@ -241,6 +261,20 @@ class ShardServer {
 py::tuple answer_tuple(const serve::Response& r) {
   return py::make_tuple(r.status, py::bytes(r.body), r.content_type, r.headers);
 }
+
+// Deletes a Service without holding the GIL: a shard set served elsewhere waits, as it goes, for
+// its shard calls under way (index/fan_out.h), and those need the GIL to finish.
+struct DeleteWithoutGil {
+  void operator()(serve::Service* s) const {
+    if (PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      delete s;
+    } else {
+      delete s;
+    }
+  }
+};
+using ServiceHolder = std::unique_ptr<serve::Service, DeleteWithoutGil>;
 
 void bind_serving(py::module_& m) {
   // Admission (keys, scopes, limits, the body cap): `sieve serve`'s, for Ray Serve's router.
@@ -298,9 +332,14 @@ void bind_serving(py::module_& m) {
            py::arg("nprobe") = 0)
       .def("tokens", &ShardServer::tokens, py::arg("docs"), py::arg("max_rows"))
       .def("keys", &ShardServer::keys, py::arg("docs"))
+      .def_property_readonly("identity", &ShardServer::identity)
+      .def("check_identity", &ShardServer::check_identity, py::arg("expected"),
+           "sieve.Error unless `expected` (the router's record of this shard; '' = none) is this copy's identity.")
       .def("__len__", &ShardServer::size);
+  m.def("shard_set_identities", &index::shard_set_identities, py::arg("path"),
+        "Each shard's identity as the shard set at `path` records it, in shard order.");
 
-  py::class_<serve::Service>(m, "Service")
+  py::class_<serve::Service, ServiceHolder>(m, "Service")
       .def(py::init([](const std::string& index, const std::string& model, const std::string& verifier,
                        py::object remote, int threads, size_t workers, size_t search_slots, size_t request_timeout_ms) {
              serve::ServeOptions o;
@@ -314,7 +353,7 @@ void bind_serving(py::module_& m) {
              if (!remote.is_none()) o.remote = std::make_shared<PyShardRemote>(remote);
              py::gil_scoped_release nogil;
              serve::check_serve_options(o);
-             return std::make_unique<serve::Service>(o);
+             return ServiceHolder(new serve::Service(o));
            }),
            py::arg("index") = "", py::arg("model") = "", py::arg("verifier") = "", py::arg("remote") = py::none(),
            py::arg("threads") = 0, py::arg("workers") = 0, py::arg("search_slots") = 0,
@@ -322,14 +361,23 @@ void bind_serving(py::module_& m) {
       .def(
           "handle",
           [](serve::Service& s, const std::string& method, const std::string& path, const py::bytes& body,
-             const std::map<std::string, std::string>& query) {
+             const std::map<std::string, std::string>& query, double waited_s) {
+            SIEVE_THROW_IF_NOT(std::isfinite(waited_s) && waited_s >= 0,
+                               "waited_s must be a number of seconds >= 0 (got " << waited_s << ")");
             std::string b = body;
             serve::Response r;
             {
               py::gil_scoped_release nogil;
-              r = s.handle(method, path, b, query);
+              // The request's clock (its deadline) starts when it arrived, not when a thread took it up.
+              const auto arrived = std::chrono::steady_clock::now() -
+                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(waited_s));
+              r = s.handle(method, path, b, query, arrived);
             }
             return py::make_tuple(r.status, py::bytes(r.body), r.content_type, r.headers);
           },
-          py::arg("method"), py::arg("path"), py::arg("body") = py::bytes(), py::arg("query") = std::map<std::string, std::string>{});
+          py::arg("method"), py::arg("path"), py::arg("body") = py::bytes(), py::arg("query") = std::map<std::string, std::string>{},
+          py::arg("waited_s") = 0.0,
+          "(status, body, content type, headers). waited_s: how long the request had already waited since it "
+          "arrived (in a queue, for a thread): its timeout_ms counts from its arrival.");
 }

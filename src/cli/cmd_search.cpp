@@ -172,9 +172,7 @@ void register_search(CLI::App& app) {
   o->dev.add(cmd);
   on_run(cmd, [o, cmd] {
     auto queries = gather_queries(o->args, o->queries);
-    SIEVE_THROW_IF_NOT(o->gate_mode.empty() || o->verifier.empty(), "give --verifier or --gate-mode, not both");
-    SIEVE_THROW_IF_NOT(o->cross.empty() || o->gate_mode == "accurate" || o->gate_mode == "cascade",
-                       "--cross goes with --gate-mode accurate or cascade");
+    check_stage2_choice(o->verifier, o->gate_mode, o->cross);
     if (!o->gate_mode.empty()) o->pipe.gate = true;
     apply_search_flags(*cmd, recommended_search_for_index(o->index, o->model), o->mode, o->fusion, o->p);
     IndexOpenOptions oo;
@@ -185,16 +183,16 @@ void register_search(CLI::App& app) {
     auto index = Index::open(o->index, oo);
     // The verifier made for the encoder that searches: beside the index's model (or --model).
     const std::string model = o->model.empty() ? index->stats().model_path : o->model;
-    if (!o->gate_mode.empty())
-      o->verifier = gate_verifier_spec(gate_mode_from_name(o->gate_mode), o->cross, model);
-    const bool chosen_here = o->verifier.empty() && (o->pipe.gate || o->rerank);
+    const bool chosen_here = o->verifier.empty() && o->gate_mode.empty() && (o->pipe.gate || o->rerank);
+    if (!o->gate_mode.empty()) o->verifier = stage2_choice("", o->gate_mode, o->cross, model).gate;
     if (chosen_here) {
       SIEVE_THROW_IF_NOT(!o->pipe.gate || !default_verifier(model, "").empty(),
                          "--gate needs a calibrated verifier, and the model folder '"
                              << model << "' has no verifier.safetensors: give --verifier FILE");
-      // Two jobs kept apart (stage2_verifier_spec): --gate takes the model's calibrated gate;
-      // --rerank alone orders by relevance with F1, never by the gate.
-      o->verifier = stage2_verifier_spec("", o->pipe.gate);
+      // Two jobs kept apart (stage2_choice): --gate takes the model's gate (auto: the cascade when
+      // a calibrated cross-encoder is installed); --rerank alone orders by relevance with F1.
+      const Stage2Choice choice = stage2_choice("", "", "", model);
+      o->verifier = o->pipe.gate ? choice.gate : choice.rerank;
       if (!o->pipe.gate && !default_verifier(model, "").empty())
         log_info("--rerank without --verifier orders by F1 (MaxSim); the model's verifier is an identity gate "
                  "(--gate, or --verifier default to rerank by it)");

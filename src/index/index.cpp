@@ -236,7 +236,8 @@ class IndexImpl final : public Index {
     if (opt.encoder_instance) {
       SIEVE_THROW_IF_NOT(opt.encoder_instance->dim() == m_.dim, "the given encoder's dimension differs from the index's");
       const std::string grid = opt.encoder_instance->key_grid();
-      SIEVE_THROW_IF_NOT(int8_levels_of_grid(grid) == 0 || int8_levels_of_grid(m_.key_grid) == 0 || grid == m_.key_grid,
+      SIEVE_THROW_IF_NOT(int8_levels_of_grid(grid) == 0 || int8_levels_of_grid(m_.key_grid) == 0 ||
+                             key_grids_agree(m_.key_grid, grid),
                          "the given encoder computes " << grid << " keys, but index '" << dir_ << "' holds "
                                                        << m_.key_grid << " keys: load it on that grid "
                                                        << "(EncoderOptions::int8_levels) or use fp32");
@@ -264,6 +265,13 @@ class IndexImpl final : public Index {
                                  << "or rebuild it on this CPU)");
     encoder_ = Encoder::load(model, eo);
     SIEVE_THROW_IF_NOT(encoder_->dim() == m_.dim, "the model's dimension differs from the index's");
+    // int8 queries must meet the keys' whole recipe: the weight grid (taken above) and the
+    // attention's arithmetic, which this CPU decides (bf16 products or not).
+    if (eo.precision == Precision::Int8 && int8_levels_of_grid(m_.key_grid) > 0)
+      SIEVE_THROW_IF_NOT(key_grids_agree(m_.key_grid, encoder_->key_grid()),
+                         "index '" << dir_ << "' holds " << m_.key_grid << " keys, but int8 queries on this CPU compute "
+                                   << encoder_->key_grid() << " (another attention arithmetic: bf16 attention needs a "
+                                   << "CPU with bf16 products); search it with --precision fp32, or rebuild it on this CPU");
   }
 
   void fill_stats() {
@@ -415,7 +423,17 @@ std::unique_ptr<Index> Index::open(const std::string& dir, const IndexOpenOption
   }
 }
 
-std::vector<TokenStates> Index::tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const {
+std::vector<float> Index::keys_of(const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point) const {
+  std::vector<float> out;
+  for (uint32_t d : docs) {
+    const std::vector<float> k = key(d);
+    out.insert(out.end(), k.begin(), k.end());
+  }
+  return out;
+}
+
+std::vector<TokenStates> Index::tokens_of(const std::vector<uint32_t>& docs, size_t max_rows,
+                                          std::chrono::steady_clock::time_point) const {
   // Decoding is independent per document (the accessors are thread-safe); on OpenMP's team, warm
   // from encoding the query.
   std::vector<TokenStates> out(docs.size());

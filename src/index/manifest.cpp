@@ -50,9 +50,18 @@ FileSum sum_from_json(const nlohmann::json& j, const std::string& what) {
 }  // namespace
 
 int int8_levels_of_grid(const std::string& grid) {
-  if (grid == "int8-127") return 127;
-  if (grid == "int8-63") return 63;
+  const std::string levels = grid.substr(0, grid.find('+'));  // the attention's arithmetic follows a '+'
+  if (levels == "int8-127") return 127;
+  if (levels == "int8-63") return 63;
   return 0;
+}
+
+bool key_grids_agree(const std::string& index_grid, const std::string& encoder_grid) {
+  if (index_grid.empty() || index_grid == encoder_grid) return true;
+  // Recorded before the attention was: "int8-N" alone says nothing of it, so any attention on
+  // that weight grid meets it (as it did when it was recorded).
+  return index_grid.find('+') == std::string::npos && int8_levels_of_grid(index_grid) > 0 &&
+         int8_levels_of_grid(encoder_grid) == int8_levels_of_grid(index_grid);
 }
 
 void take_key_grid(const Manifest& m, EncoderOptions& e) {
@@ -61,7 +70,12 @@ void take_key_grid(const Manifest& m, EncoderOptions& e) {
 }
 
 void check_key_grid(const Manifest& m, const std::string& encoder_grid, const std::string& what) {
-  if (m.key_grid.empty() || m.key_grid == encoder_grid) return;
+  if (key_grids_agree(m.key_grid, encoder_grid)) return;
+  if (int8_levels_of_grid(m.key_grid) > 0 && int8_levels_of_grid(m.key_grid) == int8_levels_of_grid(encoder_grid))
+    SIEVE_THROW(what << " would be encoded in " << encoder_grid << " but the index's keys are " << m.key_grid
+                     << " (recorded at its build): the same int8 weights with another attention arithmetic (bf16 "
+                        "attention needs a CPU with bf16 products), so their keys differ by more than rounding; "
+                        "use --precision fp32 or rebuild the index on this CPU");
   SIEVE_THROW(what << " would be encoded in " << encoder_grid << " but the index's keys are " << m.key_grid
                    << " (recorded at its build); keys of the two differ, so one index holds one kind: open it with "
                    << "--precision " << (int8_levels_of_grid(m.key_grid) > 0 ? "int8" : m.key_grid) << " (int8 takes the index's "

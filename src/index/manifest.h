@@ -39,7 +39,8 @@ struct Manifest {
   std::string model_path;
   std::string pooling;
   uint64_t max_length = 0;
-  /// Encoder::key_grid() of the build ("fp32", "int8-127", "int8-63"); empty in indexes built
+  /// Encoder::key_grid() of the build ("fp32", "bf16", "int8-127+bf16-attention", ...; "int8-127"
+  /// alone in indexes built before the attention was recorded); empty in indexes built
   /// before it was recorded (nothing is checked then).
   std::string key_grid;
   // dense keys
@@ -72,6 +73,10 @@ struct Manifest {
 
 /// The int8 weight levels of a key grid ("int8-127" -> 127), 0 for "fp32" or an unrecorded one.
 int int8_levels_of_grid(const std::string& grid);
+/// Whether keys of `encoder_grid` may sit beside (or query) an index's keys of `index_grid`: the
+/// same recipe; or none recorded; or an int8 grid recorded before the attention's arithmetic was
+/// ("int8-127" alone), which any int8 attention on its weight grid meets.
+bool key_grids_agree(const std::string& index_grid, const std::string& encoder_grid);
 /// Int8 encoder options take the grid of the index's int8 keys (unless they name one): queries
 /// and added keys then meet the keys' own arithmetic.
 void take_key_grid(const Manifest& m, EncoderOptions& e);

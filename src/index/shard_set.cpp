@@ -17,6 +17,7 @@
 
 #include "core/checksum.h"
 #include "core/file_util.h"
+#include "index/fan_out.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
 #include "index/token_store.h"
@@ -122,65 +123,40 @@ ShardSetManifest read_shard_set_manifest(const std::string& dir) {
   return m;
 }
 
+std::string shard_identity(const std::string& shard_dir) {
+  const std::string mf = path_join(shard_dir, kManifestFile);
+  SIEVE_THROW_IF_NOT(is_file(mf), "'" << shard_dir << "' is not a shard (no " << kManifestFile << ")");
+  return file_crc(mf);
+}
+
+std::vector<std::string> shard_set_identities(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const ShardEntry& e : read_shard_set_manifest(dir).shards) out.push_back(e.manifest_crc);
+  return out;
+}
+
+void check_shard_in_its_set(const std::string& shard_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(fs::path(shard_dir)).lexically_normal();
+  const std::string name = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+  const std::string set = (dir.has_filename() ? dir : dir.parent_path()).parent_path().string();
+  if (!is_shard_set(set)) return;  // a shard served on its own
+  const ShardSetManifest m = read_shard_set_manifest(set);
+  for (const ShardEntry& e : m.shards)
+    if (e.dir == name) {
+      const std::string have = shard_identity(shard_dir);
+      SIEVE_THROW_IF_NOT(have == e.manifest_crc, "shard '" << name << "' is not the copy its set '" << set
+                                                           << "' records (its manifest's digest is " << have
+                                                           << ", the set's " << e.manifest_crc
+                                                           << "): it was rebuilt or replaced; rebuild the set");
+      return;
+    }
+  SIEVE_THROW("shard set '" << set << "' has no shard '" << name << "'");
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Runs call(shards[i]) for every i at once, each on a thread of its own, and returns the answers in
-// that order once all are in; the first failure is rethrown as soon as it arrives. Past `deadline`,
-// ShardTimeout naming the shards still out: their threads finish on their own and their answers
-// are dropped, so `call` must own what it reads (copies, shared pointers), never the caller's
-// stack. One shard and no deadline: called on this thread.
-template <class T>
-std::vector<T> fan_out(const std::vector<size_t>& shards, Clock::time_point deadline,
-                       std::function<T(size_t)> call, const std::vector<ShardEntry>& entries) {
-  const size_t n = shards.size();
-  if (n == 0) return {};
-  if (Clock::now() >= deadline)
-    throw ShardTimeout("the request's deadline passed before the shards were asked (give a larger timeout_ms)");
-  if (n == 1 && deadline == Clock::time_point::max()) return {call(shards[0])};
-  struct State {
-    std::mutex m;
-    std::condition_variable cv;
-    size_t done = 0;
-    std::vector<std::optional<T>> out;
-    std::exception_ptr error;
-  };
-  auto st = std::make_shared<State>();
-  st->out.resize(n);
-  const auto t0 = Clock::now();
-  for (size_t i = 0; i < n; ++i) {
-    std::thread([st, call, i, shard = shards[i]] {
-      std::optional<T> v;
-      std::exception_ptr e;
-      try {
-        v = call(shard);
-      } catch (...) {
-        e = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(st->m);
-      if (e && !st->error) st->error = e;
-      st->out[i] = std::move(v);
-      ++st->done;
-      st->cv.notify_all();
-    }).detach();
-  }
-  std::unique_lock<std::mutex> lock(st->m);
-  const bool in = st->cv.wait_until(lock, deadline, [&] { return st->done == n || st->error; });
-  if (st->error) std::rethrow_exception(st->error);
-  if (!in) {
-    std::string late;
-    for (size_t i = 0; i < n; ++i)
-      if (!st->out[i]) late += (late.empty() ? "" : ", ") + entries[shards[i]].dir;
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-    throw ShardTimeout("shard " + late + " had not answered when the request's deadline passed (" +
-                       std::to_string(waited) + " ms after the call; give a larger timeout_ms)");
-  }
-  std::vector<T> out;
-  out.reserve(n);
-  for (auto& v : st->out) out.push_back(std::move(*v));
-  return out;
-}
 
 class ShardSetImpl final : public Index {
  public:
@@ -188,6 +164,7 @@ class ShardSetImpl final : public Index {
       : dir_(dir), m_(read_shard_set_manifest(dir)), remote_(opt.remote) {
     IndexOpenOptions o = opt;
     if (remote_) {  // the shards' vectors and token states are served elsewhere
+      pool_ = std::make_unique<ShardCallPool>();
       o.remote = nullptr;
       o.load_vectors = false;
     }
@@ -247,16 +224,18 @@ class ShardSetImpl final : public Index {
     return std::move(remote_tokens(s, {local}, max_rows)[0]);
   }
   // Remote: one call per shard that holds some of `docs`.
-  std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows) const override {
-    if (!remote_) return Index::tokens_of(docs, max_rows);
+  std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows,
+                                     Clock::time_point deadline = Clock::time_point::max()) const override {
+    if (!remote_) return Index::tokens_of(docs, max_rows, deadline);
     std::vector<TokenStates> out(docs.size());
     const ByShard g = by_shard(docs);
     const auto& local = g.local;
     const auto& where = g.where;
     const auto& asked = g.asked;
     auto answers = fan_out<std::vector<TokenStates>>(
-        asked, Clock::time_point::max(),
-        [remote = remote_, local, max_rows](size_t s) { return remote->tokens(s, local[s], max_rows); }, m_.shards);
+        *pool_, asked, deadline,
+        [remote = remote_, local, max_rows, deadline](size_t s) { return remote->tokens(s, local[s], max_rows, deadline); },
+        shard_name());
     for (size_t a = 0; a < asked.size(); ++a) {
       const size_t s = asked[a];
       check_tokens(s, answers[a], local[s].size(), max_rows);
@@ -275,11 +254,11 @@ class ShardSetImpl final : public Index {
     const auto& asked = g.asked;
     auto q = std::make_shared<const TokenStates>(query);
     auto answers = fan_out<std::vector<float>>(
-        asked, deadline,
+        *pool_, asked, deadline,
         [remote = remote_, local, verifier, q, deadline](size_t s) {
           return remote->scores(s, verifier, *q, local[s], deadline);
         },
-        m_.shards);
+        shard_name());
     std::vector<float> out(docs.size());
     for (size_t a = 0; a < asked.size(); ++a) {
       const size_t s = asked[a];
@@ -302,11 +281,34 @@ class ShardSetImpl final : public Index {
   std::vector<float> key(uint32_t doc) const override {
     auto [s, local] = locate(doc);
     if (!remote_) return shards_[s]->key(local);
-    std::vector<float> k = remote_->keys(s, {local});
+    std::vector<float> k = remote_->keys(s, {local}, Clock::time_point::max());
     if (k.size() != m_.dim)
       throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a key of " + std::to_string(k.size()) +
                              " floats, not " + std::to_string(m_.dim));
     return k;
+  }
+  // Remote: one keys() call per shard that holds some of `docs`, all at once, until the deadline.
+  std::vector<float> keys_of(const std::vector<uint32_t>& docs,
+                             Clock::time_point deadline = Clock::time_point::max()) const override {
+    if (!remote_) return Index::keys_of(docs, deadline);
+    const ByShard g = by_shard(docs);
+    const auto& local = g.local;
+    auto answers = fan_out<std::vector<float>>(
+        *pool_, g.asked, deadline, [remote = remote_, local, deadline](size_t s) { return remote->keys(s, local[s], deadline); },
+        shard_name());
+    std::vector<float> out(docs.size() * m_.dim);
+    for (size_t a = 0; a < g.asked.size(); ++a) {
+      const size_t s = g.asked[a];
+      if (answers[a].size() != local[s].size() * m_.dim)
+        throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered " + std::to_string(answers[a].size()) +
+                               " floats of keys for " + std::to_string(local[s].size()) + " documents of " +
+                               std::to_string(m_.dim));
+      for (size_t j = 0; j < local[s].size(); ++j)
+        std::copy(answers[a].begin() + static_cast<std::ptrdiff_t>(j * m_.dim),
+                  answers[a].begin() + static_cast<std::ptrdiff_t>((j + 1) * m_.dim),
+                  out.begin() + static_cast<std::ptrdiff_t>(g.where[s][j] * m_.dim));
+    }
+    return out;
   }
   const Encoder* encoder() const override { return encoder_.get(); }
   std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
@@ -335,11 +337,11 @@ class ShardSetImpl final : public Index {
         std::vector<size_t> depths;
         for (const ShardEntry& se : m_.shards) depths.push_back(std::min<size_t>(depth, se.documents));
         parts = fan_out<std::vector<Ranked>>(
-            asked, p.deadline,
+            *pool_, asked, p.deadline,
             [remote = remote_, pooled, n, dim, depths, p](size_t s) {
               return remote->dense_lists(s, n, dim, pooled->data(), depths[s], p);
             },
-            m_.shards);
+            shard_name());
         for (size_t a = 0; a < asked.size(); ++a)
           check_dense_lists(asked[a], parts[a], n, std::min<size_t>(depth, m_.shards[asked[a]].documents));
       } else {
@@ -418,7 +420,7 @@ class ShardSetImpl final : public Index {
                              " documents, rows of " + std::to_string(m_.dim) + ")");
   }
   std::vector<TokenStates> remote_tokens(size_t s, const std::vector<uint32_t>& docs, size_t max_rows) const {
-    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows);
+    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows, Clock::time_point::max());
     check_tokens(s, got, docs.size(), max_rows);
     return got;
   }
@@ -439,6 +441,13 @@ class ShardSetImpl final : public Index {
   std::unique_ptr<XapianLexicalIndex> lexical_;
   std::shared_ptr<const Encoder> encoder_;
   std::shared_ptr<const ShardRemote> remote_;  // null: every shard is local
+  // A shard's folder name, for messages.
+  std::function<std::string(size_t)> shard_name() const {
+    return [this](size_t s) { return m_.shards[s].dir; };
+  }
+  // The remote shards' calls (declared last: destroyed first, waiting for the calls under way
+  // while everything else is still here).
+  std::unique_ptr<ShardCallPool> pool_;
 };
 
 }  // namespace

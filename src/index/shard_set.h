@@ -41,6 +41,15 @@ void write_shard_set_manifest(const std::string& dir, const ShardSetManifest& m)
 /// Reads and validates it (format, version, checksum, contiguous ids); sieve::Error otherwise.
 ShardSetManifest read_shard_set_manifest(const std::string& dir);
 
+/// A shard's identity as its set records it (ShardEntry::manifest_crc): the CRC-32 (hex) of the
+/// manifest.json in `shard_dir`. A rebuilt or other copy of the shard has another one.
+std::string shard_identity(const std::string& shard_dir);
+/// The identity each shard of the set at `dir` must have, in shard order (its manifest's record).
+std::vector<std::string> shard_set_identities(const std::string& dir);
+/// Throws sieve::Error unless the shard in `shard_dir` is the copy its set (the folder above it,
+/// when that is a shard set) records: what a shard server checks before it serves.
+void check_shard_in_its_set(const std::string& shard_dir);
+
 /// Opens a shard set (Index::open calls it for a folder with shardset.json).
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt);
 

@@ -128,7 +128,7 @@ namespace {
 
 // The SQ8 decode as FAISS computes it (the same floats: the division stays a division), in one flat
 // loop built for AVX-512 and AVX2 as well, picked at load by the CPU.
-SIEVE_MULTIVERSION void decode_sq8(size_t n, size_t d, const float* vmin,
+SIEVE_VARIANT_BODY void decode_sq8_body(size_t n, size_t d, const float* vmin,
                                                                                const float* vdiff, const uint8_t* codes,
                                                                                float* x) {
   for (size_t r = 0; r < n; ++r) {
@@ -138,6 +138,7 @@ SIEVE_MULTIVERSION void decode_sq8(size_t n, size_t d, const float* vmin,
     for (size_t i = 0; i < d; ++i) o[i] = vmin[i] + ((static_cast<float>(c[i]) + 0.5f) / 255.0f) * vdiff[i];
   }
 }
+SIEVE_VARIANTS(void, decode_sq8, (size_t n, size_t d, const float* vmin, const float* vdiff, const uint8_t* codes, float* x), (n, d, vmin, vdiff, codes, x))
 
 }  // namespace
 

@@ -10,7 +10,7 @@
 
 namespace sieve::index {
 
-SIEVE_MULTIVERSION void normalize_rows(float* x, size_t rows, size_t dim) {
+SIEVE_VARIANT_BODY void normalize_rows_body(float* x, size_t rows, size_t dim) {
   for (size_t r = 0; r < rows; ++r) {
     float* v = x + r * dim;
     const double ss = dot8(v, v, dim);
@@ -19,6 +19,7 @@ SIEVE_MULTIVERSION void normalize_rows(float* x, size_t rows, size_t dim) {
     for (size_t k = 0; k < dim; ++k) v[k] *= inv;
   }
 }
+SIEVE_VARIANTS(void, normalize_rows, (float* x, size_t rows, size_t dim), (x, rows, dim))
 
 TokenStore::TokenStore(const std::string& dir, const Manifest& m) : dim_(m.dim) {
   check_file(dir, m.codec);

@@ -1,4 +1,5 @@
 #include "index/vector_index.h"
+#include "core/multiversion.h"
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
@@ -30,14 +31,8 @@ faiss::Index* core_of(faiss::Index* idx) {
 // AVX2 ones, eight SSE ones), so the adds do not wait on one another; every clone sums in the same
 // order, so all give the same bits. Compiled for the x86-64 baseline, x86-64-v3 (AVX2, FMA) and
 // x86-64-v4 (AVX-512: 11 % less HNSW32 construction time on 153k WordNet keys of 384 dimensions,
-// bench/bench_hnsw.cpp); the loader picks the one the CPU runs. Not under a sanitizer: the
-// loader runs the picking function before the sanitizer's runtime is up (TSan's test binaries
-// crashed on start).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-float key_dot(const float* x, const float* y, size_t n) {
+// bench/bench_hnsw.cpp); the library's CPU probe picks the one this CPU runs (core/multiversion.h).
+SIEVE_VARIANT_BODY float key_dot_body(const float* x, const float* y, size_t n) {
   float acc[32] = {};
   size_t i = 0;
   for (; i + 32 <= n; i += 32)
@@ -48,6 +43,7 @@ float key_dot(const float* x, const float* y, size_t n) {
   for (; i < n; ++i) s += x[i] * y[i];
   return s;
 }
+SIEVE_VARIANTS_ARCH(float, key_dot, (const float* x, const float* y, size_t n), (x, y, n))
 
 // HNSW's flat storage with a vectorised distance. Debian's FAISS is built for the generic x86-64
 // target, where fvec_inner_product is its scalar reference loop (one dependent add per component);

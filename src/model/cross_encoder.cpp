@@ -138,6 +138,33 @@ std::vector<float> CrossEncoder::score_pairs(const std::vector<std::pair<std::st
   return sigmoid_scores(logits(pairs, batch_size));
 }
 
+std::optional<std::vector<float>> CrossEncoder::logits_until(
+    const std::vector<std::pair<std::string, std::string>>& pairs, std::chrono::steady_clock::time_point deadline,
+    size_t batch_size) const {
+  using Clock = std::chrono::steady_clock;
+  if (deadline == Clock::time_point::max()) return logits(pairs);
+  SIEVE_THROW_IF_NOT(batch_size > 0, "the batch size must be positive");
+  std::vector<float> out;
+  out.reserve(pairs.size());
+  for (size_t begin = 0; begin < pairs.size(); begin += batch_size) {
+    if (Clock::now() >= deadline) return std::nullopt;
+    const size_t end = std::min(pairs.size(), begin + batch_size);
+    const std::vector<std::pair<std::string, std::string>> part(pairs.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                                 pairs.begin() + static_cast<std::ptrdiff_t>(end));
+    const std::vector<float> got = logits(part, batch_size);
+    out.insert(out.end(), got.begin(), got.end());
+  }
+  return out;
+}
+
+std::optional<std::vector<float>> CrossEncoder::score_pairs_until(
+    const std::vector<std::pair<std::string, std::string>>& pairs, std::chrono::steady_clock::time_point deadline,
+    size_t batch_size) const {
+  auto l = logits_until(pairs, deadline, batch_size);
+  if (!l) return std::nullopt;
+  return sigmoid_scores(*l);
+}
+
 std::vector<float> CrossEncoder::score(const std::string& query, const std::vector<std::string>& candidates,
                                        size_t batch_size) const {
   std::vector<std::pair<std::string, std::string>> pairs;

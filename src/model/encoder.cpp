@@ -18,7 +18,11 @@
 namespace sieve {
 namespace {
 
-// The arithmetic keys were made in, as an index records it: "fp32", "bf16", "int8-127", "int8-63".
+// The arithmetic keys were made in, as an index records it: "fp32", "bf16", "int8-127", "int8-63",
+// int8 followed by its attention's arithmetic ("int8-127+bf16-attention", "int8-63+fp32-attention").
+constexpr const char* kBf16Attention = "+bf16-attention";
+constexpr const char* kFp32Attention = "+fp32-attention";
+
 std::string key_grid_name(Precision precision, int int8_levels) {
   if (precision == Precision::Int8) return "int8-" + std::to_string(int8_levels);
   return precision_name(precision);
@@ -66,13 +70,16 @@ class BertEncoder final : public Encoder {
                              ? (opt.int8_levels ? opt.int8_levels : PackedLinear::default_weight_levels())
                              : 0;
       native_ = std::make_unique<NativeBert>(*model_, opt.precision, levels);
-      key_grid_ = key_grid_name(opt.precision, levels);
+      // int8's recipe names its attention too: bfloat16 operands where the CPU has bf16 products,
+      // fp32 elsewhere (keys of the two differ by more than rounding).
+      key_grid_ = key_grid_name(opt.precision, levels) +
+                  (opt.precision != Precision::Int8 ? "" : native_->bf16_attention() ? kBf16Attention : kFp32Attention);
       model_.reset();  // the native pass holds its own copies (int8: no fp32 copy of the dense layers)
       return;
     }
     // Nothing packed (CUDA, or a family without packed layers): the layers run in fp32.
     const int levels = model_->prepare_inference(opt.precision, opt.int8_levels);
-    key_grid_ = levels < 0 ? "fp32" : key_grid_name(opt.precision, levels);
+    key_grid_ = levels < 0 ? "fp32" : key_grid_name(opt.precision, levels) + (opt.precision == Precision::Int8 ? kFp32Attention : "");
   }
 
   size_t dim() const override { return static_cast<size_t>(info_.config.hidden_size); }
@@ -142,25 +149,12 @@ class BertEncoder final : public Encoder {
 
     if (native_) return run_native(out, call, order);
     c10::InferenceMode guard;
-    for (size_t start = 0; start < n; start += call.batch_size) {
-      const size_t b = std::min(call.batch_size, n - start);
-      const size_t L = out.encodings[order[start]].ids.size();
-      at::Tensor ids = at::zeros({static_cast<int64_t>(b), static_cast<int64_t>(L)}, at::kLong);
-      at::Tensor mask = at::zeros_like(ids);
-      at::Tensor types = at::zeros_like(ids);
-      auto* ip = ids.data_ptr<int64_t>();
-      auto* mp = mask.data_ptr<int64_t>();
-      auto* tp = types.data_ptr<int64_t>();
-      const int64_t pad = pad_id_;
-      for (size_t r = 0; r < b; ++r) {
-        const Encoding& e = out.encodings[order[start + r]];
-        for (size_t j = 0; j < L; ++j) {
-          bool real = j < e.ids.size();
-          ip[r * L + j] = real ? e.ids[j] : pad;
-          mp[r * L + j] = real ? 1 : 0;
-          tp[r * L + j] = real ? e.type_ids[j] : 0;
-        }
-      }
+    for_each_batch(out, call, order, [&](size_t start, size_t b, size_t L, std::vector<int64_t>& ids_v,
+                                         std::vector<int64_t>& mask_v, std::vector<int64_t>& types_v) {
+      const std::vector<int64_t> shape = {static_cast<int64_t>(b), static_cast<int64_t>(L)};
+      at::Tensor ids = at::from_blob(ids_v.data(), shape, at::kLong);
+      at::Tensor mask = at::from_blob(mask_v.data(), shape, at::kLong);
+      at::Tensor types = at::from_blob(types_v.data(), shape, at::kLong);
       at::Tensor dev_mask = mask.to(device_);
       at::Tensor states = model_->forward(ids.to(device_), dev_mask, types.to(device_));
       at::Tensor keys = pool_and_normalize(states, dev_mask, pooling_).to(at::kCPU).contiguous();
@@ -178,13 +172,15 @@ class BertEncoder final : public Encoder {
           ts.ids = out.encodings[order[start + r]].ids;
         }
       }
-      if (call.progress && !call.progress(start + b, n)) SIEVE_THROW("interrupted after " << start + b << " of " << n << " texts");
-    }
+    });
   }
 
-  // run() on the native pass: the same batches, padding and pooling, without tensors.
-  void run_native(Embeddings& out, const EncodeCall& call, const std::vector<size_t>& order) const {
-    const size_t n = out.encodings.size(), H = out.dim;
+  // The batches both passes run: `order` cut into call.batch_size pieces, each padded to its
+  // longest (first) member with pad ids, mask 0 and type 0; fn(start, b, L, ids, mask, types) runs
+  // one; call.progress after each.
+  template <class Fn>
+  void for_each_batch(const Embeddings& out, const EncodeCall& call, const std::vector<size_t>& order, Fn&& fn) const {
+    const size_t n = out.encodings.size();
     for (size_t start = 0; start < n; start += call.batch_size) {
       const size_t b = std::min(call.batch_size, n - start);
       const size_t L = out.encodings[order[start]].ids.size();
@@ -197,6 +193,16 @@ class BertEncoder final : public Encoder {
           types[r * L + j] = e.type_ids[j];
         }
       }
+      fn(start, b, L, ids, mask, types);
+      if (call.progress && !call.progress(start + b, n)) SIEVE_THROW("interrupted after " << start + b << " of " << n << " texts");
+    }
+  }
+
+  // run() on the native pass: the same batches (for_each_batch) and pooling, without tensors.
+  void run_native(Embeddings& out, const EncodeCall& call, const std::vector<size_t>& order) const {
+    const size_t H = out.dim;
+    for_each_batch(out, call, order, [&](size_t start, size_t b, size_t L, std::vector<int64_t>& ids,
+                                         std::vector<int64_t>& mask, std::vector<int64_t>& types) {
       std::vector<float> states(b * L * H);
       native_->forward(ids.data(), mask.data(), types.data(), static_cast<int64_t>(b), static_cast<int64_t>(L),
                        states.data());
@@ -219,8 +225,7 @@ class BertEncoder final : public Encoder {
           ts.ids = out.encodings[order[start + r]].ids;
         }
       }
-      if (call.progress && !call.progress(start + b, n)) SIEVE_THROW("interrupted after " << start + b << " of " << n << " texts");
-    }
+    });
   }
 
   c10::Device device_;

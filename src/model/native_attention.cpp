@@ -1,4 +1,5 @@
 #include "model/native_attention.h"
+#include "model/thread_scratch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,19 +26,6 @@ using Tag = memory::format_tag;
 constexpr size_t kAlign = 64;
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// The calling thread's scratch, grown as needed and kept (the calls of a thread run one after
-// another; fresh buffers per call cost page faults).
-uint8_t* thread_scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> data;
-  thread_local size_t size = 0;
-  if (size < bytes + kAlign) {
-    data.reset(new uint8_t[bytes + kAlign]);
-    size = bytes + kAlign;
-  }
-  auto p = reinterpret_cast<uintptr_t>(data.get());
-  return reinterpret_cast<uint8_t*>((p + kAlign - 1) / kAlign * kAlign);
-}
-
 // One head's rows of queries, keys or values ([n, dh] at `src`, rows `stride` apart) into a
 // contiguous block [np, dh], padded rows 0 (floats, or bfloat16 bits).
 template <class T>
@@ -49,8 +37,7 @@ void gather_head(const T* src, int64_t stride, int64_t n, int64_t np, int64_t dh
 // Softmax of one row of scores over its first n entries (scaled, plus bias[positions[j]] where
 // bias is not null), as T; entries n..np are 0.
 template <class T>
-SIEVE_MULTIVERSION void softmax_row(const float* s, int64_t n, int64_t np, float scale, const float* bias,
-                                    const int64_t* positions, T* p, float* tmp) {
+SIEVE_VARIANT_BODY void softmax_row_body(const float* s, int64_t n, int64_t np, float scale, const float* bias, const int64_t* positions, T* p, float* tmp) {
   float sum = 0;
   if (bias) {
     // As the libtorch pass orders it: the scaled score, then the bias added.
@@ -82,6 +69,23 @@ SIEVE_MULTIVERSION void softmax_row(const float* s, int64_t n, int64_t np, float
     for (int64_t j = 0; j < n; ++j) p[j] = to_bf16_bits(tmp[j] * inv);
   }
   for (int64_t j = n; j < np; ++j) p[j] = T{};
+}
+// softmax_row_body compiled for AVX-512 F, AVX2 and the baseline, picked by the CPU probe
+// (core/multiversion.h; a template, so written out here).
+template <class T>
+__attribute__((target("avx512f"))) void softmax_row_avx512f(const float* s, int64_t n, int64_t np, float scale, const float* bias, const int64_t* positions, T* p, float* tmp) {
+  softmax_row_body<T>(s, n, np, scale, bias, positions, p, tmp);
+}
+template <class T>
+__attribute__((target("avx2"))) void softmax_row_avx2(const float* s, int64_t n, int64_t np, float scale, const float* bias, const int64_t* positions, T* p, float* tmp) {
+  softmax_row_body<T>(s, n, np, scale, bias, positions, p, tmp);
+}
+template <class T>
+void softmax_row(const float* s, int64_t n, int64_t np, float scale, const float* bias, const int64_t* positions, T* p, float* tmp) {
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512f) return softmax_row_avx512f<T>(s, n, np, scale, bias, positions, p, tmp);
+  if (cpu.avx2) return softmax_row_avx2<T>(s, n, np, scale, bias, positions, p, tmp);
+  softmax_row_body<T>(s, n, np, scale, bias, positions, p, tmp);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -134,11 +138,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void softmax_row
   }
 }
 
-bool cpu_has_avx512_bf16() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
+bool cpu_has_avx512_bf16() { return cpu_features().avx512_bf16; }
 #pragma GCC diagnostic pop
 #endif
 
@@ -230,7 +230,8 @@ void NativeAttention::run(const T* qkv, int64_t stride, int64_t n, float scale, 
   const size_t weights = bf16_ ? aligned(static_cast<size_t>(heads_ * np * np) * e) : 0;  // fp32: in place
   const size_t context = aligned(static_cast<size_t>(heads_ * np * dh_) * sizeof(U));
   const size_t row = aligned(static_cast<size_t>(np) * sizeof(float));
-  uint8_t* base = thread_scratch(3 * block + scores + weights + context + row + aligned(pr.scratchpad));
+  const ScratchLease scratch(Scratch::Attention, 3 * block + scores + weights + context + row + aligned(pr.scratchpad));
+  uint8_t* base = scratch.bytes();
   uint8_t *q = base, *k = q + block, *v = k + block, *s = v + block, *p = bf16_ ? s + scores : s;
   uint8_t *c = s + scores + weights, *tmp = c + context, *pad = tmp + row;
   for (int64_t h = 0; h < heads_; ++h) {

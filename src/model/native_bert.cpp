@@ -1,4 +1,5 @@
 #include "model/native_bert.h"
+#include "model/thread_scratch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +26,7 @@ std::vector<float> copy_of(const at::Tensor& t) {
 
 // x <- LayerNorm(x) over a row of h, in place, and its bfloat16 copy into xb where xb is not
 // null. Returns false when the row held a NaN or an infinity.
-SIEVE_MULTIVERSION bool layer_norm_row(float* x, int64_t h, const float* gamma, const float* beta, float eps,
+SIEVE_VARIANT_BODY bool layer_norm_row_body(float* x, int64_t h, const float* gamma, const float* beta, float eps,
                                        uint16_t* xb) {
   float mean = 0;
 #pragma omp simd reduction(+ : mean)
@@ -49,38 +50,7 @@ SIEVE_MULTIVERSION bool layer_norm_row(float* x, int64_t h, const float* gamma, 
   }
   return true;
 }
-
-// The calling thread's scratch of at least n floats, kept between calls up to kKeptScratch floats
-// (a batch of 32 x 128 tokens of MiniLM needs 38 MB): a larger one is the call's own and freed
-// after it (ScratchLease), so that each thread of a server keeps at most that much. At 32 x 256
-// tokens (then 126 MB, now 75) a fresh one cost about 4 % of a bf16 batch (44.2 against 46.2
-// sentences/s kept).
-constexpr size_t kKeptScratch = size_t{16} << 20;  // floats (64 MB)
-// Two slots a thread: the call's states, and a group's working rows (the calling thread is also
-// the OpenMP team's first thread, which runs groups).
-enum ScratchSlot { kStates = 0, kWork = 1 };
-class ScratchLease {
- public:
-  ScratchLease(size_t n, ScratchSlot slot) {
-    if (n > kKeptScratch) {
-      own_.reset(new float[n]);
-      data_ = own_.get();
-      return;
-    }
-    thread_local std::unique_ptr<float[]> kept[2];
-    thread_local size_t size[2] = {0, 0};
-    if (size[slot] < n) {
-      kept[slot].reset(new float[n]);
-      size[slot] = n;
-    }
-    data_ = kept[slot].get();
-  }
-  float* data() const { return data_; }
-
- private:
-  std::unique_ptr<float[]> own_;
-  float* data_ = nullptr;
-};
+SIEVE_VARIANTS(bool, layer_norm_row, (float* x, int64_t h, const float* gamma, const float* beta, float eps, uint16_t* xb), (x, h, gamma, beta, eps, xb))
 
 // The tokens a group of sequences aims at when groups run a thread each (NativeBert::forward).
 constexpr int64_t kGroupRows = 256;
@@ -233,10 +203,10 @@ void NativeBert::forward(const int64_t* ids, const int64_t* mask, const int64_t*
   }
   const int threads = compute_threads();
   ScopedOmpThreads scoped(threads);
-  // The states x [T, H] (floats), the calling thread's, kept between calls up to 64 MB (fresh
-  // zero-filled buffers cost page faults and a fill: a tenth of a batch's time at 32 x 128).
-  const ScratchLease states(static_cast<size_t>(T * H), kStates);
-  float* const x = states.data();
+  // The states x [T, H] (floats), the calling thread's scratch (model/thread_scratch.h: fresh
+  // zero-filled buffers cost page faults and a fill, a tenth of a batch's time at 32 x 128).
+  const ScratchLease states(Scratch::States, static_cast<size_t>(T * H) * sizeof(float));
+  float* const x = states.as<float>();
   omp_ranges(static_cast<size_t>(T), threads, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const int64_t flat = pos[t];
@@ -300,8 +270,8 @@ void NativeBert::run_layers(const Slice& slice, int threads) const {
   // next product.
   const int64_t shared = std::max(4 * H, I);
   const int64_t floats = bf16_ ? (T * H + T * shared + 1) / 2 : T * shared;
-  const ScratchLease work(static_cast<size_t>(floats), kWork);
-  float* const region = work.data();
+  const ScratchLease work(Scratch::Work, static_cast<size_t>(floats) * sizeof(float));
+  float* const region = work.as<float>();
   uint16_t* const xb = bf16_ ? reinterpret_cast<uint16_t*>(region) : nullptr;
   uint16_t* const region16 = bf16_ ? xb + T * H : nullptr;
 

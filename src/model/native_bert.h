@@ -69,6 +69,13 @@ class NativeBert {
   /// Attention's products in bfloat16: bf16, and int8 where the CPU has bf16 products (AMX or
   /// AVX-512 BF16; its query/key/value product then writes bfloat16, the context stays floats).
   bool bf16_attention_ = false;
+
+ public:
+  /// Whether the attention runs on bfloat16 operands (bf16, and int8 where the CPU has bf16
+  /// products): part of the keys' numeric recipe (Encoder::key_grid).
+  bool bf16_attention() const { return bf16_attention_; }
+
+ private:
 };
 
 }  // namespace sieve

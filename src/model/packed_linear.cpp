@@ -1,7 +1,9 @@
 #include "model/packed_linear.h"
+#include "model/thread_scratch.h"
 
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -42,35 +44,19 @@ void for_rows(int64_t m, int64_t width, Fn&& fn) {
              [&](size_t begin, size_t end) { fn(static_cast<int64_t>(begin), static_cast<int64_t>(end)); });
 }
 
-// A grow-only buffer per thread and purpose: the calls of one thread run one after another, and
-// fresh zero-filled buffers per call cost page faults that show at batch 1.
-uint8_t* thread_buffer(int slot, size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<uint8_t[]> data;
-    size_t size = 0;
-  };
-  thread_local Buffer buffers[5];
-  Buffer& b = buffers[slot];
-  if (b.size < bytes) {
-    b.data.reset(new uint8_t[bytes]);
-    b.size = bytes;
-  }
-  return b.data.get();
-}
-enum Slot { kScratch = 0, kQuantized = 1, kAccumulator = 2, kRowParams = 3, kRow = 4 };  // kQuantized: bf16 rows too
 
 // oneDNN runs its products on OpenMP, whose pool sieve keeps at one thread so that OpenBLAS gets
 // the cores for libtorch's products (src/model/threads.cpp). A product here takes
 // compute_threads() for itself, on the calling thread only (ScopedOmpThreads).
 
 // The per-row loops of the int8 path, compiled for AVX-512, AVX2 and the baseline, chosen at load
-// time by the CPU (ifunc): they are memory-bound sweeps that the baseline's SSE2 runs at a
-// fraction of the speed.
-#define SIEVE_CLONES SIEVE_MULTIVERSION
+// time by the library's CPU probe (core/multiversion.h): they are memory-bound sweeps that the
+// baseline's SSE2 runs at a fraction of the speed.
 
 // One row to uint8 with its own scale and zero point; returns {scale, zero}, or {NaN, 0} when the
 // row holds a NaN or an infinity (the caller refuses it: converting NaN to an integer is undefined).
-SIEVE_CLONES std::pair<float, int32_t> quantize_row(const float* row, int64_t k, uint8_t* out) {
+using RowQuant = std::pair<float, int32_t>;  // a row's {scale, zero point}
+SIEVE_VARIANT_BODY RowQuant quantize_row_body(const float* row, int64_t k, uint8_t* out) {
   float lo = 0, hi = 0, probe = 0;
 #pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : probe)
   for (int64_t i = 0; i < k; ++i) {
@@ -91,6 +77,7 @@ SIEVE_CLONES std::pair<float, int32_t> quantize_row(const float* row, int64_t k,
   }
   return {scale, zero};
 }
+SIEVE_VARIANTS(RowQuant, quantize_row, (const float* row, int64_t k, uint8_t* out), (row, k, out))
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SIEVE_QUANTIZE_AVX512 1
@@ -173,11 +160,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void epilogue_row_avx512(co
 
 #pragma GCC diagnostic pop
 
-bool cpu_has_avx512bw_vl() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-}
+bool cpu_has_avx512bw_vl() { return cpu_features().avx512bw_vl; }
 #endif
 
 std::pair<float, int32_t> quantize(const float* row, int64_t k, uint8_t* out) {
@@ -188,7 +171,7 @@ std::pair<float, int32_t> quantize(const float* row, int64_t k, uint8_t* out) {
 }
 
 // y[n] = (acc[n] - zero * column_sum[n]) * scale * weight_scale[n] + bias[n], or y[n] += that.
-SIEVE_CLONES void dequantize_row(const int32_t* acc, int64_t n, float scale, int32_t zero, const int32_t* column_sum,
+SIEVE_VARIANT_BODY void dequantize_row_body(const int32_t* acc, int64_t n, float scale, int32_t zero, const int32_t* column_sum,
                                  const float* weight_scale, const float* bias, float* y, bool add) {
   if (add) {
 #pragma omp simd
@@ -200,10 +183,11 @@ SIEVE_CLONES void dequantize_row(const int32_t* acc, int64_t n, float scale, int
   for (int64_t i = 0; i < n; ++i)
     y[i] = static_cast<float>(acc[i] - zero * column_sum[i]) * (scale * weight_scale[i]) + bias[i];
 }
+SIEVE_VARIANTS(void, dequantize_row, (const int32_t* acc, int64_t n, float scale, int32_t zero, const int32_t* column_sum, const float* weight_scale, const float* bias, float* y, bool add), (acc, n, scale, zero, column_sum, weight_scale, bias, y, add))
 
 // Floats to bfloat16, rounded to nearest even (as oneDNN's own reorder). Returns false when any
 // entry is a NaN or an infinity (the caller refuses the input; those entries become NaN here).
-SIEVE_CLONES bool to_bf16(const float* x, int64_t n, uint16_t* out) {
+SIEVE_VARIANT_BODY bool to_bf16_body(const float* x, int64_t n, uint16_t* out) {
   float probe = 0;
 #pragma omp simd reduction(+ : probe)
   for (int64_t i = 0; i < n; ++i) {
@@ -212,9 +196,10 @@ SIEVE_CLONES bool to_bf16(const float* x, int64_t n, uint16_t* out) {
   }
   return probe == 0.0f;
 }
+SIEVE_VARIANTS(bool, to_bf16, (const float* x, int64_t n, uint16_t* out), (x, n, out))
 
 // The int8 epilogue's activation over one row, in place.
-SIEVE_CLONES void activate_row(float* y, int64_t n, Activation act) {
+SIEVE_VARIANT_BODY void activate_row_body(float* y, int64_t n, Activation act) {
   switch (act) {
     case Activation::None: return;
     case Activation::Gelu:
@@ -232,6 +217,7 @@ SIEVE_CLONES void activate_row(float* y, int64_t n, Activation act) {
       return;
   }
 }
+SIEVE_VARIANTS(void, activate_row, (float* y, int64_t n, Activation act), (y, n, act))
 
 dnnl::primitive_attr product_attr(Activation act, bool in_product, bool accumulate) {
   dnnl::primitive_attr attr;
@@ -444,13 +430,15 @@ void PackedLinear::run(const void* src, int64_t M, void* dst) const {
   memory b({{1, N}, Dt::f32, Tag::ab}, eng, const_cast<float*>(impl_->bias.data()));
   const size_t src_row = static_cast<size_t>(k_) * memory::data_type_size(impl_->src_type);
   const size_t dst_row = static_cast<size_t>(n_) * memory::data_type_size(impl_->dst_type);
+  std::vector<std::unique_ptr<ScratchLease>> pads;  // until s.wait(): a product may run until then
   for_each_piece(M, [&](int64_t at, int64_t rows) {
     const Impl::Product& p = impl_->product(rows);
     const auto r = static_cast<memory::dim>(rows);
     // oneDNN only reads src.
     memory msrc({{r, K}, impl_->src_type, Tag::ab}, eng, const_cast<uint8_t*>(static_cast<const uint8_t*>(src)) + at * src_row);
     memory mdst({{r, N}, impl_->dst_type, Tag::ab}, eng, static_cast<uint8_t*>(dst) + at * dst_row);
-    memory scratchpad(p.scratchpad, eng, thread_buffer(kScratch, std::max<size_t>(64, p.scratchpad.get_size())));
+    pads.push_back(std::make_unique<ScratchLease>(Scratch::Scratchpad, std::max<size_t>(64, p.scratchpad.get_size())));
+    memory scratchpad(p.scratchpad, eng, pads.back()->bytes());
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, msrc}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, mdst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
     if (impl_->bias_in_product) args.emplace(DNNL_ARG_BIAS, b);
@@ -474,7 +462,8 @@ void PackedLinear::forward(const float* xp_in, int64_t M, void* y) const {
     return;
   }
   if (precision_ == Precision::Bf16) {
-    auto* xb = reinterpret_cast<uint16_t*>(thread_buffer(kQuantized, static_cast<size_t>(M * k_) * sizeof(uint16_t)));
+    const ScratchLease rounded(Scratch::Quantized, static_cast<size_t>(M * k_) * sizeof(uint16_t));
+    auto* xb = rounded.as<uint16_t>();
     std::atomic<bool> non_finite{false};
     for_rows(M, k_, [&](int64_t begin, int64_t end) {
       if (!to_bf16(xp_in + begin * k_, (end - begin) * k_, xb + begin * k_)) non_finite = true;
@@ -485,8 +474,10 @@ void PackedLinear::forward(const float* xp_in, int64_t M, void* y) const {
     return;
   }
   // Int8: each row to uint8 with its own scale and zero point.
-  uint8_t* q = thread_buffer(kQuantized, static_cast<size_t>(M * k_));
-  auto* row_params = reinterpret_cast<float*>(thread_buffer(kRowParams, static_cast<size_t>(M) * 2 * sizeof(float)));
+  const ScratchLease quantized(Scratch::Quantized, static_cast<size_t>(M * k_));
+  const ScratchLease params(Scratch::RowParams, static_cast<size_t>(M) * 2 * sizeof(float));
+  uint8_t* q = quantized.bytes();
+  auto* row_params = params.as<float>();
   float* row_scale = row_params;
   auto* row_zero = reinterpret_cast<int32_t*>(row_params + M);
   const float* xp = xp_in;
@@ -504,8 +495,8 @@ void PackedLinear::forward(const float* xp_in, int64_t M, void* y) const {
   // Each piece's int32 sums into one piece-sized buffer (at most kChunkRows rows: 1.5 MB for
   // 1,536 columns), turned to floats while they are in cache: the whole batch's sums (50 MB at
   // 8,192 rows) were most of int8's peak memory.
-  auto* acc = reinterpret_cast<int32_t*>(
-      thread_buffer(kAccumulator, static_cast<size_t>(std::min<int64_t>(M, kChunkRows) * n_) * sizeof(int32_t)));
+  const ScratchLease sums(Scratch::Accumulator, static_cast<size_t>(std::min<int64_t>(M, kChunkRows) * n_) * sizeof(int32_t));
+  auto* acc = sums.as<int32_t>();
   auto* yp = static_cast<float*>(y);
   const float* ws = impl_->weight_scale.data();
   const int32_t* cs = impl_->column_sum.data();
@@ -519,7 +510,9 @@ void PackedLinear::forward(const float* xp_in, int64_t M, void* y) const {
     run(q + at * k_, rows, acc);
     for_rows(rows, n_, [&](int64_t begin, int64_t end) {
       // Bf16 output: each row as floats in a row of this thread's, then rounded into y.
-      float* tmp = bf16_out ? reinterpret_cast<float*>(thread_buffer(kRow, static_cast<size_t>(n_) * sizeof(float))) : nullptr;
+      std::optional<ScratchLease> row_floats;
+      if (bf16_out) row_floats.emplace(Scratch::Row, static_cast<size_t>(n_) * sizeof(float));
+      float* tmp = bf16_out ? row_floats->as<float>() : nullptr;
       for (int64_t m = begin; m < end; ++m) {
         const int64_t row = at + m;
         float* yr = bf16_out ? tmp : yp + row * n_;

@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "model/threads.h"
+#include "core/cpu.h"
 #include "sieve/error.h"
 #include "sieve/encoder.h"
 
@@ -37,11 +38,10 @@ const char* better_coretype() {
   if (name_fn == nullptr) return nullptr;  // not OpenBLAS
   const char* core = name_fn();
   if (core == nullptr || std::strcmp(core, "Prescott") != 0) return nullptr;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  // OpenBLAS's kernels follow the CPU itself, not SIEVE_PORTABLE (which is about sieve's own loops).
+  const CpuFeatures cpu = probe_cpu(nullptr);
+  if (cpu.x86_64_v4) return "SkylakeX";
+  if (cpu.x86_64_v3) return "Haswell";
   return nullptr;
 }
 

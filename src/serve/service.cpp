@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -118,10 +119,7 @@ void check_serve_options(const ServeOptions& opt) {
   }
   if (!opt.model_dir.empty())
     SIEVE_THROW_IF_NOT(is_dir(opt.model_dir), "model folder '" << opt.model_dir << "' does not exist");
-  SIEVE_THROW_IF_NOT(opt.gate_mode.empty() || opt.verifier.empty(), "give a verifier or a gate mode, not both");
-  if (!opt.gate_mode.empty()) (void)gate_mode_from_name(opt.gate_mode);
-  SIEVE_THROW_IF_NOT(opt.cross.empty() || opt.gate_mode == "accurate" || opt.gate_mode == "cascade",
-                     "a cross-encoder folder goes with gate mode accurate or cascade");
+  check_stage2_choice(opt.verifier, opt.gate_mode, opt.cross);
   if (!opt.cross.empty()) SIEVE_THROW_IF_NOT(is_dir(opt.cross), "cross-encoder folder '" << opt.cross << "' does not exist");
   const bool cross = opt.verifier.rfind(kCrossVerifierPrefix, 0) == 0;
   if (cross)
@@ -159,13 +157,11 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   // A verifier file is checked against the encoder that feeds it, with or without an index.
   const VerifierContext context{encoder_->info().dir,
                                 index_ ? index_->snapshot()->stats().model_identity : model_identity(encoder_->info().dir)};
-  // Two jobs kept apart (stage2_verifier_spec): without a named verifier the shipped gate gates
-  // and F1 orders by relevance (rerank alone, TEI /rerank); a named one serves both.
-  // A gate mode names the gate only; reranking alone stays with F1, as without a named verifier.
-  const std::string gate_spec =
-      opt_.gate_mode.empty() ? stage2_verifier_spec(opt_.verifier, true)
-                             : gate_verifier_spec(gate_mode_from_name(opt_.gate_mode), opt_.cross, encoder_->info().dir);
-  const std::string rerank_spec = stage2_verifier_spec(opt_.gate_mode.empty() ? opt_.verifier : "", false);
+  // Two jobs kept apart (stage2_choice): without a named verifier the gate mode's gate (auto when
+  // none) gates and F1 orders by relevance (rerank alone, TEI /rerank); a named one serves both.
+  const Stage2Choice choice = stage2_choice(opt_.verifier, opt_.gate_mode, opt_.cross, encoder_->info().dir);
+  const std::string& gate_spec = choice.gate;
+  const std::string& rerank_spec = choice.rerank;
   verifier_ = resolve_verifier(gate_spec, context);
   require_calibrated_cascade(verifier_);  // at start-up, not on the first request
   if (rerank_spec != gate_spec) relevance_ = resolve_verifier(rerank_spec, context);
@@ -405,12 +401,12 @@ Response Service::verify(const std::string& body, Clock::time_point deadline) {
   std::vector<float> scores;
   std::vector<std::pair<std::string, std::string>> text_pairs;
   for (size_t i = 0; i + 1 < texts.size(); i += 2) text_pairs.emplace_back(texts[i], texts[i + 1]);
-  if (verifier_.cross && !verifier_.cascade()) {
-    scores = verifier_.cross->score_pairs(text_pairs);
-  } else {
-    scores = score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine(), nullptr, deadline));
-    if (verifier_.cascade()) apply_cascade(verifier_, text_pairs, scores);
-  }
+  auto got = score_pairs_by_kind(
+      verifier_, text_pairs,
+      [&] { return score_pairs(verifier_.verifier.get(), encode(texts, !verifier_.cosine(), nullptr, deadline)); },
+      deadline);
+  if (!got) throw DeadlineExceeded("the request's deadline passed while the cross-encoder scored the pairs");
+  scores = std::move(*got);
   require_finite(scores, "pair");
   json results = json::array();
   for (const float s : scores) {
@@ -435,6 +431,7 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
   if (queries.size() > opt_.max_texts) throw too_much(std::to_string(queries.size()) + " queries, more than the limit " + std::to_string(opt_.max_texts));
   SearchParams sp;
   rec_.apply(sp);
+  sp.deadline = deadline;  // shards served elsewhere are not waited for past it (stage 1 alone too)
   sp.k = count_of(j, "k", 10, opt_.max_k);
   try {
     if (j.contains("mode")) sp.mode = search_mode_from_name(string_of(j, "mode", ""));
@@ -464,30 +461,51 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
     json hits = json::array();
     json timings;
     int stages_run = stage2 ? 2 : 1;
+    // Shards served elsewhere that have not answered stage 1 by the deadline (ShardTimeout: stage 2's
+    // are caught in the pipeline, which answers stage 1's hits): the query was not searched, as a
+    // query the deadline reached before it began, rather than a 504.
+    auto not_searched = [&] {
+      stages_run = 0;
+      hits = json::array();
+      timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
+    };
     if (qi > 0 && t0 >= deadline) {
       stages_run = 0;  // not searched: the deadline passed while earlier queries ran
       timings = {{"total_ms", 0.0}};
     } else if (stage2) {
       Stage2Timing st;
-      auto vh = search_verified(*ix, stage2_verifier, q, pp, &st);
-      if (st.skipped) {  // stage 1 ended past the deadline: its hits, unverified
-        stages_run = 1;
-        for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r].hit, r + 1, ho)));
-      } else {
-        for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
+      std::optional<std::vector<VerifiedHit>> found;
+      try {
+        found = search_verified(*ix, stage2_verifier, q, pp, &st);
+      } catch (const ShardTimeout&) {
+        not_searched();
       }
-      const double total = std::chrono::duration<double>(Clock::now() - t0).count();
-      timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify - st.cross)}, {"decode_ms", 1000 * st.decode},
-                 {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify}, {"total_ms", 1000 * total}};
-      if (stage2_verifier.cascade() && !st.skipped) {  // what the cascade sent to its cross-encoder
-        timings["cross_ms"] = 1000 * st.cross;
-        timings["sent_to_cross"] = st.sent;
-        timings["scored"] = st.scored;
+      if (found) {
+        const std::vector<VerifiedHit>& vh = *found;
+        if (st.skipped) {  // stage 1 ended past the deadline: its hits, unverified
+          stages_run = 1;
+          for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r].hit, r + 1, ho)));
+        } else {
+          for (size_t r = 0; r < vh.size(); ++r) hits.push_back(json(hit_json(*ix, vh[r], r + 1, ho)));
+        }
+        const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+        timings = {{"stage1_ms", 1000 * (total - st.decode - st.map - st.verify - st.cross)},
+                   {"decode_ms", 1000 * st.decode}, {"map_ms", 1000 * st.map}, {"verifier_ms", 1000 * st.verify},
+                   {"total_ms", 1000 * total}};
+        if (stage2_verifier.cascade() && !st.skipped) {  // what the cascade sent to its cross-encoder
+          timings["cross_ms"] = 1000 * st.cross;
+          timings["sent_to_cross"] = st.sent;
+          timings["scored"] = st.scored;
+        }
       }
     } else {
-      SearchResult sr = ix->search(q, sp);
-      for (size_t r = 0; r < sr.hits.size(); ++r) hits.push_back(json(hit_json(*ix, sr.hits[r], r + 1, ho)));
-      timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
+      try {
+        SearchResult sr = ix->search(q, sp);
+        for (size_t r = 0; r < sr.hits.size(); ++r) hits.push_back(json(hit_json(*ix, sr.hits[r], r + 1, ho)));
+        timings = {{"total_ms", 1000 * std::chrono::duration<double>(Clock::now() - t0).count()}};
+      } catch (const ShardTimeout&) {
+        not_searched();
+      }
     }
     json result = {{"query", q}, {"hits", hits}, {"timings", timings}};
     if (pp.gate && stage2 && stages_run == 2)

@@ -56,29 +56,25 @@ Response Service::rerank_tei(const std::string& body, Clock::time_point deadline
   check_tei_extras(j);
   std::vector<std::string> all = {j.at("query").get<std::string>()};
   all.insert(all.end(), texts.begin(), texts.end());
-  std::vector<float> s;
   const ResolvedVerifier& rv = reranker();
-  if (rv.cross && !rv.cascade()) {
-    // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (const auto& t : texts) pairs.emplace_back(all[0], t);
-    s = raw ? rv.cross->logits(pairs) : sigmoid_scores(rv.cross->logits(pairs));
-  } else {
-    s = score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline));
-    if (rv.cascade()) {
-      std::vector<std::pair<std::string, std::string>> pairs;
-      for (const auto& t : texts) pairs.emplace_back(all[0], t);
-      apply_cascade(rv, pairs, s);
-    }
-  }
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& t : texts) pairs.emplace_back(all[0], t);
+  // A cross-encoder's score is already a probability; raw_scores gives its logits (as TEI does).
+  auto got = score_pairs_by_kind(
+      rv, pairs, [&] { return score_candidates(rv.verifier.get(), encode(all, !rv.cosine(), nullptr, deadline)); },
+      deadline, /*logits=*/raw);
+  if (!got) throw DeadlineExceeded("the request's deadline passed while the cross-encoder scored the texts");
+  std::vector<float> s = std::move(*got);
   require_finite(s, "text");
+  const bool probabilities = scores_are_probabilities(rv);
   std::vector<size_t> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
   json out = json::array();
   for (size_t i : order) {
-    // Verifier scores lie in [-1, 1]; without raw_scores they are mapped onto [0, 1].
-    const double score = raw || rv.cross ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
+    // Similarities (cosine, F0-F4) lie in [-1, 1]: without raw_scores they are mapped onto [0, 1].
+    // Probabilities (the mlp gate, a cross-encoder, a cascade) are already there.
+    const double score = raw || probabilities ? s[i] : std::clamp((s[i] + 1.0) / 2.0, 0.0, 1.0);
     json item = {{"index", i}, {"score", score}};
     if (return_text) item["text"] = texts[i];
     out.push_back(std::move(item));

@@ -160,6 +160,7 @@ TrainReport train_verifier(const VerifierTrainOptions& o) {
     eo.device = c.device;
     eo.threads = c.threads;
     eo.max_length = o.max_length;
+    eo.engine = o.engine;
     frozen = Encoder::load(o.model_dir, eo);
     cache = std::make_unique<TokenStateCache>(o.token_cache.empty() ? path_join(c.out_dir, "token-cache") : o.token_cache,
                                               vc.encoder_identity, frozen->dim(), o.max_length);

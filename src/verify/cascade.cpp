@@ -1,92 +1,14 @@
-// The gate's two tiers: gate modes, the cascade's score and the calibration of its band.
+// The gate's two tiers: the cascade's score and the calibration of its band.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 
-#include "core/checksum.h"
-#include "core/file_util.h"
 #include "eval/stats.h"
 #include "sieve/cross_encoder.h"
 #include "sieve/error.h"
-#include "sieve/model.h"
 #include "sieve/verify.h"
 
 namespace sieve {
-
-GateMode gate_mode_from_name(const std::string& name) {
-  if (name == "auto") return GateMode::Auto;
-  if (name == "fast") return GateMode::Fast;
-  if (name == "accurate") return GateMode::Accurate;
-  if (name == "cascade") return GateMode::Cascade;
-  SIEVE_THROW("unknown gate mode '" << name << "' (auto, fast, accurate or cascade)");
-}
-
-const char* gate_mode_name(GateMode mode) {
-  switch (mode) {
-    case GateMode::Auto: return "auto";
-    case GateMode::Fast: return "fast";
-    case GateMode::Accurate: return "accurate";
-    case GateMode::Cascade: return "cascade";
-  }
-  return "auto";
-}
-
-std::string installed_cross_encoder(const std::string& model_dir) {
-  std::string dir = model_dir.empty() ? default_model_dir() : find_installed_model(model_dir);
-  if (dir.empty()) dir = model_dir;
-  if (dir.empty()) return "";
-  const std::string c = path_join(dir, "cross-encoder");
-  return is_cross_encoder_dir(c) ? c : "";
-}
-
-CrossEncoderInstall install_cross_encoder(const std::string& source, const std::string& model) {
-  std::string model_dir = model.empty() ? default_model_dir() : find_installed_model(model);
-  if (model_dir.empty()) model_dir = model;
-  SIEVE_THROW_IF_NOT(!model_dir.empty() && is_dir(model_dir), "model '" << model << "' is neither installed nor a folder");
-  SIEVE_THROW_IF_NOT(is_cross_encoder_dir(source), "'" << source << "' is not a cross-encoder folder (its config.json names "
-                                                          "no *ForSequenceClassification; sieve train cross-encoder makes one)");
-  // Loaded as a search would load it: a threshold for other weights than the folder's is dropped.
-  const auto ce = CrossEncoder::load(source);
-  SIEVE_THROW_IF_NOT(!std::isnan(ce->threshold()), "'" << source << "' has no threshold for its weights: calibrate it first "
-                                                          "(sieve verify calibrate --verifier cross:" << source
-                                                       << " --pairs DEV --max-balanced-accuracy)");
-  CrossEncoderInstall r;
-  r.dir = path_join(model_dir, "cross-encoder");
-  r.threshold = ce->threshold();
-  r.replaced = is_dir(r.dir);
-  const std::string gate = default_verifier(model_dir, "");
-  const CrossEncoderMeta& m = ce->meta();
-  r.band = m.has_cascade() && !gate.empty() && m.cascade_fast_sha256 == sha256_file_hex(gate);
-  r.combined = r.band && m.cascade_combination.valid();
-  namespace fs = std::filesystem;
-  const std::string staging = path_join(model_dir, ".cross-encoder.staging");
-  std::error_code ec;
-  fs::remove_all(staging, ec);
-  fs::create_directory(staging);
-  for (const auto& e : fs::directory_iterator(source)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && name.rfind("checkpoint-", 0) == 0) continue;  // training state, not the model
-    fs::copy(e.path(), fs::path(staging) / name, fs::copy_options::recursive);
-  }
-  publish_dir(staging, r.dir);
-  return r;
-}
-
-std::string gate_verifier_spec(GateMode mode, const std::string& cross_dir, const std::string& model_dir) {
-  if (mode == GateMode::Auto) return "default";
-  if (mode == GateMode::Fast) {
-    const std::string f = default_verifier(model_dir, "");
-    SIEVE_THROW_IF_NOT(!f.empty(), "gate mode 'fast' needs the model's gate, and the model '"
-                                       << model_dir << "' ships no verifier.safetensors");
-    return f;
-  }
-  const std::string dir = cross_dir.empty() ? installed_cross_encoder(model_dir) : cross_dir;
-  SIEVE_THROW_IF_NOT(!dir.empty(), "gate mode '" << gate_mode_name(mode)
-                                                 << "' needs a cross-encoder: give its folder (--cross DIR), or "
-                                                    "install one as MODEL_DIR/cross-encoder (sieve train cross-encoder)");
-  return std::string(mode == GateMode::Accurate ? kCrossVerifierPrefix : kCascadeVerifierPrefix) + dir;
-}
 
 void require_calibrated_cascade(const ResolvedVerifier& verifier) {
   SIEVE_THROW_IF_NOT(!verifier.cascade() || verifier.calibrated,

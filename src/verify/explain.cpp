@@ -58,8 +58,10 @@ std::vector<float> score_text_pairs(const Encoder& encoder, const Verifier* veri
   return score_pairs(verifier, encoder.encode(texts, call));
 }
 
-size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pair<std::string, std::string>>& pairs,
-                     std::vector<float>& scores, size_t batch_size) {
+std::optional<size_t> apply_cascade(const ResolvedVerifier& verifier,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    std::vector<float>& scores, size_t batch_size,
+                                    std::chrono::steady_clock::time_point deadline) {
   SIEVE_THROW_IF_NOT(verifier.cascade(), "'" << verifier.name << "' is not a cascade");
   require_calibrated_cascade(verifier);
   SIEVE_THROW_IF_NOT(pairs.size() == scores.size(), "the cascade needs one fast score per pair");
@@ -73,24 +75,50 @@ size_t apply_cascade(const ResolvedVerifier& verifier, const std::vector<std::pa
       at.push_back(i);
     }
   if (sent.empty()) return 0;
-  const std::vector<float> cross = verifier.cross->score_pairs(sent, batch_size);
+  const std::optional<std::vector<float>> scored =
+      deadline == std::chrono::steady_clock::time_point::max()
+          ? std::optional<std::vector<float>>(verifier.cross->score_pairs(sent, batch_size))
+          : verifier.cross->score_pairs_until(sent, deadline, std::min<size_t>(batch_size, 8));
+  if (!scored) return std::nullopt;
+  const std::vector<float>& cross = *scored;
   for (size_t i = 0; i < at.size(); ++i)
     scores[at[i]] =
         cascade_score(scores[at[i]], cross[i], verifier.threshold(), cross_threshold, verifier.combination, verifier.band);
   return sent.size();
 }
 
+bool scores_are_probabilities(const ResolvedVerifier& verifier) {
+  if (verifier.cross && !verifier.cascade()) return true;  // a cross-encoder's sigmoid
+  // A token-map verifier, or a cascade (its scores on its fast tier's scale, cascade_score).
+  return verifier.verifier && verifier.verifier->config().kind == VerifierKind::Mlp;
+}
+
+std::optional<std::vector<float>> score_pairs_by_kind(const ResolvedVerifier& verifier,
+                                                      const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                      const std::function<std::vector<float>()>& fast,
+                                                      std::chrono::steady_clock::time_point deadline, bool logits,
+                                                      size_t batch_size) {
+  using Clock = std::chrono::steady_clock;
+  if (verifier.cross && !verifier.cascade()) {
+    if (deadline == Clock::time_point::max())
+      return logits ? verifier.cross->logits(pairs, batch_size) : verifier.cross->score_pairs(pairs, batch_size);
+    return logits ? verifier.cross->logits_until(pairs, deadline) : verifier.cross->score_pairs_until(pairs, deadline);
+  }
+  require_calibrated_cascade(verifier);  // before the fast tier's work
+  std::vector<float> scores = fast();
+  if (verifier.cascade() && !apply_cascade(verifier, pairs, scores, batch_size, deadline)) return std::nullopt;
+  return scores;
+}
+
 std::vector<float> score_text_pairs(const Encoder* encoder, const ResolvedVerifier& verifier,
                                     const std::vector<std::pair<std::string, std::string>>& pairs, size_t batch_size) {
-  if (verifier.cross && !verifier.cascade()) return verifier.cross->score_pairs(pairs, batch_size);
-  SIEVE_THROW_IF_NOT(encoder != nullptr, "scoring with " << verifier.name << " needs an encoder");
-  if (verifier.cascade()) {
-    require_calibrated_cascade(verifier);  // before the fast tier's work
-    std::vector<float> out = score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
-    apply_cascade(verifier, pairs, out, batch_size);
-    return out;
-  }
-  return score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
+  return *score_pairs_by_kind(
+      verifier, pairs,
+      [&] {
+        SIEVE_THROW_IF_NOT(encoder != nullptr, "scoring with " << verifier.name << " needs an encoder");
+        return score_text_pairs(*encoder, verifier.verifier.get(), pairs, batch_size);
+      },
+      std::chrono::steady_clock::time_point::max(), false, batch_size);
 }
 
 namespace {

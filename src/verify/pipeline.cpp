@@ -45,23 +45,29 @@ std::vector<VerifiedHit> decide(const std::vector<Hit>& hits, const std::vector<
   return out;
 }
 
-// Past the deadline: stage 1's top k, unverified (and the timing says so).
-bool past_deadline(const std::vector<Hit>& hits, const PipelineParams& params, Stage2Timing* timing,
-                   std::vector<VerifiedHit>* out) {
-  if (params.deadline == std::chrono::steady_clock::time_point::max() || std::chrono::steady_clock::now() < params.deadline)
-    return false;
-  out->clear();
+// Stage 1's top k, unverified (and the timing says so): the answer once the deadline has passed.
+std::vector<VerifiedHit> stage1_cut(const std::vector<Hit>& hits, const PipelineParams& params, Stage2Timing* timing) {
+  std::vector<VerifiedHit> out;
   for (size_t i = 0; i < hits.size() && i < params.k; ++i) {
     VerifiedHit v;
     v.hit = hits[i];
     v.verifier_score = std::numeric_limits<float>::quiet_NaN();
     v.stage1_rank = i + 1;
-    out->push_back(v);
+    out.push_back(v);
   }
   if (timing) {
     *timing = Stage2Timing{};
     timing->skipped = true;
   }
+  return out;
+}
+
+// Past the deadline: stage1_cut into `out`, and true.
+bool past_deadline(const std::vector<Hit>& hits, const PipelineParams& params, Stage2Timing* timing,
+                   std::vector<VerifiedHit>* out) {
+  if (params.deadline == std::chrono::steady_clock::time_point::max() || std::chrono::steady_clock::now() < params.deadline)
+    return false;
+  *out = stage1_cut(hits, params, timing);
   return true;
 }
 
@@ -96,11 +102,12 @@ std::vector<VerifiedHit> search_cascade(const Index& index, const ResolvedVerifi
     for (size_t i = begin; i < end; ++i)
       if (verifier.band.contains(scores[i])) pairs[i] = {query, encoder_text(index.document(hits[i].doc))};
   });
-  const size_t sent = apply_cascade(verifier, pairs, scores);
+  const std::optional<size_t> sent = apply_cascade(verifier, pairs, scores, 32, params.deadline);
+  if (!sent) return stage1_cut(hits, params, timing);  // the cross-encoder ran past the deadline
   if (timing) {
     *timing = st;
     timing->scored = hits.size();
-    timing->sent = sent;
+    timing->sent = *sent;
     timing->cross = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   return decide(hits, scores, std::isnan(params.threshold) ? fast_threshold : params.threshold, params);
@@ -119,11 +126,18 @@ std::vector<VerifiedHit> search_verified_cosine(const Index& index, const std::s
   std::vector<VerifiedHit> cut;
   if (past_deadline(r.hits, params, timing, &cut)) return cut;
   Embeddings e = index.encoder()->encode({query});
+  std::vector<uint32_t> docs;
+  for (const Hit& h : r.hits) docs.push_back(h.doc);
+  std::vector<float> keys;
+  try {
+    keys = index.keys_of(docs, params.deadline);
+  } catch (const ShardTimeout&) {  // remote shards had not answered by the deadline
+    return stage1_cut(r.hits, params, timing);
+  }
   std::vector<float> scores;
-  for (const Hit& h : r.hits) {
-    std::vector<float> k = index.key(h.doc);
+  for (size_t j = 0; j < docs.size(); ++j) {
     double dot = 0;
-    for (size_t i = 0; i < k.size(); ++i) dot += double(k[i]) * e.pooled[i];
+    for (size_t i = 0; i < e.dim; ++i) dot += double(keys[j * e.dim + i]) * e.pooled[i];
     scores.push_back(static_cast<float>(dot));
   }
   return decide(r.hits, scores, params.threshold, params);
@@ -154,7 +168,11 @@ std::vector<VerifiedHit> search_verified(const Index& index, const CrossEncoder&
     for (size_t i = begin; i < end; ++i) texts[i] = encoder_text(index.document(r.hits[i].doc));
   });
   auto t1 = Clock::now();
-  std::vector<float> scores = cross.score(query, texts);
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (auto& t : texts) pairs.emplace_back(query, std::move(t));
+  std::optional<std::vector<float>> scored = cross.score_pairs_until(pairs, params.deadline);
+  if (!scored) return stage1_cut(r.hits, params, timing);  // the cross-encoder ran past the deadline
+  std::vector<float> scores = std::move(*scored);
   if (timing) {
     timing->decode = std::chrono::duration<double>(t1 - t0).count();
     timing->map = 0;
@@ -185,13 +203,25 @@ std::vector<VerifiedHit> search_verified(const Index& index, const Verifier& ver
   for (const Hit& h : r.hits) docs.push_back(h.doc);
   const double threshold = std::isnan(params.threshold) ? verifier.config().threshold : params.threshold;
   // Shards served elsewhere that hold this verifier score their own candidates, all at once.
+  // Shards that had not answered by the deadline: stage 1's hits, as when stage 1 ends past it.
   if (!params.shard_verifier.empty()) {
-    if (auto scores = index.shard_scores(params.shard_verifier, r.query_tokens, docs, params.deadline)) {
+    std::optional<std::vector<float>> scores;
+    try {
+      scores = index.shard_scores(params.shard_verifier, r.query_tokens, docs, params.deadline);
+    } catch (const ShardTimeout&) {
+      return stage1_cut(r.hits, params, timing);
+    }
+    if (scores) {
       if (timing) timing->verify = std::chrono::duration<double>(Clock::now() - t0).count();
       return decide(r.hits, *scores, threshold, params);
     }
   }
-  std::vector<TokenStates> cands = stored_candidates(index, verifier.config(), docs);
+  std::vector<TokenStates> cands;
+  try {
+    cands = stored_candidates(index, verifier.config(), docs, params.deadline);
+  } catch (const ShardTimeout&) {
+    return stage1_cut(r.hits, params, timing);
+  }
   if (past_deadline(r.hits, params, timing, &cut)) return cut;  // decoding K candidates can take a while
   auto t1 = Clock::now();
   std::vector<const TokenStates*> ptrs;

@@ -47,7 +47,7 @@ ResolvedVerifier resolve_cascade(const std::string& spec, const VerifierContext&
   SIEVE_THROW_IF_NOT(!std::isnan(r.verifier->config().threshold),
                      "'" << spec << "': the fast tier '" << fast << "' has no threshold (sieve verify calibrate)");
   const CrossEncoderMeta& m = r.cross->meta();
-  if (m.has_cascade() && !std::isnan(m.threshold) && m.cascade_fast_sha256 == sha256_file_hex(fast)) {
+  if (cascade_band_for_gate(m, fast)) {
     r.band = {m.cascade_low, m.cascade_high};
     r.combination = m.cascade_combination;
     r.calibrated = true;
@@ -58,14 +58,8 @@ ResolvedVerifier resolve_cascade(const std::string& spec, const VerifierContext&
 }  // namespace
 
 ResolvedVerifier resolve_verifier(const std::string& spec, const VerifierContext& context) {
-  if (spec.empty() || spec == "default") {
-    // The model's gate, as a cascade when a cross-encoder is installed beside it with a band for it.
-    const std::string dir = installed_cross_encoder(context.model_dir);
-    if (!dir.empty() && !default_verifier(context.model_dir, "").empty()) {
-      ResolvedVerifier c = resolve_cascade(kCascadeVerifierPrefix + dir, context);
-      if (c.calibrated) return c;
-    }
-  }
+  // "default" is the model's shipped gate, always (a cross-encoder installed beside it is a tier
+  // named by its own spec: gate_verifier_spec's Auto picks it).
   if (spec.rfind(kCascadeVerifierPrefix, 0) == 0) return resolve_cascade(spec, context);
   ResolvedVerifier r;
   r.name = spec.empty() || spec == "default" ? default_verifier(context.model_dir, "F1") : spec;

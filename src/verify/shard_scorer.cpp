@@ -10,9 +10,10 @@
 namespace sieve {
 
 std::vector<TokenStates> stored_candidates(const Index& index, const VerifierConfig& config,
-                                           const std::vector<uint32_t>& docs) {
+                                           const std::vector<uint32_t>& docs,
+                                           std::chrono::steady_clock::time_point deadline) {
   // Index::tokens_of decodes on OpenMP's team (or asks each remote shard once).
-  std::vector<TokenStates> cands = index.tokens_of(docs, config.max_tokens);  // the rows it reads
+  std::vector<TokenStates> cands = index.tokens_of(docs, config.max_tokens, deadline);  // the rows it reads
   if (reads_token_ids(config))
     omp_ranges(cands.size(), compute_threads(), [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {

@@ -71,8 +71,9 @@ class FakeShard:
         outer = self
 
         class Call:
-            def remote(self, *args):
+            def remote(self, *args, expect=""):
                 outer.calls += 1
+                outer.expected = expect
                 return self
 
             def result(self, timeout_s):
@@ -173,14 +174,7 @@ def test_the_router_admits_as_sieve_serve_does(tmp_path):
     trusted proxy header. BM25 searches need no shard call, so fake shard handles serve."""
     import asyncio
     import json
-    import subprocess
-    cli = os.environ.get("SIEVE_CLI", "build/sieve")
-    model = str(tmp_path / "model")
-    subprocess.run([cli, "make-fixture", "--out", model, "--seed", "5"], check=True, capture_output=True)
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"the dog {i} bit the man"}) + "\n" for i in range(20)))
-    subprocess.run([cli, "index", "build", "--model", model, "--corpus", str(corpus), "--out", str(tmp_path / "set"),
-                    "--shards", "2"], check=True, capture_output=True)
+    _two_shard_set(tmp_path)
     keys = tmp_path / "keys"
     keys.write_text("reader read rate=1 burst=1\nboss admin\n")
     router = rs.Router(str(tmp_path / "set"), [FakeShard([]), FakeShard([])], threads=1,
@@ -242,9 +236,10 @@ class LiveShard:
         outer = self
 
         class Call:
-            def remote(self, *args):
+            def remote(self, *args, expect=""):
                 outer.calls += 1
                 self.args = args
+                self.expect = expect
                 return self
 
             def result(self, timeout_s):
@@ -254,7 +249,7 @@ class LiveShard:
                     raise rex.ActorDiedError()
                 if outer.stuck is not None and not outer.stuck.wait(timeout_s):
                     raise rex.GetTimeoutError("no answer in time")
-                return getattr(outer.replica, method)(*self.args)
+                return getattr(outer.replica, method)(*self.args, expect=self.expect)
         return Call()
 
 
@@ -308,7 +303,11 @@ def test_the_router_survives_its_shards_node_gone_and_answers_again_when_it_is_b
     status, got = call("/v1/search", body)
     assert status == 200 and strip(got) == want
     # Shards that do not answer: the request's deadline (timeout_ms) reaches every shard call, and
-    # the answer is a 504 at the deadline, not a 503 after the router's own 30 s per call.
+    # the answer comes at the deadline, the query marked not searched (as sieve serve marks a query
+    # the deadline reached before it ran), not a 503 after the router's own 30 s per call. First
+    # the calls of the 503s above end: a request that failed on one shard left the other's call
+    # and its retries running on their own thread (without a deadline: those requests had none).
+    assert router.wait_idle(30)
     stuck = threading.Event()
     for s in shards:
         s.stuck = stuck
@@ -317,9 +316,112 @@ def test_the_router_survives_its_shards_node_gone_and_answers_again_when_it_is_b
     status, got = call("/v1/search", dict(body, timeout_ms=300))
     elapsed = time.monotonic() - t0
     stuck.set()
-    assert status == 504 and "deadline" in json.loads(got)["error"]["message"], got
+    got = json.loads(got)
+    assert status == 200 and got["deadline_exceeded"] is True, got
+    assert got["results"][0]["stages_run"] == 0 and got["results"][0]["hits"] == [], got
     assert elapsed < 5, elapsed
     assert all(w is not None and w <= 0.3 for s in shards for w in s.waits), [s.waits for s in shards]
+
+
+def test_a_held_429_gives_its_hold_back_when_the_client_goes_away(tmp_path):
+    """The router holds a 429 for a client that ignores Retry-After; a client that disconnects
+    during the hold (Serve cancels the request's task) must not keep the hold forever: with one
+    hold allowed per client, the next refusal is held again."""
+    import asyncio
+    import json
+    router = rs.Router(_two_shard_set(tmp_path), [FakeShard([]), FakeShard([])], threads=1,
+                       admission={"rate": 1, "burst": 1, "refusal_delay_ms": 60000, "refusals_held": 1})
+    search = json.dumps({"query": "dog", "mode": "bm25", "k": 3}).encode()
+
+    async def scenario():
+        first = await router(FakeRequest("POST", "/v1/search", search))
+        assert first.status_code == 200
+        held = asyncio.ensure_future(router(FakeRequest("POST", "/v1/search", search)))
+        await asyncio.sleep(0)  # the task runs to its hold (admission is synchronous before it)
+        assert not held.done()
+        held.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await held
+    asyncio.run(scenario())
+    refusal, hold, client, _ = router._admission.admit("POST", "/v1/search", "", "10.0.0.1")
+    assert refusal is not None and refusal[0] == 429
+    assert hold > 0  # the cancelled hold was given back: this refusal may be held too
+    router._admission.end_hold(client)
+
+
+def test_the_router_counts_the_deadline_from_the_request_arrival(tmp_path):
+    """A request that waited for one of the router's threads longer than its timeout_ms is past
+    its deadline when a thread takes it up: the answer says so (the query not searched, no shard
+    asked), as sieve serve's does for a query the deadline reached first, instead of a full answer late."""
+    import asyncio
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+    path = _two_shard_set(tmp_path)
+    shards = [LiveShard(rs.ShardReplica(os.path.join(path, f"shard-00{i}"), 1, [])) for i in range(2)]
+    router = rs.Router(path, shards, threads=1)
+    router._pool = ThreadPoolExecutor(max_workers=1)  # one thread, kept busy below
+    search = json.dumps({"query": "dog", "mode": "dense", "k": 3, "timeout_ms": 200}).encode()
+    release = threading.Event()
+    busy = router._pool.submit(release.wait)
+
+    async def scenario():
+        waiting = asyncio.ensure_future(router(FakeRequest("POST", "/v1/search", search)))
+        await asyncio.sleep(0.4)  # the request waits 0.4 s for the busy thread: longer than its 200 ms
+        release.set()
+        return await waiting
+    r = asyncio.run(scenario())
+    busy.result()
+    got = json.loads(r.body)
+    assert r.status_code == 200 and got["deadline_exceeded"] is True and got["results"][0]["stages_run"] == 0, got
+    assert sum(s.calls for s in shards) == 0  # no shard was asked: the deadline had passed
+    # A request that waits for nothing is answered in full.
+    r = asyncio.run(router(FakeRequest("POST", "/v1/search", search)))
+    assert r.status_code == 200 and len(json.loads(r.body)["results"][0]["hits"]) == 3, r.body
+
+
+def test_a_replica_serving_another_copy_of_its_shard_is_refused_never_used(tmp_path):
+    """Every shard call carries the shard's identity as the router's set records it (its
+    manifest's digest): a replica that serves another copy (restarted on a rebuilt folder, or
+    pointed at another set's shard) refuses every call, a 503 naming the shard, never an answer
+    whose ids name other documents; and a replica does not start on a shard its own set does not
+    record (the folder rebuilt under the set)."""
+    import asyncio
+    import json
+    import shutil
+    a = _two_shard_set(tmp_path / "a")
+    b = _two_shard_set(tmp_path / "b", text="a cat {i} saw the bird near the river")
+    shards = [LiveShard(rs.ShardReplica(os.path.join(a, f"shard-00{i}"), 1, [])) for i in range(2)]
+    router = rs.Router(a, shards, threads=1)
+    search = {"query": "the dog bit the man", "mode": "dense", "k": 3}
+
+    def call():
+        r = asyncio.run(router(FakeRequest("POST", "/v1/search", json.dumps(search).encode())))
+        return r.status_code, json.loads(r.body)
+    status, got = call()
+    assert status == 200 and len(got["results"][0]["hits"]) == 3
+    shards[1].replica = rs.ShardReplica(os.path.join(b, "shard-001"), 1, [])  # set b records it: it starts
+    status, got = call()
+    assert status == 503 and got["error"]["type"] == "shard_unavailable", got
+    assert "shard 1" in got["error"]["message"] and "another copy of the shard" in got["error"]["message"], got
+    shutil.rmtree(os.path.join(a, "shard-001"))
+    shutil.copytree(os.path.join(b, "shard-001"), os.path.join(a, "shard-001"))
+    with pytest.raises(_sieve_error(), match="not the copy its set"):
+        rs.ShardReplica(os.path.join(a, "shard-001"), 1, [])
+
+
+def _two_shard_set(tmp_path, text="the dog {i} bit the man"):
+    """A two-shard set of 30 short documents (`text` with {i}) built by the CLI on a fixture model."""
+    import json
+    import subprocess
+    cli = os.environ.get("SIEVE_CLI", "build/sieve")
+    os.makedirs(tmp_path, exist_ok=True)
+    model = str(tmp_path / "model")
+    subprocess.run([cli, "make-fixture", "--out", model, "--seed", "5"], check=True, capture_output=True)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": text.format(i=i)}) + "\n" for i in range(30)))
+    subprocess.run([cli, "index", "build", "--model", model, "--corpus", str(corpus), "--out", str(tmp_path / "set"),
+                    "--shards", "2"], check=True, capture_output=True)
+    return str(tmp_path / "set")
 
 
 def _sieve_service(path):

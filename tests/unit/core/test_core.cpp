@@ -7,12 +7,14 @@
 
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <vector>
 
 #include "core/checksum.h"
+#include "core/cpu.h"
 #include "core/file_util.h"
 #include "core/mmap_file.h"
 #include "sieve/error.h"
@@ -135,6 +137,31 @@ TEST(Files, SyncDirReportsItsFailures) {
   EXPECT_NO_THROW(sync_dir(test::make_temp_dir("core_sync")));
   test::expect_error([] { sync_dir("/proc/self"); }, "folder '/proc/self'");
   test::expect_error([] { sync_dir("/nonexistent/dir"); }, "'/nonexistent/dir'");
+}
+
+// The one CPU probe (core/cpu.h): SIEVE_PORTABLE=1 answers as a CPU without AVX2 or AVX-512 (the
+// portable.* ctest runs set it, so that the loops' portable twins are tested on this CPU); "0"
+// or unset, the CPU's own features, as the compiler's builtin reads them.
+TEST(CpuProbe, ThePortableSwitchTurnsEveryFeatureOff) {
+  const CpuFeatures p = probe_cpu("1");
+  EXPECT_TRUE(p.portable);
+  EXPECT_FALSE(p.avx2 || p.avx512f || p.avx512bw_vl || p.avx512_bf16 || p.x86_64_v3 || p.x86_64_v4);
+  for (const char* off : {static_cast<const char*>(nullptr), "0", ""}) {
+    const CpuFeatures c = probe_cpu(off);
+    EXPECT_FALSE(c.portable);
+#if defined(__x86_64__) && defined(__GNUC__)
+    EXPECT_EQ(c.avx2, __builtin_cpu_supports("avx2") != 0);
+    EXPECT_EQ(c.avx512f, __builtin_cpu_supports("avx512f") != 0);
+    EXPECT_EQ(c.avx512_bf16, __builtin_cpu_supports("avx512bf16") != 0 && c.avx512bw_vl);
+#endif
+  }
+  // This process's probe is what its environment says.
+  const char* env = std::getenv("SIEVE_PORTABLE");
+  const CpuFeatures want = probe_cpu(env);
+  EXPECT_EQ(cpu_features().portable, want.portable);
+  EXPECT_EQ(cpu_features().avx512f, want.avx512f);
+  EXPECT_EQ(cpu_features().avx2, want.avx2);
+  if (env != nullptr && std::string(env) == "1") EXPECT_FALSE(cpu_features().avx2 || cpu_features().avx512f);
 }
 
 }  // namespace

@@ -34,14 +34,56 @@ double max_gap(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
+// The native int8 pass's attention: bfloat16 operands where the CPU has bf16 products, fp32 elsewhere.
+std::string native_attention() { return PackedLinear::cpu_has_bf16() ? "+bf16-attention" : "+fp32-attention"; }
+
 TEST(KeyGrid, EncodersNameTheirGrid) {
   EXPECT_EQ(Encoder::load(model_dir())->key_grid(), "fp32");
-  EXPECT_EQ(Encoder::load(model_dir(), int8_on(63))->key_grid(), "int8-63");
-  EXPECT_EQ(Encoder::load(model_dir(), int8_on(0))->key_grid(), "int8-" + std::to_string(PackedLinear::default_weight_levels()));
+  EXPECT_EQ(Encoder::load(model_dir(), int8_on(63))->key_grid(), "int8-63" + native_attention());
+  EXPECT_EQ(Encoder::load(model_dir(), int8_on(0))->key_grid(),
+            "int8-" + std::to_string(PackedLinear::default_weight_levels()) + native_attention());
+  EncoderOptions torch8 = int8_on(63);
+  torch8.engine = Engine::Torch;  // libtorch's int8 pass: its attention in fp32
+  EXPECT_EQ(Encoder::load(model_dir(), torch8)->key_grid(), "int8-63+fp32-attention");
   EXPECT_EQ(index::int8_levels_of_grid("int8-127"), 127);
   EXPECT_EQ(index::int8_levels_of_grid("int8-63"), 63);
+  EXPECT_EQ(index::int8_levels_of_grid("int8-63+bf16-attention"), 63);
   EXPECT_EQ(index::int8_levels_of_grid("fp32"), 0);
   EXPECT_EQ(index::int8_levels_of_grid(""), 0);
+  EXPECT_TRUE(index::key_grids_agree("int8-63+bf16-attention", "int8-63+bf16-attention"));
+  EXPECT_FALSE(index::key_grids_agree("int8-63+bf16-attention", "int8-63+fp32-attention"));
+  EXPECT_TRUE(index::key_grids_agree("int8-63", "int8-63+fp32-attention"));  // recorded before the attention was
+  EXPECT_FALSE(index::key_grids_agree("int8-63", "int8-127+fp32-attention"));
+  EXPECT_TRUE(index::key_grids_agree("", "fp32"));
+}
+
+// int8 keys made with bf16 attention (a CPU with bf16 products) and queries with fp32 attention
+// (a CPU without) differ by more than rounding: the index records the whole recipe, and int8
+// queries of another attention are refused by name; an index that records no attention (built
+// before it was recorded) still opens. On a CPU with bf16 products the recipe says the native int8
+// pass runs its attention in bf16 (EncodersNameTheirGrid): the recipe is read from the flag that
+// builds the attention, so unwiring it fails there.
+TEST(KeyGrid, Int8QueriesMeetTheIndexsAttentionArithmetic) {
+  const std::string dir = make_temp_dir("idx_grid_attention");
+  const auto docs = make_docs(30);
+  build_index(model_dir(), write_jsonl(dir, "c.jsonl", docs), dir + "/ix", small_opts(), int8_on(63));
+  index::Manifest m = index::read_manifest(dir + "/ix", index::kManifestFile);
+  EXPECT_EQ(m.key_grid, "int8-63" + native_attention());
+  IndexOpenOptions oo;
+  oo.encoder = int8_on(0);
+  EXPECT_EQ(Index::open(dir + "/ix", oo)->encoder()->key_grid(), m.key_grid);
+  // The index as a CPU of the other attention would have recorded it.
+  const std::string other = PackedLinear::cpu_has_bf16() ? "int8-63+fp32-attention" : "int8-63+bf16-attention";
+  m.key_grid = other;
+  index::write_manifest(dir + "/ix", index::kManifestFile, m);
+  expect_error([&] { Index::open(dir + "/ix", oo); }, "another attention arithmetic");
+  EXPECT_EQ(Index::open(dir + "/ix")->encoder()->key_grid(), "fp32");  // fp32 queries stay allowed
+  expect_error([&] { add_to_index(dir + "/ix", write_jsonl(dir, "b.jsonl", make_docs(3, 100)), small_opts(), int8_on(0)); },
+               "another attention arithmetic");
+  // Recorded before the attention was: opens for int8 queries as it did.
+  m.key_grid = "int8-63";
+  index::write_manifest(dir + "/ix", index::kManifestFile, m);
+  EXPECT_EQ(Index::open(dir + "/ix", oo)->encoder()->key_grid(), "int8-63" + native_attention());
 }
 
 TEST(KeyGrid, Int8QueriesRunOnTheGridTheIndexWasBuiltOn) {
@@ -51,8 +93,8 @@ TEST(KeyGrid, Int8QueriesRunOnTheGridTheIndexWasBuiltOn) {
   IndexOpenOptions oo;
   oo.encoder = int8_on(0);  // this CPU's grid asked for; the index's is taken
   auto idx = Index::open(dir + "/ix63", oo);
-  EXPECT_EQ(idx->stats().key_grid, "int8-63");
-  ASSERT_EQ(idx->encoder()->key_grid(), "int8-63");
+  EXPECT_EQ(idx->stats().key_grid, "int8-63" + native_attention());
+  ASSERT_EQ(idx->encoder()->key_grid(), "int8-63" + native_attention());
   const std::string q = expected_encoder_input(docs[5]);
   auto on63 = Encoder::load(model_dir(), int8_on(63));
   EXPECT_EQ(key_of(*idx->encoder(), q), key_of(*on63, q));
@@ -70,7 +112,7 @@ TEST(KeyGrid, Int8QueriesRunOnTheGridTheIndexWasBuiltOn) {
     // An encoder loaded on the other grid and handed in is refused by name.
     IndexOpenOptions given;
     given.encoder_instance = std::shared_ptr<const Encoder>(std::move(on127));
-    expect_error([&] { Index::open(dir + "/ix63", given); }, "computes int8-127 keys");
+    expect_error([&] { Index::open(dir + "/ix63", given); }, "computes int8-127+");
   }
   // fp32 queries against int8 keys stay allowed (cosine within about 0.002).
   EXPECT_EQ(Index::open(dir + "/ix63")->encoder()->key_grid(), "fp32");
@@ -82,7 +124,7 @@ TEST(KeyGrid, AddRefusesKeysOfAnotherKind) {
   EXPECT_EQ(Index::open(dir + "/ix")->stats().key_grid, "fp32");
   const std::string more = write_jsonl(dir, "b.jsonl", make_docs(5, 100));
   expect_error([&] { add_to_index(dir + "/ix", more, small_opts(), int8_on(63)); },
-               "added keys would be encoded in int8-63 but the index's keys are fp32");
+               "added keys would be encoded in int8-63" + native_attention() + " but the index's keys are fp32");
   EXPECT_EQ(Index::open(dir + "/ix")->size(), 20u);  // nothing added
   add_to_index(dir + "/ix", more, small_opts());
   EXPECT_EQ(Index::open(dir + "/ix")->size(), 25u);

@@ -19,10 +19,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
+#include "index/fan_out.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
 #include "index/shard_set.h"
@@ -222,12 +224,14 @@ class ForwardingRemote final : public ShardRemote {
     if (nan && !lists[0].empty()) lists[0][0].second = std::nan("");
     return lists;
   }
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
+  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
+                                  std::chrono::steady_clock::time_point) const override {
     ++token_calls;
     if (fail) throw ShardUnavailable("down");
     return shards[shard]->tokens_of(docs, max_rows);
   }
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override {
+  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+                          std::chrono::steady_clock::time_point) const override {
     std::vector<float> out;
     for (uint32_t d : docs) {
       auto k = shards[shard]->key(d);
@@ -287,10 +291,42 @@ class GatedRemote final : public ShardRemote {
     std::unique_lock<std::mutex> lock(m);
     return cv.wait_for(lock, std::chrono::seconds(20), [&] { return finished >= count; });
   }
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows) const override {
-    return inner.tokens(shard, docs, max_rows);
+  // Stage 2's calls wait for a release (bounded) while `hold_stage2`; each records the deadline it
+  // was given, and counts as finished once its inner call has returned (stage2_drained).
+  struct Stage2Call {
+    Stage2Call(const GatedRemote& r, std::chrono::steady_clock::time_point deadline) : r(r) {
+      std::unique_lock<std::mutex> lock(r.m);
+      r.deadlines.push_back(deadline);
+      if (r.hold_stage2) r.cv.wait_for(lock, std::chrono::seconds(20), [&] { return r.released; });
+    }
+    ~Stage2Call() {
+      std::lock_guard<std::mutex> lock(r.m);
+      ++r.stage2_finished;
+      r.cv.notify_all();
+    }
+    const GatedRemote& r;
+  };
+  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
+                                  std::chrono::steady_clock::time_point deadline) const override {
+    Stage2Call c(*this, deadline);
+    return inner.tokens(shard, docs, max_rows, deadline);
   }
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs) const override { return inner.keys(shard, docs); }
+  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+                          std::chrono::steady_clock::time_point deadline) const override {
+    Stage2Call c(*this, deadline);
+    return inner.keys(shard, docs, deadline);
+  }
+  std::vector<float> scores(size_t shard, const std::string& key, const TokenStates& query,
+                            const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point deadline) const override {
+    Stage2Call c(*this, deadline);
+    return inner.scores(shard, key, query, docs, deadline);
+  }
+  bool scores_at_shards() const override { return inner.scores_at_shards(); }
+  // Waits (bounded) until every stage-2 call that arrived has returned.
+  bool stage2_drained() const {
+    std::unique_lock<std::mutex> lock(m);
+    return cv.wait_for(lock, std::chrono::seconds(20), [&] { return stage2_finished == deadlines.size(); });
+  }
   void release() {
     std::lock_guard<std::mutex> lock(m);
     released = true;
@@ -302,7 +338,9 @@ class GatedRemote final : public ShardRemote {
   mutable size_t arrived = 0, finished = 0;
   mutable bool alone = false;
   size_t together = 0;
-  bool hold = false, released = false;
+  bool hold = false, hold_stage2 = false, released = false;
+  mutable std::vector<std::chrono::steady_clock::time_point> deadlines;  // of stage 2's calls
+  mutable size_t stage2_finished = 0;
 };
 
 TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
@@ -457,6 +495,148 @@ TEST_F(ShardSetTest, RemoteShardsAreAskedAtOnceAndNotWaitedForPastTheDeadline) {
   auto f1 = resolve_verifier("F1", {model_dir(), local->stats().model_identity});
   EXPECT_THROW(search_verified(*set, *f1.verifier, corpus_->queries[0], pp), ShardTimeout);
   EXPECT_EQ(remote->inner.dense_calls.load(), before);
+}
+
+// Stage 2 reaches remote shards too (token states fetched here, pooled keys for the cosine, or
+// scores at the shards): each call carries the request's deadline, and shards that have not
+// answered by then leave the answer to stage 1's hits, unverified and marked skipped (what a
+// local index answers when stage 1 itself ends past the deadline), not a timeout after the
+// remote's own wait nor an error.
+TEST_F(ShardSetTest, StageTwoAtRemoteShardsKeepsTheDeadline) {
+  const std::string out = *dir_ + "/remote3";
+  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  auto local = Index::open(out);
+  auto remote = std::make_shared<GatedRemote>(out);
+  IndexOpenOptions o;
+  o.remote = remote;
+  auto set = Index::open(out, o);
+  const VerifierContext ctx{model_dir(), local->stats().model_identity};
+  remote->inner.score_with({"F1"}, ctx);
+  remote->hold_stage2 = true;
+  const std::string& q = corpus_->queries[0];
+  for (const char* how : {"tokens", "cosine", "scores"}) {
+    ResolvedVerifier v = resolve_verifier(std::string(how) == "cosine" ? "cosine" : "F1", ctx);
+    PipelineParams pp;
+    pp.stage1.mode = SearchMode::Hybrid;
+    pp.candidates = 20;
+    pp.k = 5;
+    pp.rerank = true;
+    if (std::string(how) == "scores") pp.shard_verifier = shard_verifier_key(v, ctx);
+    const auto want = local->search(q, [&] {
+      SearchParams sp = pp.stage1;
+      sp.k = pp.candidates;
+      return sp;
+    }());
+    size_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(remote->m);
+      seen = remote->deadlines.size();
+    }
+    pp.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    Stage2Timing st;
+    auto got = search_verified(*set, v, q, pp, &st);
+    EXPECT_GE(std::chrono::steady_clock::now(), pp.deadline) << how;
+    EXPECT_FALSE(remote->released) << how << ": returned before the held shards answered";
+    EXPECT_TRUE(st.skipped) << how;
+    ASSERT_EQ(got.size(), 5u) << how;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].hit.id, want.hits[i].id) << how << " rank " << i;  // stage 1's order
+      EXPECT_TRUE(std::isnan(got[i].verifier_score)) << how;
+    }
+    {
+      std::lock_guard<std::mutex> lock(remote->m);
+      ASSERT_GT(remote->deadlines.size(), seen) << how;
+      for (size_t i = seen; i < remote->deadlines.size(); ++i)
+        EXPECT_EQ(remote->deadlines[i], pp.deadline) << how << ": a stage-2 call without the deadline";
+    }
+  }
+  remote->release();  // the abandoned calls finish on their own threads
+  EXPECT_TRUE(remote->stage2_drained());
+}
+
+// A latch the tests below open by hand.
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(m);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+// The pool of remote shard calls: never more threads than its bound, a full queue refuses (the
+// fan-out's 503) instead of growing, calls whose fan-out gave up are not made, and the pool's
+// owner waits for the calls under way when it goes (no call outlives the index; a pool that did
+// not join its threads would end the process here) while the calls not started are dropped.
+TEST(ShardCallPool, BoundedCancellableAndJoinedAtTheEnd) {
+  Gate gate;
+  std::atomic<int> ran{0};
+  auto pool = std::make_unique<index::ShardCallPool>(2, 3);
+  auto live = std::make_shared<std::atomic<bool>>(false);
+  auto dropped = std::make_shared<std::atomic<bool>>(false);
+  std::mutex m;
+  std::condition_variable cv;
+  int under_way = 0;
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(pool->submit(
+        [&] {
+          {
+            std::lock_guard<std::mutex> lock(m);
+            ++under_way;
+            cv.notify_all();
+          }
+          gate.wait();
+          ++ran;
+        },
+        live));
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return under_way == 2; });  // both taken up: the queue is empty again
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool->submit([&] { ++ran; }, dropped));
+  EXPECT_FALSE(pool->submit([&] { ++ran; }, live));  // 2 under way, 3 waiting: full
+  dropped->store(true);                               // their fan-out gave up: they hold no place
+  gate.release();
+  // One more call after the blocked ones: it runs once a thread is free, the dropped ones never.
+  Gate last;
+  ASSERT_TRUE(pool->submit([&] { ++ran; last.release(); }, live));
+  last.wait();
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_EQ(pool->threads_started(), 2u);
+  EXPECT_LE(pool->peak_running(), 2u);
+  // At the end: the call under way finishes before the pool is gone; the one waiting never runs.
+  Gate started, go;
+  std::atomic<bool> finished{false}, never{false};
+  pool = std::make_unique<index::ShardCallPool>(1, 4);
+  ASSERT_TRUE(pool->submit([&] { started.release(); go.wait(); finished = true; }, live));
+  ASSERT_TRUE(pool->submit([&] { never = true; }, live));
+  started.wait();
+  std::thread end([&] { pool.reset(); });
+  go.release();
+  end.join();
+  EXPECT_TRUE(finished.load());
+  EXPECT_FALSE(never.load());
+}
+
+// A fan-out whose pool is full is refused with ShardUnavailable (503), not queued without bound.
+TEST(ShardCallPool, AFanOutOverTheBoundIsRefused) {
+  Gate gate, started;
+  index::ShardCallPool pool(1, 1);
+  auto live = std::make_shared<std::atomic<bool>>(false);
+  ASSERT_TRUE(pool.submit([&] { started.release(); gate.wait(); }, live));
+  started.wait();  // taken up: the queue is empty again
+  ASSERT_TRUE(pool.submit([] {}, live));
+  const auto name = [](size_t s) { return "shard-" + std::to_string(s); };
+  const auto soon = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  test::expect_error([&] { index::fan_out<int>(pool, {0, 1}, soon, [](size_t s) { return int(s); }, name); },
+                     "too many shard calls under way");
+  gate.release();
 }
 
 // BM25 is scored in sieve's fixed order (so that several databases give the bits of one): the

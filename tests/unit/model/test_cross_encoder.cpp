@@ -475,13 +475,18 @@ TEST(Cascade, SearchEqualsTheFastGateWithTheCrossEncoderInsideTheBand) {
 
 TEST(Cascade, ABandHoldsOnlyForTheGateItWasCalibratedWith) {
   const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_band"));
-  // Installed as MODEL_DIR/cross-encoder, the model's default gate becomes the cascade.
+  // Installed as MODEL_DIR/cross-encoder, the auto gate mode (what --gate alone runs) becomes the
+  // cascade; "default" stays the model's fast gate, whatever is installed beside it.
   std::filesystem::copy(c.ce, c.model + "/cross-encoder", std::filesystem::copy_options::recursive);
-  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "cascade");
-  EXPECT_EQ(resolve_verifier("", {c.model, ""}).kind(), "cascade");
-  // Another gate file (a new threshold): the band no longer holds; default is the gate alone, and
+  EXPECT_EQ(gate_verifier_spec(GateMode::Auto, "", c.model), "cascade:" + c.model + "/cross-encoder");
+  EXPECT_EQ(resolve_verifier(stage2_choice("", "", "", c.model).gate, {c.model, ""}).kind(), "cascade");
+  EXPECT_EQ(stage2_choice("", "", "", c.model).rerank, "F1");
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");
+  EXPECT_EQ(resolve_verifier("", {c.model, ""}).kind(), "F2");
+  // Another gate file (a new threshold): the band no longer holds; auto is the gate alone, and
   // an explicit cascade refuses to search until calibrated again.
   Verifier::load(c.model + "/verifier.safetensors")->save_with_threshold(c.model + "/verifier.safetensors", 0.123);
+  EXPECT_EQ(gate_verifier_spec(GateMode::Auto, "", c.model), "default");
   EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");
   const ResolvedVerifier stale = resolve_verifier("cascade:" + c.ce, {c.model, ""});
   EXPECT_FALSE(stale.calibrated);
@@ -691,7 +696,8 @@ TEST(Cascade, InstallCrossEncoderPublishesACalibratedFolderForTheModel) {
   EXPECT_FALSE(std::filesystem::exists(c.model + "/cross-encoder/checkpoint-100"));
   EXPECT_FALSE(std::filesystem::exists(c.model + "/.cross-encoder.staging"));
   EXPECT_EQ(sha256_file_hex(c.model + "/cross-encoder/model.safetensors"), sha256_file_hex(c.ce + "/model.safetensors"));
-  const ResolvedVerifier d = resolve_verifier("default", {c.model, ""});
+  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");  // "default" is the fast gate, always
+  const ResolvedVerifier d = resolve_verifier(gate_verifier_spec(GateMode::Auto, "", c.model), {c.model, ""});
   EXPECT_EQ(d.kind(), "cascade");
   EXPECT_DOUBLE_EQ(d.band.low, c.band.low);
   // Again: replaced, still whole.
@@ -721,7 +727,7 @@ TEST(Cascade, InstallCrossEncoderPublishesACalibratedFolderForTheModel) {
   r = test::run_command(sieve + " model install-cross-encoder " + c.ce + " -m " + c.model + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("--gate stays the fast gate"), std::string::npos) << r.out;
-  EXPECT_EQ(resolve_verifier("default", {c.model, ""}).kind(), "F2");
+  EXPECT_EQ(gate_verifier_spec(GateMode::Auto, "", c.model), "default");
 }
 
 }  // namespace

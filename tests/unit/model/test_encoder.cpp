@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -323,14 +324,34 @@ TEST(Cli, EmbedPrecisionInt8IsTheLibrarysInt8Encoder) {
 TEST(Cli, EngineNativeReachesTheEncoder) {
   std::string dir = make_temp_dir("cli_native");
   write_fixture_model(dir, small_fixture(Pooling::Mean));
-  auto e = test::run_command(test::cli_path() + " embed --engine native --model " + dir + " 'the dog bit the man'");
-  ASSERT_EQ(e.exit_code, 0) << e.out;
-  EncoderOptions eo;
-  eo.engine = Engine::Native;
-  const Embeddings native = Encoder::load(dir, eo)->encode({"the dog bit the man"}, {});
-  auto j = nlohmann::json::parse(e.out);
-  ASSERT_EQ(j["embedding"].size(), native.dim);
-  for (size_t h = 0; h < native.dim; ++h) EXPECT_NEAR(j["embedding"][h].get<double>(), native.pooled[h], 1e-6);
+  // The two engines' keys differ in their last bits; each --engine prints its own engine's, nearer
+  // it than the other's (with the flag ignored, one of the two would print the other's).
+  std::map<Engine, std::vector<float>> lib;
+  for (Engine engine : {Engine::Native, Engine::Torch}) {
+    EncoderOptions eo;
+    eo.engine = engine;
+    lib[engine] = Encoder::load(dir, eo)->encode({"the dog bit the man"}, {}).pooled;
+  }
+  double apart = 0;
+  for (size_t h = 0; h < lib[Engine::Native].size(); ++h)
+    apart = std::max(apart, std::fabs(double(lib[Engine::Native][h]) - lib[Engine::Torch][h]));
+  ASSERT_GT(apart, 2e-8) << "the engines agree to the bit here: the fixture cannot tell them apart";
+  for (Engine engine : {Engine::Native, Engine::Torch}) {
+    const Engine other = engine == Engine::Native ? Engine::Torch : Engine::Native;
+    auto e = test::run_command(test::cli_path() + " embed --engine " + engine_name(engine) + " --model " + dir +
+                               " 'the dog bit the man'");
+    ASSERT_EQ(e.exit_code, 0) << e.out;
+    auto j = nlohmann::json::parse(e.out);
+    ASSERT_EQ(j["embedding"].size(), lib[engine].size());
+    double own = 0, others = 0;
+    for (size_t h = 0; h < lib[engine].size(); ++h) {
+      const double printed = j["embedding"][h].get<double>();
+      own = std::max(own, std::fabs(printed - lib[engine][h]));
+      others = std::max(others, std::fabs(printed - lib[other][h]));
+    }
+    EXPECT_LT(own, others) << engine_name(engine) << ": the printed key is not its engine's";
+    EXPECT_LT(own, 1e-6);
+  }
   // A family the native pass does not run is refused through the flag, naming the engine.
   std::string modern = make_temp_dir("cli_native_modernbert");
   FixtureModelOptions f = small_fixture(Pooling::Mean);

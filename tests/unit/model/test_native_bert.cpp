@@ -177,11 +177,14 @@ std::pair<double, double> key_cosines(const Embeddings& a, const Embeddings& b) 
   return {sum / static_cast<double>(n), lo};
 }
 
-// The real model when installed, else a 2-layer fixture from `seed`.
+// The real model when installed, else a 2-layer fixture from `seed` (outside CI only: set-up
+// installs the real model, so under CI=true its absence is an error, not a quieter test).
 std::string real_model_or_fixture(const std::string& name, uint64_t seed) {
   try {
     return resolve_model_dir("all-MiniLM-L6-v2");
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (test::under_ci())
+      throw Error(std::string("all-MiniLM-L6-v2 is not installed (CI=true: set-up installs it): ") + e.what());
     const std::string dir = test::make_temp_dir(name) + "/model";
     FixtureModelOptions f = test::tiny_model_options(seed);
     f.config.num_hidden_layers = 2;

@@ -161,6 +161,57 @@ TEST_F(ServeTest, TeiEmbedAndRerankFollowTheLibrary) {
   EXPECT_NEAR(mapped[0]["score"].get<double>(), (rr[0]["score"].get<double>() + 1) / 2, 1e-6);
 }
 
+// TEI's /rerank answers on [0, 1]: a similarity verifier's [-1, 1] scores are mapped there, but a
+// probability (the mlp gate's, a cross-encoder's) is already there and is answered as it is, the
+// same with raw_scores or without (mapped, every score would land in [0.5, 1]).
+TEST_F(ServeTest, TeiRerankAnswersAGateProbabilityUnmapped) {
+  VerifierConfig c;
+  c.kind = VerifierKind::Mlp;
+  c.max_tokens = 64;
+  c.encoder_dim = enc_->dim();
+  c.encoder_identity = model_identity(*dir_ + "/model");
+  c.symmetric = true;
+  c.mlp = mlp_gate_lexicon(enc_->tokenizer());
+  if (c.mlp.cue_ids.empty()) c.mlp.cue_ids = {{1}};  // the fixture's vocabulary may lack the cue words
+  c.mlp.features = gate_feature_names();
+  c.mlp.mean.assign(c.mlp.features.size(), 0.0);
+  c.mlp.scale.assign(c.mlp.features.size(), 1.0);
+  c.mlp.weights.assign(c.mlp.features.size(), 0.0);
+  c.mlp.weights[0] = 4.0;  // on the pooled cosine alone
+  c.mlp.bias = -3.0;       // so that the probabilities spread below and above 0.5
+  const std::string path = *dir_ + "/mlp.safetensors";
+  Verifier::create(c)->save_with_threshold(path, 0.5);
+  ServeOptions o;
+  o.index_dir = *dir_ + "/ix";
+  o.verifier = path;
+  o.encoder_workers = 1;
+  Service svc(o);
+  const std::vector<std::string> cands = {kTexts[1], kTexts[4], kTexts[6], kTexts[0]};
+  auto rerank = [&](bool raw) {
+    Response r = svc.handle("POST", "/rerank", json({{"query", kTexts[0]}, {"texts", cands}, {"raw_scores", raw}}).dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body);
+  };
+  const json raw = rerank(true), plain = rerank(false);
+  ASSERT_EQ(raw.size(), cands.size());
+  // The verifier's own probabilities (an independent load of the file, on the encoder's states).
+  auto v = Verifier::load(path);
+  Embeddings e = enc_->encode({kTexts[0], kTexts[1], kTexts[4], kTexts[6], kTexts[0]}, EncodeCall{32, true});
+  const auto want = v->score(e.tokens[0], {&e.tokens[1], &e.tokens[2], &e.tokens[3], &e.tokens[4]});
+  bool below_half = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const size_t idx = plain[i]["index"].get<size_t>();
+    EXPECT_EQ(raw[i]["index"], plain[i]["index"]);
+    EXPECT_NEAR(plain[i]["score"].get<double>(), want[idx], 1e-5) << idx;
+    EXPECT_EQ(plain[i]["score"].get<double>(), raw[i]["score"].get<double>()) << idx;
+    below_half = below_half || plain[i]["score"].get<double>() < 0.5;
+  }
+  EXPECT_TRUE(below_half) << "no probability below 0.5: the fixture does not test the mapping";
+  EXPECT_TRUE(scores_are_probabilities(resolve_verifier(path, {*dir_ + "/model", ""})));
+  EXPECT_FALSE(scores_are_probabilities(resolve_verifier("F1", {*dir_ + "/model", ""})));
+  EXPECT_FALSE(scores_are_probabilities(resolve_verifier("cosine", {*dir_ + "/model", ""})));
+}
+
 // The verifier file at `from` with every float32 weight set to NaN (what a diverged training run
 // saves): a safetensors file is an 8-byte little-endian header length, the JSON header, the data.
 void write_nan_verifier(const std::string& from, const std::string& to) {
@@ -777,10 +828,11 @@ TEST(ServeShardSet, AShardThatDoesNotAnswerIs503) {
                                                                      const SearchParams&) const override {
       throw ShardUnavailable("shard 1 did not answer: replica died");
     }
-    std::vector<TokenStates> tokens(size_t, const std::vector<uint32_t>&, size_t) const override {
+    std::vector<TokenStates> tokens(size_t, const std::vector<uint32_t>&, size_t,
+                                    std::chrono::steady_clock::time_point) const override {
       throw ShardUnavailable("shard 1 did not answer");
     }
-    std::vector<float> keys(size_t, const std::vector<uint32_t>&) const override {
+    std::vector<float> keys(size_t, const std::vector<uint32_t>&, std::chrono::steady_clock::time_point) const override {
       throw ShardUnavailable("shard 1 did not answer");
     }
   };

@@ -3,7 +3,7 @@
 // dev file: same words, different meaning, or a paraphrase), `sieve train verifier --kind F4
 // --objective pairs` and an independent PyTorch F4 written from the paper's description
 // (tests/reference/f4_reference.py, in the oracle venv, its own token states from transformers)
-// both reach a training accuracy of at least 0.97, measured after training over all 512 pairs.
+// both reach a training accuracy of at least 0.98, measured after training over all 512 pairs.
 // Same sizes (940,065 parameters), dropout 0, weight decay 0, lr 3e-4, batch 32, 3,000 steps
 // (about 190 epochs: F4 stays near the label prior for its first ~30 epochs and then climbs, which
 // is why shorter runs on far more pairs looked like chance). Skips without the model, the
@@ -95,11 +95,13 @@ TEST(F4Overfit, SieveAndAnIndependentPyTorchF4FitFiveHundredTwelvePawsPairs) {
   o.common.batch_size = kBatch;
   o.common.log_every = 250;
   o.common.progress = false;
+  o.engine = Engine::Torch;  // the states pinned (see the bound below)
   train_verifier(o);
   auto verifier = Verifier::load(root + "/sieve/verifier.safetensors");
   EXPECT_EQ(verifier->parameter_count(), 940065u);  // the paper's F4 at width 384
   EncoderOptions eo;
   eo.max_length = 128;  // the trainer's encoder token cap
+  eo.engine = Engine::Torch;
   auto enc = Encoder::load(model, eo);
   size_t correct = 0;
   for (size_t i = 0; i < pairs.size(); i += 64) {
@@ -129,13 +131,13 @@ TEST(F4Overfit, SieveAndAnIndependentPyTorchF4FitFiveHundredTwelvePawsPairs) {
   std::printf("F4 on %zu PAWS pairs (label prior %.3f), %zu steps of %zu: training accuracy sieve %.4f, "
               "independent PyTorch F4 %.4f\n",
               kPairs, prior, kSteps, kBatch, sieve_acc, ref_acc);
-  // At least 0.97: where the fit ends is sensitive to the inputs' last bits. sieve's F4 ended at
-  // 0.998 on states from one encoder build and at 0.9785 on states from the next, which moved
-  // them by a few millionths (its adds reordered; the new states within 3.2e-6 of libtorch's on
-  // these texts), deterministically on both. What this
-  // test guards is that F4 fits at all: it sat at the label prior (0.555) when it did not.
-  EXPECT_GE(sieve_acc, 0.97);
-  EXPECT_GE(ref_acc, 0.97);
+  // Where the fit ends is sensitive to the inputs' last bits: sieve's F4 ended at 0.998 on native
+  // states from one encoder build and at 0.9785 on the next, which moved them by a few millionths.
+  // So the states are libtorch's (Engine::Torch, which no native change moves), and the bound is
+  // 0.98 for both. What this test guards is that F4 fits at all: it sat at the label prior (0.555)
+  // when it did not.
+  EXPECT_GE(sieve_acc, 0.98);
+  EXPECT_GE(ref_acc, 0.98);
 }
 
 }  // namespace
