@@ -532,7 +532,8 @@ TEST_F(ShardSetTest, StageTwoAtRemoteShardsKeepsTheDeadline) {
       std::lock_guard<std::mutex> lock(remote->m);
       seen = remote->deadlines.size();
     }
-    pp.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    // Time enough for stage 1 on a loaded machine (its dense calls are not held), then stage 2's are.
+    pp.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
     Stage2Timing st;
     auto got = search_verified(*set, v, q, pp, &st);
     EXPECT_GE(std::chrono::steady_clock::now(), pp.deadline) << how;
@@ -607,19 +608,36 @@ TEST(ShardCallPool, BoundedCancellableAndJoinedAtTheEnd) {
   Gate last;
   ASSERT_TRUE(pool->submit([&] { ++ran; last.release(); }, live));
   last.wait();
-  EXPECT_EQ(ran.load(), 3);
   EXPECT_EQ(pool->threads_started(), 2u);
   EXPECT_LE(pool->peak_running(), 2u);
+  pool.reset();  // joins: every call that ran has ended
+  EXPECT_EQ(ran.load(), 3);
   // At the end: the call under way finishes before the pool is gone; the one waiting never runs.
+  // The call under way waits until the waiting call is dropped (what the waiting call owns is
+  // let go then, and that opens its gate): a pool that ran the waiting call instead of dropping it
+  // lets the first go on only at its bound, and then `never` is set.
   Gate started, go;
   std::atomic<bool> finished{false}, never{false};
+  struct OpensWhenGone {
+    explicit OpensWhenGone(Gate* g) : gate(g) {}  // made in place: no temporary to open it early
+    OpensWhenGone(const OpensWhenGone&) = delete;
+    ~OpensWhenGone() { gate->release(); }
+    Gate* gate;
+  };
+  auto opener = std::make_shared<OpensWhenGone>(&go);
   pool = std::make_unique<index::ShardCallPool>(1, 4);
-  ASSERT_TRUE(pool->submit([&] { started.release(); go.wait(); finished = true; }, live));
-  ASSERT_TRUE(pool->submit([&] { never = true; }, live));
+  ASSERT_TRUE(pool->submit(
+      [&] {
+        started.release();
+        std::unique_lock<std::mutex> lock(go.m);
+        go.cv.wait_for(lock, std::chrono::seconds(20), [&] { return go.open; });
+        finished = true;
+      },
+      live));
+  ASSERT_TRUE(pool->submit([opener, &never] { never = true; }, live));
+  opener.reset();  // the waiting call holds the only one now
   started.wait();
-  std::thread end([&] { pool.reset(); });
-  go.release();
-  end.join();
+  pool.reset();  // drops the waiting call (the gate opens), then waits for the call under way
   EXPECT_TRUE(finished.load());
   EXPECT_FALSE(never.load());
 }
