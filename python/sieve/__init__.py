@@ -20,6 +20,7 @@ The Python face of sieve's C++ library, with NumPy arrays in and out:
 Errors from the library raise `sieve.Error` with its message; bad arguments raise ValueError.
 Long calls release the GIL and stop on Ctrl-C between chunks of work (KeyboardInterrupt).
 """
+import json as _json
 import sys as _sys
 
 import numpy as _np
@@ -33,8 +34,47 @@ from . import eval  # noqa: A004 (sieve.eval, as the docs name it)
 from . import nearmiss
 from . import train
 
-__all__ = ["Error", "Encoder", "Index", "Verifier", "search_verified", "explain", "set_threads",
-           "default_model_dir", "models", "set_log_level", "eval", "nearmiss", "train"]
+__all__ = ["Error", "Encoder", "Index", "Verifier", "Filter", "check_metadata", "search_verified", "explain",
+           "set_threads", "default_model_dir", "models", "set_log_level", "eval", "nearmiss", "train"]
+
+
+class Filter:
+    """A metadata filter in the language of Chroma, Pinecone, MongoDB and LangChain (docs/filters.md):
+    {"year": {"$gte": 2020}, "lang": {"$in": ["en", "de"]}, "$or": [...]}, parsed by sieve's one
+    parser. `spec`: a dict or a JSON string (None or {}: everything passes). A malformed filter
+    raises sieve.Error naming its place ("filter.year.$gt: ...")."""
+
+    def __init__(self, spec=None):
+        text = "" if spec is None else spec if isinstance(spec, str) else _json.dumps(spec)
+        self._impl = _sieve.Filter.parse(text)
+
+    def matches(self, metadata=None):
+        """Whether a document with this metadata (a dict, a JSON string, or None) passes."""
+        text = "" if metadata is None else metadata if isinstance(metadata, str) else _json.dumps(metadata)
+        return self._impl.matches(text)
+
+    @property
+    def fields(self):
+        """The fields the filter reads, sorted."""
+        return list(self._impl.fields())
+
+    @property
+    def empty(self):
+        """Whether every document passes."""
+        return self._impl.empty
+
+    def to_dict(self):
+        """The filter in its normal form (implicit equalities and ands written out)."""
+        return _json.loads(self._impl.to_json())
+
+
+def check_metadata(metadata):
+    """A document's metadata (a dict or a JSON string) checked as sieve stores it: a flat object of
+    strings, finite numbers, booleans and lists of strings (dates as RFC 3339 strings); returns it
+    as a dict; sieve.Error naming the field otherwise."""
+    text = metadata if isinstance(metadata, str) else _json.dumps(metadata)
+    out = _sieve.check_metadata(text)
+    return _json.loads(out) if out else {}
 
 
 def _texts(texts):

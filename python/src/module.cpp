@@ -24,6 +24,7 @@
 #include "nearmiss/lexicon.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
+#include "sieve/filter.h"
 #include "sieve/index.h"
 #include "sieve/model.h"
 #include "sieve/pipeline.h"
@@ -717,6 +718,14 @@ PYBIND11_MODULE(_sieve, m) {
       py::arg("vector_factory") = "auto", py::arg("token_codec") = "sq8", py::arg("store_tokens") = true,
       py::arg("batch_size") = 32, py::arg("chunk_docs") = 512, py::arg("threads") = 0);
   m.def("is_shard_set", [](const std::string& dir) { return is_shard_set(dir); }, py::arg("path"));
+  // Metadata filters (sieve/filter.h): the library's one parser, for Python's faces.
+  py::class_<Filter>(m, "Filter")
+      .def_static("parse", &Filter::parse, py::arg("json"))
+      .def("matches", &Filter::matches, py::arg("metadata_json"))
+      .def("fields", &Filter::fields)
+      .def("to_json", &Filter::to_json)
+      .def_property_readonly("empty", &Filter::empty);
+  m.def("check_metadata", [](const std::string& json) { return check_metadata(json); }, py::arg("json"));
   m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));
   m.def("threads", [] { return compute_threads(); });
   bind_serving(m);

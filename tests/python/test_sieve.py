@@ -580,3 +580,20 @@ def test_a_shard_answering_a_non_finite_score_is_refused_not_sorted(model, tmp_p
     status, out, _, _ = bad.handle("POST", "/v1/search", body)
     assert status == 503, out
     assert b"non-finite score" in out, out
+
+
+def test_filters_and_metadata_go_through_the_librarys_one_parser():
+    """sieve.Filter and sieve.check_metadata are the library's parser and check (docs/filters.md):
+    the same answers as worked by hand, refusals naming their place, dicts or JSON alike."""
+    docs = [{"year": 2019, "lang": "en", "tags": ["law", "eu"]}, {"year": 2021, "lang": "de"}, None]
+    f = sieve.Filter({"$or": [{"year": {"$gte": 2020}}, {"tags": "law"}]})
+    assert [f.matches(d) for d in docs] == [True, True, False]
+    assert sieve.Filter('{"lang": {"$nin": ["en"]}}').matches(docs[2]) is True  # a missing field is not "en"
+    assert sieve.Filter().empty and sieve.Filter({}).matches(None)
+    assert f.fields == ["tags", "year"]
+    assert sieve.Filter(f.to_dict()).to_dict() == f.to_dict()
+    with pytest.raises(sieve.Error, match=r"filter\.year\.\$gt: a range compares"):
+        sieve.Filter({"year": {"$gt": "soon"}})
+    assert sieve.check_metadata('{"b": ["x"], "a": 1}') == {"a": 1, "b": ["x"]}
+    with pytest.raises(sieve.Error, match=r"metadata\.a: a field is a string"):
+        sieve.check_metadata({"a": {"nested": 1}})
