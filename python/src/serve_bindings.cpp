@@ -149,8 +149,7 @@ class ShardServer {
   // `model`: the encoder's folder they are checked against (default: the shard's).
   ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model) {
     // Before it serves: the copy its set records (a rebuilt shard under an old set is refused).
-    index::check_shard_in_its_set(dir);
-    identity_ = index::shard_identity(dir);
+    identity_ = index::check_shard_in_its_set(dir);
     IndexOpenOptions o;
     o.load_encoder = false;
     index_ = Index::open(dir, o);

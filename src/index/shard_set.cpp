@@ -135,21 +135,20 @@ std::vector<std::string> shard_set_identities(const std::string& dir) {
   return out;
 }
 
-void check_shard_in_its_set(const std::string& shard_dir) {
+std::string check_shard_in_its_set(const std::string& shard_dir) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::absolute(fs::path(shard_dir)).lexically_normal();
-  const std::string name = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
-  const std::string set = (dir.has_filename() ? dir : dir.parent_path()).parent_path().string();
-  if (!is_shard_set(set)) return;  // a shard served on its own
-  const ShardSetManifest m = read_shard_set_manifest(set);
-  for (const ShardEntry& e : m.shards)
+  fs::path dir = fs::absolute(fs::path(shard_dir)).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();  // "shard-000/"
+  const std::string name = dir.filename().string(), set = dir.parent_path().string();
+  const std::string have = shard_identity(shard_dir);
+  if (!is_shard_set(set)) return have;  // a shard served on its own
+  for (const ShardEntry& e : read_shard_set_manifest(set).shards)
     if (e.dir == name) {
-      const std::string have = shard_identity(shard_dir);
       SIEVE_THROW_IF_NOT(have == e.manifest_crc, "shard '" << name << "' is not the copy its set '" << set
                                                            << "' records (its manifest's digest is " << have
                                                            << ", the set's " << e.manifest_crc
                                                            << "): it was rebuilt or replaced; rebuild the set");
-      return;
+      return have;
     }
   SIEVE_THROW("shard set '" << set << "' has no shard '" << name << "'");
 }
@@ -221,7 +220,7 @@ class ShardSetImpl final : public Index {
   TokenStates tokens(uint32_t doc, size_t max_rows) const override {
     auto [s, local] = locate(doc);
     if (!remote_) return shards_[s]->tokens(local, max_rows);
-    return std::move(remote_tokens(s, {local}, max_rows)[0]);
+    return std::move(tokens_of({doc}, max_rows)[0]);
   }
   // Remote: one call per shard that holds some of `docs`.
   std::vector<TokenStates> tokens_of(const std::vector<uint32_t>& docs, size_t max_rows,
@@ -281,11 +280,7 @@ class ShardSetImpl final : public Index {
   std::vector<float> key(uint32_t doc) const override {
     auto [s, local] = locate(doc);
     if (!remote_) return shards_[s]->key(local);
-    std::vector<float> k = remote_->keys(s, {local}, Clock::time_point::max());
-    if (k.size() != m_.dim)
-      throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a key of " + std::to_string(k.size()) +
-                             " floats, not " + std::to_string(m_.dim));
-    return k;
+    return keys_of({doc});
   }
   // Remote: one keys() call per shard that holds some of `docs`, all at once, until the deadline.
   std::vector<float> keys_of(const std::vector<uint32_t>& docs,
@@ -418,11 +413,6 @@ class ShardSetImpl final : public Index {
       throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered token states that do not fit the request (" +
                              std::to_string(got.size()) + " records for " + std::to_string(docs) +
                              " documents, rows of " + std::to_string(m_.dim) + ")");
-  }
-  std::vector<TokenStates> remote_tokens(size_t s, const std::vector<uint32_t>& docs, size_t max_rows) const {
-    std::vector<TokenStates> got = remote_->tokens(s, docs, max_rows, Clock::time_point::max());
-    check_tokens(s, got, docs.size(), max_rows);
-    return got;
   }
 
   // (shard, internal id within it) of a document of the set.

@@ -46,9 +46,10 @@ ShardSetManifest read_shard_set_manifest(const std::string& dir);
 std::string shard_identity(const std::string& shard_dir);
 /// The identity each shard of the set at `dir` must have, in shard order (its manifest's record).
 std::vector<std::string> shard_set_identities(const std::string& dir);
-/// Throws sieve::Error unless the shard in `shard_dir` is the copy its set (the folder above it,
-/// when that is a shard set) records: what a shard server checks before it serves.
-void check_shard_in_its_set(const std::string& shard_dir);
+/// The shard's identity (shard_identity), after checking that it is the copy its set (the folder
+/// above it, when that is a shard set) records: sieve::Error otherwise. What a shard server checks
+/// before it serves.
+std::string check_shard_in_its_set(const std::string& shard_dir);
 
 /// Opens a shard set (Index::open calls it for a folder with shardset.json).
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt);

@@ -122,6 +122,18 @@ class ShardSetTest : public ::testing::Test {
     delete corpus_;
     delete dir_;
   }
+  // The three-shard set the remote-shard tests share (built by the first one that needs it).
+  static std::string remote_set() {
+    const std::string out = *dir_ + "/remote3";
+    if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+    return out;
+  }
+  // The set at `out` opened with its shards served by `remote`.
+  static std::unique_ptr<Index> open_remote(const std::string& out, std::shared_ptr<const ShardRemote> remote) {
+    IndexOpenOptions o;
+    o.remote = std::move(remote);
+    return Index::open(out, o);
+  }
   static std::string* dir_;
   static TestCorpus* corpus_;
 };
@@ -344,14 +356,11 @@ class GatedRemote final : public ShardRemote {
 };
 
 TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
-  const std::string out = *dir_ + "/remote3";
-  build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  const std::string out = remote_set();
   auto local = Index::open(out);
   auto remote = std::make_shared<ForwardingRemote>(out);
   ASSERT_EQ(remote->shards.size(), 3u);
-  IndexOpenOptions o;
-  o.remote = remote;
-  auto set = Index::open(out, o);
+  auto set = open_remote(out, remote);
   ASSERT_EQ(set->size(), local->size());
   for (uint32_t i = 0; i < local->size(); i += 7) {
     ASSERT_EQ(local->key(i), set->key(i)) << i;
@@ -396,7 +405,7 @@ TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
   EXPECT_NO_THROW(set->search(corpus_->queries[0], every_mode()[1]));  // BM25 needs no shard server
   EXPECT_THROW(search_verified(*set, verifier, corpus_->queries[0], pp), ShardUnavailable);
   // A remote is for shard sets only; a shard opened without vectors refuses dense search.
-  EXPECT_THROW(Index::open(*dir_ + "/one", o), Error);
+  EXPECT_THROW(open_remote(*dir_ + "/one", remote), Error);
   IndexOpenOptions nv;
   nv.load_vectors = false;
   auto bare = Index::open(*dir_ + "/one", nv);
@@ -405,13 +414,10 @@ TEST_F(ShardSetTest, RemoteShardsAnswerAsLocalOnes) {
 }
 
 TEST_F(ShardSetTest, RemoteShardsScoreTheirOwnCandidates) {
-  const std::string out = *dir_ + "/remote3";
-  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  const std::string out = remote_set();
   auto local = Index::open(out);
   auto remote = std::make_shared<ForwardingRemote>(out);
-  IndexOpenOptions o;
-  o.remote = remote;
-  auto set = Index::open(out, o);
+  auto set = open_remote(out, remote);
   const VerifierContext ctx{model_dir(), local->stats().model_identity};
   ResolvedVerifier f2 = resolve_verifier("F2", ctx);
   const std::string key = shard_verifier_key(f2, ctx);
@@ -456,13 +462,10 @@ TEST_F(ShardSetTest, RemoteShardsScoreTheirOwnCandidates) {
 }
 
 TEST_F(ShardSetTest, RemoteShardsAreAskedAtOnceAndNotWaitedForPastTheDeadline) {
-  const std::string out = *dir_ + "/remote3";
-  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  const std::string out = remote_set();
   auto local = Index::open(out);
   auto remote = std::make_shared<GatedRemote>(out);
-  IndexOpenOptions o;
-  o.remote = remote;
-  auto set = Index::open(out, o);
+  auto set = open_remote(out, remote);
   // Each shard's call waits until all three have arrived: only a fan-out that calls them at once
   // answers (a serial one leaves the first call alone until its bound).
   remote->together = 3;
@@ -503,13 +506,10 @@ TEST_F(ShardSetTest, RemoteShardsAreAskedAtOnceAndNotWaitedForPastTheDeadline) {
 // local index answers when stage 1 itself ends past the deadline), not a timeout after the
 // remote's own wait nor an error.
 TEST_F(ShardSetTest, StageTwoAtRemoteShardsKeepsTheDeadline) {
-  const std::string out = *dir_ + "/remote3";
-  if (!fs::exists(out)) build_shard_set(model_dir(), corpus_->path, out, 3, small_opts());
+  const std::string out = remote_set();
   auto local = Index::open(out);
   auto remote = std::make_shared<GatedRemote>(out);
-  IndexOpenOptions o;
-  o.remote = remote;
-  auto set = Index::open(out, o);
+  auto set = open_remote(out, remote);
   const VerifierContext ctx{model_dir(), local->stats().model_identity};
   remote->inner.score_with({"F1"}, ctx);
   remote->hold_stage2 = true;
