@@ -118,6 +118,10 @@ def test_a_shard_call_waits_no_longer_than_the_request_has_left(monkeypatch):
     remote.dense_lists(0, [0.1], 10, 0, 0, timeout_s=0.5)
     remote.scores(0, "F1", [[0.1]], [1], [3], timeout_s=90.0)
     assert shard.waits[0] == 30.0 and 0.4 < shard.waits[1] <= 0.5 and shard.waits[2] == 30.0, shard.waits
+    # Stage 2's token states and keys too (the library passes the request's time left).
+    remote.tokens(0, [1], 4, timeout_s=0.5)
+    remote.keys(0, [1], timeout_s=0.5)
+    assert all(0.4 < w <= 0.5 for w in shard.waits[3:5]), shard.waits
     # A replica that is gone is not retried when the request's time would run out first.
     shard = FakeShard([rex.ActorDiedError(), "late"])
     remote = rs._RemoteShards([shard])

@@ -5,6 +5,9 @@
 // test_real_cross_encoder.cpp.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <stdexcept>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -167,6 +170,27 @@ TEST(CrossEncoder, BatchedEqualsOnePairAtATime) {
   const std::vector<std::string> cands = {pairs[0].second, pairs[1].second};
   const std::vector<float> sc = ce->score(pairs[0].first, cands);
   EXPECT_NEAR(sc[0], ce->score_pairs({pairs[0]})[0], 1e-6);
+}
+
+// The cross-encoder keeps a request's deadline: it scores a few pairs at a time and stops once the
+// deadline has passed (nullopt), and without one it is logits() itself.
+TEST(CrossEncoder, ScoringStopsAtTheDeadline) {
+  auto ce = CrossEncoder::load(last_dir());
+  const auto& pairs = sample_pairs();
+  using Clock = std::chrono::steady_clock;
+  EXPECT_EQ(*ce->logits_until(pairs, Clock::time_point::max()), ce->logits(pairs));
+  const auto chunked = ce->logits_until(pairs, Clock::now() + std::chrono::hours(1), 2);
+  ASSERT_TRUE(chunked.has_value());
+  const std::vector<float> all = ce->logits(pairs);
+  for (size_t i = 0; i < pairs.size(); ++i) EXPECT_NEAR((*chunked)[i], all[i], 1e-5) << i;
+  EXPECT_FALSE(ce->logits_until(pairs, Clock::now() - std::chrono::milliseconds(1)).has_value());
+  EXPECT_FALSE(ce->score_pairs_until(pairs, Clock::now() - std::chrono::milliseconds(1)).has_value());
+  // The same through the one branch the faces share (score_pairs_by_kind).
+  const ResolvedVerifier rv = resolve_verifier("cross:" + last_dir(), {fixture().encoder, ""});
+  auto no_fast = []() -> std::vector<float> { throw std::logic_error("a cross-encoder has no fast tier"); };
+  EXPECT_FALSE(score_pairs_by_kind(rv, pairs, no_fast, Clock::now() - std::chrono::milliseconds(1)).has_value());
+  EXPECT_EQ(*score_pairs_by_kind(rv, pairs, no_fast), ce->score_pairs(pairs));
+  EXPECT_EQ(*score_pairs_by_kind(rv, pairs, no_fast, Clock::time_point::max(), /*logits=*/true), all);
 }
 
 TEST(CrossEncoder, TokenTypesMatter) {
@@ -471,6 +495,27 @@ TEST(Cascade, SearchEqualsTheFastGateWithTheCrossEncoderInsideTheBand) {
     changed += s[i] != fast[i];
   }
   EXPECT_GT(changed, 0u);
+}
+
+// A cascade whose cross-encoder would run past the deadline gives up (nullopt) and leaves the fast
+// tier's scores as they were.
+TEST(Cascade, TheCrossEncoderTierKeepsTheDeadline) {
+  const CascadeSetup c = make_cascade(test::make_temp_dir("cascade_deadline"));
+  const ResolvedVerifier rv = resolve_verifier("cascade:" + c.ce, {c.model, ""});
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<float> scores;
+  for (const auto& t : c.texts) {
+    pairs.emplace_back(c.query, t);
+    scores.push_back(static_cast<float>(c.fast_threshold));  // every pair inside the band
+  }
+  const std::vector<float> before = scores;
+  using Clock = std::chrono::steady_clock;
+  EXPECT_FALSE(apply_cascade(rv, pairs, scores, 32, Clock::now() - std::chrono::milliseconds(1)).has_value());
+  EXPECT_EQ(scores, before);
+  const auto sent = apply_cascade(rv, pairs, scores, 32, Clock::now() + std::chrono::hours(1));
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_EQ(*sent, pairs.size());
+  EXPECT_NE(scores, before);
 }
 
 TEST(Cascade, ABandHoldsOnlyForTheGateItWasCalibratedWith) {
