@@ -138,3 +138,24 @@ for q in "the quarterback fumbled the snap" "the committee approved the budget";
   "$S" search --index "$DEMO/claims" "${VFLAGS[@]}" --gate --candidates 8 -k 3 --output tsv --text "$q" 2>/dev/null |
     tail -n +2 | cut -f2,4,6,7,8
 done
+
+# Documents that change: metadata filters, a delete and an upsert, each one durable commit.
+NEWS="$DEMO/rulings.jsonl"
+cat > "$NEWS" <<'NEWS_END'
+{"_id": "r1", "text": "the court upheld the ban on the pesticide", "metadata": {"court": "eu", "year": 2021}}
+{"_id": "r2", "text": "the court struck down the ban on the pesticide", "metadata": {"court": "us", "year": 2022}}
+{"_id": "r3", "text": "the ban on the pesticide was upheld by the court", "metadata": {"court": "us", "year": 2023}}
+{"_id": "r4", "text": "the court did not uphold the ban on the pesticide", "metadata": {"court": "eu", "year": 2024}}
+NEWS_END
+"$S" index build -m "$MODEL_DIR" --corpus "$NEWS" --out "$DEMO/rulings" --force >/dev/null 2>>"$LOG"
+q="the court upheld the ban on the pesticide"
+echo
+echo "== documents that change: \"$q\" over $(wc -l < "$NEWS") rulings with metadata (docs/filters.md)"
+rulings() { "$S" search --index "$DEMO/rulings" -k 4 --output jsonl --text "$@" "$q" 2>/dev/null |
+  jq -r '.hits[] | [.id, (.score * 1000 | round / 1000), .metadata.court, .metadata.year, .text] | @tsv'; }
+echo "-- all:"; rulings
+echo "-- --filter '{\"court\": \"us\", \"year\": {\"\$gte\": 2022}}':"; rulings --filter '{"court": "us", "year": {"$gte": 2022}}'
+echo "r3" | "$S" index delete --index "$DEMO/rulings" --ids - 2>/dev/null | jq -c .
+echo '{"_id": "r2", "text": "on appeal the court upheld the ban on the pesticide", "metadata": {"court": "us", "year": 2025}}' > "$DEMO/r2.jsonl"
+"$S" index add --index "$DEMO/rulings" --corpus "$DEMO/r2.jsonl" --upsert 2>/dev/null | jq -c '{added, replaced, documents}'
+echo "-- after deleting r3 and replacing r2, the same filter:"; rulings --filter '{"court": "us", "year": {"$gte": 2022}}'

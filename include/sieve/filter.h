@@ -40,6 +40,8 @@ class Filter {
   std::string to_json() const;
 
   struct Node;
+  /// The parsed form (index/filter_node.h; for the library's own evaluators).
+  const Node& root() const { return *root_; }
 
  private:
   std::shared_ptr<const Node> root_;
@@ -55,5 +57,12 @@ std::string check_metadata(const std::string& json, size_t max_bytes = 65536);
 /// "2024-05-01T12:00:00.5+02:00") or full date ("2024-05-01", midnight UTC); false when `text`
 /// is not one.
 bool parse_rfc3339(const std::string& text, double* seconds);
+
+/// When a written document expires, seconds since 1970 (0 = never), from what a write may give:
+/// `expires_at`, an RFC 3339 date-time or a number of seconds since 1970 in decimal ("" = not
+/// given), or `ttl_s` seconds from `now` (NaN = not given); a date at or before 1970 gives 1 (expired
+/// already: 0 would mean never). sieve::Error for an unreadable date, a
+/// ttl_s that is not a positive finite number, or both given.
+double expiry_instant(const std::string& expires_at, double ttl_s, double now);
 
 }  // namespace sieve

@@ -15,6 +15,7 @@
 
 #include "sieve/encoder.h"
 #include "sieve/error.h"
+#include "sieve/filter.h"
 
 namespace sieve {
 
@@ -23,6 +24,12 @@ struct Document {
   std::string id;
   std::string title;
   std::string text;
+  /// Metadata: a flat JSON object of strings, numbers, booleans and lists of strings, as
+  /// check_metadata (sieve/filter.h) accepts and gives it ("" = none). Filters read it.
+  std::string metadata;
+  /// The instant the document stops being visible, in seconds since 1970-01-01T00:00:00Z
+  /// (0 = never): searches, find() and every face skip it from then on; compaction removes it.
+  double expires_at = 0;
 };
 
 /// Corpus file layouts `sieve index build` reads.
@@ -55,6 +62,9 @@ struct IndexBuildOptions {
   /// Store each chunk (logs, BM25, vector index) on a second thread while the next one is
   /// encoded; false does the two in turn (the way to measure what the overlap saves).
   bool overlap = true;
+  /// add: a document whose id the index holds replaces it (key, BM25 terms, token states, text,
+  /// metadata and expiry, in the same commit); false: such an id is refused.
+  bool upsert = false;
   bool restart = false;               ///< build: ignore an interrupted build's checkpoint
   bool force = false;                 ///< build: replace an existing index at `out`
   /// add: the keys of added documents are kept in the keys log, searched exactly, until this
@@ -83,6 +93,14 @@ enum class Fusion {
 /// True for the fusions that weigh the lists by `dense_weight` (weighted, zscore).
 bool fusion_uses_weight(Fusion f);
 
+/// How a dense search limited to some documents (a filter, deletions, expiry) finds them.
+enum class FilterPlan {
+  Auto,  ///< the planner: Scan when few documents pass (or the index is Flat), else Walk
+  Scan,  ///< score every passing document's key (exact)
+  Walk,  ///< the vector index's own search, skipping documents that do not pass, widened in
+         ///< proportion to how few pass (HNSW, IVF; a Flat index scans)
+};
+
 /// Per-call search knobs.
 struct SearchParams {
   SearchMode mode = SearchMode::Dense;
@@ -99,6 +117,11 @@ struct SearchParams {
   /// weight for every query).
   double weight_slope = 0.0;
   bool query_tokens = false;  ///< also return the query's token states (for stage 2)
+  /// Only documents whose metadata passes (every hit, in every mode; empty: all). docs/filters.md.
+  Filter filter;
+  /// The clock expiry is read at, seconds since 1970 (0 = the system clock at the call).
+  double now = 0;
+  FilterPlan filter_plan = FilterPlan::Auto;
   /// The request's deadline: a shard served elsewhere (ShardRemote) is not waited for past it
   /// (ShardTimeout). Local work is not cut short. Default: none.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -175,7 +198,8 @@ class ShardRemote {
  public:
   virtual ~ShardRemote() = default;
   /// Shard `shard`'s best `depth` documents for each of `n` pooled query keys (`pooled`: n x dim),
-  /// best first, equal scores lower id first; p.ef_search and p.nprobe apply (as dense_lists).
+  /// best first, equal scores lower id first; p.ef_search, p.nprobe, p.filter and p.now apply (as
+  /// dense_lists: the shard leaves out its deleted and expired documents itself).
   virtual std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim,
                                                                            const float* pooled, size_t depth,
                                                                            const SearchParams& p) const = 0;
@@ -234,6 +258,8 @@ struct IndexStats {
   uint64_t bytes_on_disk = 0;
   std::vector<std::pair<std::string, uint64_t>> file_bytes;  ///< per file or folder (per shard in a shard set)
   size_t shards = 1;            ///< indexes searched as one (a shard set: more than one)
+  size_t deleted = 0;           ///< documents deleted or replaced, still on disk until compaction
+  bool has_metadata = false;    ///< some document carries metadata or an expiry (the metadata log)
 };
 
 /// An opened index: a snapshot of the committed state at open. Immutable; search() and the
@@ -250,8 +276,13 @@ class Index {
   virtual size_t size() const = 0;
   /// The document with internal id `doc` (sieve::Error when out of range or damaged).
   virtual Document document(uint32_t doc) const = 0;
-  /// Internal id of an external id, or -1.
+  /// Internal id of an external id, or -1 (also for a deleted, replaced-away or expired one).
   virtual int64_t find(const std::string& id) const = 0;
+  /// Whether internal id `doc` is searchable at `now` (seconds since 1970; 0 = the system
+  /// clock): neither deleted, nor replaced by an upsert, nor expired.
+  virtual bool live(uint32_t doc, double now = 0) const = 0;
+  /// The live documents at `now` whose metadata passes `filter`, ascending.
+  virtual std::vector<uint32_t> matching(const Filter& filter, double now = 0) const = 0;
   /// The decoded, L2-normalised token states the encoder produced for `doc` (sieve::Error when
   /// out of range, damaged, or the index has no token store).
   TokenStates tokens(uint32_t doc) const { return tokens(doc, SIZE_MAX); }
@@ -294,10 +325,18 @@ class Index {
                                                  const SearchParams& params = {}) const = 0;
 };
 
+/// What a delete did.
+struct DeleteReport {
+  size_t deleted = 0;                ///< documents deleted
+  std::vector<std::string> missing;  ///< ids asked for that the index does not hold (live)
+  size_t documents = 0;              ///< live documents after it
+};
+
 /// How a build ended.
 struct BuildReport {
   size_t documents = 0;       ///< documents in the index now
   size_t added = 0;           ///< documents encoded by this call
+  size_t replaced = 0;        ///< documents an upsert replaced (deleted in the same commit)
   size_t resumed_from = 0;    ///< documents kept from an interrupted build (0 = fresh start)
   size_t truncated = 0;       ///< documents longer than the encoder's max length
   double encode_seconds = 0;  ///< time spent inside the encoder
@@ -317,7 +356,8 @@ struct BuildReport {
 BuildReport build_index(const std::string& model_dir, const std::string& corpus_path, const std::string& out,
                         const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {});
 
-/// Appends the documents of a corpus file to an existing index (ids must be new). Readers see the
+/// Appends the documents of a corpus file to an existing index (ids must be new, or
+/// IndexBuildOptions::upsert replaces the documents of ids it holds, in the same commit). Readers see the
 /// old index until the new manifest is in place; an interrupted add leaves the old index intact.
 BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path,
                          const IndexBuildOptions& opt = {}, const EncoderOptions& enc = {},
@@ -333,8 +373,44 @@ BuildReport build_index_from_documents(const std::string& model_dir, const std::
 /// add_to_index from documents held in memory: all of the batch or none of it (ids must be
 /// non-empty, unique in the batch and new to the index; sieve::Error otherwise, nothing added).
 /// Loads the encoder for this one call: to add again and again, keep an IndexWriter.
+/// IndexBuildOptions::upsert: ids the index holds are replaced instead of refused.
 BuildReport add_documents(const std::string& index_dir, const std::vector<Document>& docs, IndexBuildOptions opt = {},
                           const EncoderOptions& enc = {}, const std::string& model_dir = "");
+
+/// Deletes the documents of `ids` from the index at `dir`, all in one durable commit. An id the
+/// index does not hold (live) refuses the batch with nothing deleted, unless `missing_ok` (it is
+/// reported in DeleteReport::missing). The documents stay on disk, invisible, until compaction.
+DeleteReport delete_documents(const std::string& dir, const std::vector<std::string>& ids, bool missing_ok = false);
+/// Deletes every live document whose metadata passes `filter` (an empty filter is refused: delete
+/// an index by removing its folder).
+DeleteReport delete_matching(const std::string& dir, const Filter& filter);
+
+/// Options of a compaction.
+struct CompactOptions {
+  /// HNSW build breadth of the rewritten vector index (the build's default; not recorded).
+  int hnsw_ef_construction = 80;
+  /// The clock expiry is read at (0: the system clock when the compaction starts).
+  double now = 0;
+};
+
+/// What a compaction did.
+struct CompactReport {
+  size_t documents_before = 0;  ///< documents on disk before (live or not)
+  size_t documents = 0;         ///< documents after (all live at `now`)
+  size_t removed = 0;           ///< deleted, replaced or expired documents dropped
+  uint64_t bytes_before = 0, bytes_after = 0;
+  double seconds = 0;
+};
+
+/// Rewrites the index at `dir` without its deleted, replaced and expired documents: corpus, keys
+/// and vector index, BM25, token store, token ids and metadata, from what is stored (nothing is
+/// encoded again), so that it searches as a fresh build of the survivors would (docs/formats.md).
+/// The new index is written beside it (`<dir>.compacting`) while searches and writes go on; writes
+/// committed meanwhile are carried over under the write lock, then the two folders are exchanged
+/// in one step (a crash at any point leaves a valid index; leftovers are removed next time).
+/// Readers that opened the old index keep reading it; reopen to see the new one. Not for shard
+/// sets (sieve::Error).
+CompactReport compact_index(const std::string& dir, const CompactOptions& opt = {});
 
 // ---- shard sets ------------------------------------------------------------------------------
 // A shard set is a folder of N indexes (shard-000, shard-001, ...) and a manifest, shardset.json,
@@ -420,8 +496,19 @@ class IndexWriter {
   /// text valid UTF-8; sieve::Error naming the document otherwise, nothing added). Returns when
   /// the batch is durable and visible in snapshot().
   BuildReport add(const std::vector<Document>& docs, const IndexBuildOptions& opt = {});
+  /// add() with IndexBuildOptions::upsert: ids the index holds are replaced in the same commit.
+  BuildReport upsert(const std::vector<Document>& docs, IndexBuildOptions opt = {});
+  /// Deletes `ids` (delete_documents' rules), durable and visible in snapshot() on return.
+  DeleteReport remove(const std::vector<std::string>& ids, bool missing_ok = false);
+  /// Deletes the live documents that pass `filter` (not empty).
+  DeleteReport remove_matching(const Filter& filter);
+  /// compact_index on this writer's index: writes wait only while the compaction carries over
+  /// what they committed meanwhile; snapshot() then gives the compacted index.
+  CompactReport compact(const CompactOptions& opt = {});
 
  private:
+  template <class Pick>
+  DeleteReport delete_where(Pick&& pick);
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -54,6 +54,8 @@ struct HitKeys {
   static constexpr const char* accepted = "accepted";              ///< with stage 2: score >= threshold
   static constexpr const char* title = "title";                    ///< with text
   static constexpr const char* text = "text";                      ///< with text
+  static constexpr const char* metadata = "metadata";              ///< with text, when it has some
+  static constexpr const char* expires_at = "expires_at";          ///< with text, when it expires (s since 1970)
 };
 
 /// How hit_json writes a hit.
@@ -63,7 +65,8 @@ struct HitJsonOptions {
 };
 
 /// A stage-1 hit as JSON, keys in this order: rank, id, score, then dense and dense_rank when the
-/// dense list saw it, bm25 and bm25_rank when BM25 did, then title and text (options.text).
+/// dense list saw it, bm25 and bm25_rank when BM25 did, then title and text (options.text), and
+/// with them metadata and expires_at when the document has them.
 nlohmann::ordered_json hit_json(const Index& index, const Hit& hit, size_t rank, const HitJsonOptions& options = {});
 /// A verified hit: rank, id, stage1_score, stage1_rank, verifier_score, accepted, then the
 /// stage-1 hit's dense / bm25 scores and ranks as above, then title and text.

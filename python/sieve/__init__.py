@@ -68,6 +68,15 @@ class Filter:
         return _json.loads(self._impl.to_json())
 
 
+def _filter_text(spec):
+    """A filter given as None, a dict, JSON text or a Filter, as JSON text."""
+    if spec is None:
+        return ""
+    if isinstance(spec, Filter):
+        return spec._impl.to_json()
+    return spec if isinstance(spec, str) else _json.dumps(spec)
+
+
 def check_metadata(metadata):
     """A document's metadata (a dict or a JSON string) checked as sieve stores it: a flat object of
     strings, finite numbers, booleans and lists of strings (dates as RFC 3339 strings); returns it
@@ -217,12 +226,13 @@ class Index:
         """{"documents", "dim", "tokens", "model_identity", "vector_factory", "token_codec", "shards"}."""
         return self._impl.stats()
 
-    def search(self, queries, k=10, mode=None):
+    def search(self, queries, k=10, mode=None, filter=None):
         """Hits per query: [{"rank", "id", "doc", "score", "dense", "bm25", "dense_rank",
         "bm25_rank"}], best first (a single query string gives its hits). `mode`: "dense", "bm25",
-        "hybrid" or None (what the index's model recommends)."""
+        "hybrid" or None (what the index's model recommends). `filter`: only documents whose
+        metadata passes (a dict, JSON text or sieve.Filter; docs/filters.md)."""
         single = isinstance(queries, str)
-        out = self._impl.search(_texts(queries), k, mode or "")
+        out = self._impl.search(_texts(queries), k, mode or "", _filter_text(filter))
         return out[0] if single else out
 
     def search_arrays(self, queries, k=10, mode=None):
@@ -230,12 +240,27 @@ class Index:
         (-inf, -1). The ids are internal document numbers (see `document_id`)."""
         return self._impl.search_arrays(_texts(queries), k, mode or "")
 
-    def add(self, documents, batch_size=32):
-        """Appends dicts {"_id", "title", "text"} (ids new to the index), all or none; returns the
-        report {"added", "documents", ...}. This object then searches the new snapshot."""
+    def add(self, documents, batch_size=32, upsert=False):
+        """Appends dicts {"_id", "title", "text"} and optionally "metadata" (a flat dict),
+        "expires_at" (RFC 3339 or seconds since 1970) or "ttl_s", all or none; returns the report
+        {"added", "replaced", "documents", ...}. Ids must be new unless `upsert` (then a held id's
+        document is replaced in the same commit). This object then searches the new snapshot."""
         if isinstance(documents, dict):
             documents = [documents]
-        return self._impl.add(documents, batch_size)
+        return self._impl.add(documents, batch_size, upsert)
+
+    def upsert(self, documents, batch_size=32):
+        """add(documents, upsert=True): new ids are added, held ones replaced (key, BM25 terms,
+        token states, text and metadata together), all in one durable commit."""
+        return self.add(documents, batch_size, upsert=True)
+
+    def delete(self, ids=None, filter=None, missing_ok=False):
+        """Deletes documents by id (a string or a list) or every one whose metadata passes
+        `filter`, in one durable commit; returns {"deleted", "missing", "documents"}. An id the
+        index does not hold raises sieve.Error with nothing deleted, unless `missing_ok`."""
+        if isinstance(ids, str):
+            ids = [ids]
+        return self._impl.delete(list(ids or []), _filter_text(filter), missing_ok)
 
     def keys(self):
         """The pooled unit keys of all documents, float32 [n, dim], row i for document number i
@@ -246,8 +271,15 @@ class Index:
         """The external id of internal document number `doc` (as search_arrays returns)."""
         return self._impl.document_id(int(doc))
 
+    def compact(self):
+        """Rewrites the index without its deleted, replaced and expired documents (searches and
+        writes go on meanwhile; this object then searches the compacted index); returns
+        {"documents_before", "documents", "removed", "bytes_before", "bytes_after", "seconds"}."""
+        return self._impl.compact()
+
     def document(self, id):
-        """{"_id", "title", "text"} of an external id (KeyError when absent)."""
+        """{"_id", "title", "text"} of an external id, with "metadata" and "expires_at" when it has
+        them (KeyError when absent, deleted or expired)."""
         return self._impl.document(id)
 
     def tokens(self, id):
@@ -299,14 +331,14 @@ class Verifier:
 
 
 def search_verified(index, verifier, query, k=10, candidates=100, mode=None, gate=False, rerank=False,
-                    threshold=None):
+                    threshold=None, filter=None):
     """Stage 1 then stage 2, as `sieve search --verifier` does: the top `candidates` of stage 1
     (`mode` as in Index.search) scored by `verifier`; in stage-1 order unless `rerank` (then by
     the verifier's score), and, with `gate`, those it rejects dropped (the defaults of every face:
     the CLI, the server and the library). Hits: Index.search's keys plus "stage1_rank", "stage1_score",
-    "verifier_score" and "accepted"."""
+    "verifier_score" and "accepted". `filter`: as Index.search (stage 2 reads only passing documents)."""
     return _sieve.search_verified(index._impl, verifier._impl, query, k, candidates, mode or "", gate, rerank,
-                                  threshold)
+                                  threshold, _filter_text(filter))
 
 
 _default_verifier = None

@@ -152,8 +152,8 @@ class _RemoteShards:
                 self.retried += 1
                 time.sleep(pause)
 
-    def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None):
-        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, timeout_s=timeout_s)
+    def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None, filter="", now=0.0):
+        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, filter, now, timeout_s=timeout_s)
 
     def tokens(self, shard, docs, max_rows, timeout_s=None):
         got = self._call(shard, "tokens", docs, max_rows, timeout_s=timeout_s)
@@ -179,9 +179,9 @@ class ShardReplica:
         self.path = path
 
     # `expect`: the shard's identity as the caller's set records it ("" = unchecked).
-    def dense_lists(self, pooled, depth, ef_search, nprobe, expect=""):
+    def dense_lists(self, pooled, depth, ef_search, nprobe, filter="", now=0.0, expect=""):
         self._shard.check_identity(expect)
-        return self._shard.dense_lists(pooled, depth, ef_search, nprobe)
+        return self._shard.dense_lists(pooled, depth, ef_search, nprobe, filter, now)
 
     def tokens(self, docs, max_rows, expect=""):
         self._shard.check_identity(expect)

@@ -18,8 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "bindings.h"
 #include "core/log.h"
 #include "eval/metrics.h"
+#include "index/shard_set.h"
 #include "nearmiss/generate.h"
 #include "nearmiss/lexicon.h"
 #include "sieve/encoder.h"
@@ -30,27 +32,9 @@
 #include "sieve/pipeline.h"
 #include "sieve/verify.h"
 
-namespace py = pybind11;
-using namespace sieve;
-
-void bind_serving(py::module_& m);  // python/src/serve_bindings.cpp
+using namespace sieve_py;
 
 namespace {
-
-// A NumPy array that owns `v` (no copy): the buffer is freed when the array is.
-template <class T>
-py::array_t<T> take(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
-  auto* owner = new std::vector<T>(std::move(v));
-  py::capsule free_when_done(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(shape, owner->data(), free_when_done);
-}
-
-// Raises KeyboardInterrupt (or whatever a signal handler raised) between chunks; GIL held.
-void check_signals() {
-  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-}
-
-py::object none_if_nan(double v) { return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v)); }
 
 // Encodes `texts` in one library call (sorted by length over all of them, as `sieve embed` does)
 // with the GIL released; between forward passes it takes the GIL to look for Ctrl-C and report
@@ -97,33 +81,6 @@ py::object encode(const Encoder& enc, const std::vector<std::string>& texts, siz
   return py::make_tuple(P, T);
 }
 
-// An index with the search defaults its model folder recommends. Opened with its encoder, it is
-// an IndexWriter's (add() appends and swaps in a new snapshot, one add at a time); opened without,
-// the first add() makes the writer (loading the encoder).
-struct PyIndex {
-  std::string path, model;
-  Precision precision = Precision::Fp32;
-  std::shared_ptr<const Index> index;   // without a writer
-  std::unique_ptr<IndexWriter> writer;  // once there is one
-  SearchRecommendation rec;
-  mutable std::mutex mu;
-  std::shared_ptr<const Index> snapshot() const {
-    std::lock_guard<std::mutex> lock(mu);
-    return writer ? writer->snapshot() : index;
-  }
-  // Called with the GIL released.
-  IndexWriter& writer_for_add() {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!writer) {
-      IndexOpenOptions oo;
-      oo.model_dir = model;
-      oo.encoder.precision = precision;
-      writer = std::make_unique<IndexWriter>(path, oo);
-      index.reset();
-    }
-    return *writer;
-  }
-};
 
 // A verifier with the encoder that makes its token states.
 struct PyVerifier {
@@ -131,136 +88,6 @@ struct PyVerifier {
   ResolvedVerifier verifier;
 };
 
-SearchParams search_params(size_t k, const std::string& mode, const SearchRecommendation& rec) {
-  if (k == 0) throw py::value_error("k must be positive");
-  SearchParams p;
-  rec.apply(p);
-  p.k = k;
-  try {
-    if (!mode.empty()) p.mode = search_mode_from_name(mode);
-  } catch (const Error& e) {
-    throw py::value_error(e.what());
-  }
-  return p;
-}
-
-// Searches in chunks of 256 queries (Ctrl-C between them), GIL released.
-std::vector<SearchResult> search_all(const Index& ix, const std::vector<std::string>& queries, const SearchParams& p) {
-  if (queries.size() == 1) {  // one query: Index::search itself, without the batch's set-up
-    py::gil_scoped_release release;
-    return {ix.search(queries[0], p)};
-  }
-  std::vector<SearchResult> out;
-  out.reserve(queries.size());
-  for (size_t at = 0; at < queries.size(); at += 256) {
-    const size_t end = std::min(queries.size(), at + 256);
-    {
-      py::gil_scoped_release release;
-      std::vector<std::string> part(queries.begin() + static_cast<std::ptrdiff_t>(at),
-                                    queries.begin() + static_cast<std::ptrdiff_t>(end));
-      for (auto& r : ix.search_batch(part, p)) out.push_back(std::move(r));
-    }
-    check_signals();
-  }
-  return out;
-}
-
-// A hit with hit_json's keys (HitKeys), plus "doc" (the row number) and None where JSON omits.
-py::dict hit_dict(const Hit& h, size_t rank) {
-  // The keys are made once (interned): building them per hit was a third of a search's overhead.
-  static const py::str k_rank(HitKeys::rank), k_id(HitKeys::id), k_doc("doc"), k_score(HitKeys::score),
-      k_dense(HitKeys::dense), k_bm25(HitKeys::bm25), k_dense_rank(HitKeys::dense_rank), k_bm25_rank(HitKeys::bm25_rank);
-  py::dict d;
-  d[k_rank] = rank;
-  d[k_id] = h.id;
-  d[k_doc] = h.doc;
-  d[k_score] = h.score;
-  d[k_dense] = none_if_nan(h.dense_score);
-  d[k_bm25] = none_if_nan(h.bm25_score);
-  d[k_dense_rank] = h.dense_rank > 0 ? py::object(py::int_(h.dense_rank)) : py::object(py::none());
-  d[k_bm25_rank] = h.bm25_rank > 0 ? py::object(py::int_(h.bm25_rank)) : py::object(py::none());
-  return d;
-}
-
-// {"_id" or "id", "title", "text"} dicts (any iterable) as documents; ValueError names the bad one.
-std::vector<Document> documents_from(const py::iterable& items) {
-  std::vector<Document> docs;
-  size_t i = 0;
-  for (py::handle item : items) {
-    if (!py::isinstance<py::dict>(item))
-      throw py::value_error("document " + std::to_string(i) + " is not a dict with \"_id\" and \"text\"");
-    py::dict d = py::reinterpret_borrow<py::dict>(item);
-    Document doc;
-    py::object id = py::none();
-    if (d.contains("_id"))
-      id = d["_id"];
-    else if (d.contains("id"))
-      id = d["id"];
-    if (id.is_none()) throw py::value_error("document " + std::to_string(i) + " has no \"_id\"");
-    doc.id = py::str(id);
-    if (doc.id.empty()) throw py::value_error("document " + std::to_string(i) + " has an empty \"_id\"");
-    if (!d.contains("text") || !py::isinstance<py::str>(d["text"]))
-      throw py::value_error("document " + std::to_string(i) + " ('" + doc.id + "') needs a \"text\" string");
-    doc.text = d["text"].cast<std::string>();
-    if (d.contains("title") && !d["title"].is_none()) doc.title = py::str(d["title"]);
-    docs.push_back(std::move(doc));
-    ++i;
-  }
-  return docs;
-}
-
-// Runs a build or add with the GIL released; Ctrl-C stops it after the chunk in progress.
-template <class F>
-BuildReport interruptible(IndexBuildOptions& opt, F&& run) {
-  std::atomic<bool> interrupted{false};
-  opt.interrupted = [&interrupted] {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) interrupted = true;  // the Python error stays set
-    return interrupted.load();
-  };
-  try {
-    py::gil_scoped_release release;
-    return run();
-  } catch (const Error&) {
-    if (interrupted) throw py::error_already_set();
-    throw;
-  }
-}
-
-py::dict report_dict(const BuildReport& r) {
-  py::dict d;
-  d["documents"] = r.documents;
-  d["added"] = r.added;
-  d["resumed_from"] = r.resumed_from;
-  d["truncated"] = r.truncated;
-  d["encode_seconds"] = r.encode_seconds;
-  d["validate_seconds"] = r.validate_seconds;
-  d["store_seconds"] = r.store_seconds;
-  d["lexical_seconds"] = r.lexical_seconds;
-  d["vectors_seconds"] = r.vectors_seconds;
-  d["total_seconds"] = r.total_seconds;
-  d["note"] = r.note;
-  return d;
-}
-
-std::unique_ptr<PyIndex> open_index(const std::string& path, const std::string& model, bool encoder,
-                                    std::shared_ptr<const Encoder> share = nullptr,
-                                    Precision precision = Precision::Fp32) {
-  IndexOpenOptions oo;
-  oo.model_dir = model;
-  oo.encoder.precision = precision;
-  oo.load_encoder = encoder;
-  oo.encoder_instance = std::move(share);
-  auto p = std::make_unique<PyIndex>();
-  p->path = path;
-  p->model = model;
-  p->precision = precision;
-  py::gil_scoped_release release;
-  if (encoder) p->writer = std::make_unique<IndexWriter>(path, oo);
-  else p->index = Index::open(path, oo);
-  p->rec = recommended_search_for_index(path, model);
-  return p;
-}
 
 // A run as {query: [doc ids, best first]} or {query: {doc: score}} (ranked as trec_eval does).
 eval::Run run_from(const py::dict& run) {
@@ -343,170 +170,7 @@ PYBIND11_MODULE(_sieve, m) {
         return out;
       });
 
-  py::class_<PyIndex>(m, "Index")
-      .def_static(
-          "open",
-          [](const std::string& path, const std::string& model, bool encoder, const std::string& precision) {
-            return open_index(path, model, encoder, nullptr, precision_from_name(precision));
-          },
-          py::arg("path"), py::arg("model") = "", py::arg("encoder") = true, py::arg("precision") = "fp32")
-      .def_static(
-          "build",
-          [](py::object corpus, const std::string& out, const std::string& model, const std::string& vector_factory,
-             const std::string& token_codec, bool store_tokens, size_t batch_size, size_t chunk_docs, bool force,
-             bool restart, int threads, const std::string& precision, size_t shards) {
-            IndexBuildOptions opt;
-            opt.vector_factory = vector_factory;
-            opt.token_codec = token_codec;
-            opt.store_tokens = store_tokens;
-            opt.batch_size = batch_size;
-            opt.chunk_docs = chunk_docs;
-            opt.force = force;
-            opt.restart = restart;
-            if (batch_size == 0 || chunk_docs == 0) throw py::value_error("batch_size and chunk_docs must be positive");
-            EncoderOptions eo;
-            eo.threads = threads;
-            eo.precision = precision_from_name(precision);
-            const std::string dir = resolve_model_dir(model);
-            BuildReport rep;
-            if (shards == 0) throw py::value_error("shards must be positive");
-            if (py::isinstance<py::str>(corpus) || py::hasattr(corpus, "__fspath__")) {
-              const std::string path = py::str(py::module_::import("os").attr("fspath")(corpus));
-              if (shards > 1)
-                rep = interruptible(opt, [&] { return build_shard_set(dir, path, out, shards, opt, eo); });
-              else
-                rep = interruptible(opt, [&] { return build_index(dir, path, out, opt, eo); });
-            } else {
-              if (shards > 1) throw py::value_error("a shard set is built from a corpus file (shards > 1)");
-              const std::vector<Document> docs = documents_from(corpus);
-              if (docs.empty()) throw py::value_error("no documents to index");
-              rep = interruptible(opt, [&] { return build_index_from_documents(dir, docs, out, opt, eo); });
-            }
-            return report_dict(rep);
-          },
-          py::arg("corpus"), py::arg("out"), py::arg("model") = "", py::arg("vector_factory") = "auto",
-          py::arg("token_codec") = "sq8", py::arg("store_tokens") = true, py::arg("batch_size") = 32,
-          py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0,
-          py::arg("precision") = "fp32", py::arg("shards") = 1)
-      .def_property_readonly("path", [](const PyIndex& i) { return i.path; })
-      .def("__len__", [](const PyIndex& i) { return i.snapshot()->size(); })
-      .def("stats",
-           [](const PyIndex& i) {
-             const IndexStats& s = i.snapshot()->stats();
-             py::dict d;
-             d["documents"] = s.documents;
-             d["dim"] = s.dim;
-             d["tokens"] = s.tokens;
-             d["model_identity"] = s.model_identity;
-             d["vector_factory"] = s.vector_factory;
-             d["token_codec"] = s.token_codec;
-             d["shards"] = s.shards;
-             return d;
-           })
-      .def("search",
-           [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
-             const auto ix = i.snapshot();
-             const std::vector<SearchResult> res = search_all(*ix, queries, search_params(k, mode, i.rec));
-             py::list out;
-             for (const auto& r : res) {
-               py::list hits;
-               for (size_t j = 0; j < r.hits.size(); ++j) hits.append(hit_dict(r.hits[j], j + 1));
-               out.append(hits);
-             }
-             return out;
-           },
-           py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "")
-      .def("search_arrays",
-           [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
-             const auto ix = i.snapshot();
-             const std::vector<SearchResult> res = search_all(*ix, queries, search_params(k, mode, i.rec));
-             std::vector<float> D(queries.size() * k, -std::numeric_limits<float>::infinity());
-             std::vector<int64_t> I(queries.size() * k, -1);
-             for (size_t q = 0; q < res.size(); ++q)
-               for (size_t j = 0; j < std::min(k, res[q].hits.size()); ++j) {
-                 D[q * k + j] = static_cast<float>(res[q].hits[j].score);
-                 I[q * k + j] = static_cast<int64_t>(res[q].hits[j].doc);
-               }
-             const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(queries.size()), static_cast<py::ssize_t>(k)};
-             return py::make_tuple(take(std::move(D), shape), take(std::move(I), shape));
-           },
-           py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "")
-      .def("add",
-           [](PyIndex& i, py::iterable documents, size_t batch_size) {
-             const std::vector<Document> docs = documents_from(documents);
-             if (docs.empty()) throw py::value_error("no documents to add");
-             IndexBuildOptions opt;
-             opt.batch_size = batch_size;
-             BuildReport rep = interruptible(opt, [&] { return i.writer_for_add().add(docs, opt); });
-             return report_dict(rep);
-           },
-           py::arg("documents"), py::arg("batch_size") = 32)
-      .def("keys",
-           [](const PyIndex& i) {
-             const auto ix = i.snapshot();
-             const size_t n = ix->size(), dim = ix->stats().dim;
-             std::vector<float> all(n * dim);
-             {
-               py::gil_scoped_release release;
-               for (size_t d = 0; d < n; ++d) {
-                 const std::vector<float> k = ix->key(static_cast<uint32_t>(d));
-                 std::copy(k.begin(), k.end(), all.begin() + static_cast<std::ptrdiff_t>(d * dim));
-               }
-             }
-             return take(std::move(all), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
-           })
-      // For bench/bench_python.py: the seconds of Encoder::encode over `texts`, timed in C++.
-      .def("_time_encode",
-           [](const PyIndex& i, const std::vector<std::string>& texts, size_t batch_size) {
-             const auto ix = i.snapshot();
-             if (ix->encoder() == nullptr) throw py::value_error("the index was opened without its encoder");
-             EncodeCall call;
-             call.batch_size = batch_size;
-             py::gil_scoped_release release;
-             const auto t0 = std::chrono::steady_clock::now();
-             const Embeddings e = ix->encoder()->encode(texts, call);
-             return e.pooled.empty() && !texts.empty()
-                        ? -1.0
-                        : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-           })
-      // For bench/bench_python.py: the mean seconds of one Index::search call over `queries`
-      // (each once, in order) measured in C++, the reference for the binding's own overhead.
-      .def("_time_search",
-           [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
-             const auto ix = i.snapshot();
-             const SearchParams p = search_params(k, mode, i.rec);
-             py::gil_scoped_release release;
-             const auto t0 = std::chrono::steady_clock::now();
-             size_t hits = 0;
-             for (const auto& q : queries) hits += ix->search(q, p).hits.size();
-             const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-             return queries.empty() || hits == SIZE_MAX ? 0.0 : s / static_cast<double>(queries.size());
-           })
-      .def("document_id", [](const PyIndex& i, int64_t doc) {
-        const auto ix = i.snapshot();
-        if (doc < 0 || static_cast<size_t>(doc) >= ix->size()) throw py::index_error("no document number " + std::to_string(doc));
-        return ix->document(static_cast<uint32_t>(doc)).id;
-      })
-      .def("document",
-           [](const PyIndex& i, const std::string& id) {
-             const auto ix = i.snapshot();
-             const int64_t doc = ix->find(id);
-             if (doc < 0) throw py::key_error(id);
-             Document d = ix->document(static_cast<uint32_t>(doc));
-             py::dict out;
-             out["_id"] = d.id;
-             out["title"] = d.title;
-             out["text"] = d.text;
-             return out;
-           })
-      .def("tokens", [](const PyIndex& i, const std::string& id) {
-        const auto ix = i.snapshot();
-        const int64_t doc = ix->find(id);
-        if (doc < 0) throw py::key_error(id);
-        TokenStates t = ix->tokens(static_cast<uint32_t>(doc));
-        const auto len = static_cast<py::ssize_t>(t.length);
-        return take(std::move(t.values), {len, static_cast<py::ssize_t>(ix->stats().dim)});
-      });
+  bind_index(m);
 
   py::class_<PyVerifier>(m, "Verifier")
       .def_static(
@@ -547,9 +211,9 @@ PYBIND11_MODULE(_sieve, m) {
   m.def(
       "search_verified",
       [](const PyIndex& i, const PyVerifier& v, const std::string& query, size_t k, size_t candidates,
-         const std::string& mode, bool gate, bool rerank, py::object threshold) {
+         const std::string& mode, bool gate, bool rerank, py::object threshold, const std::string& filter) {
         PipelineParams pp;
-        pp.stage1 = search_params(std::max(k, candidates), mode, i.rec);
+        pp.stage1 = search_params(std::max(k, candidates), mode, i.rec, filter);
         pp.k = k;
         pp.candidates = candidates;
         pp.gate = gate;
@@ -575,7 +239,8 @@ PYBIND11_MODULE(_sieve, m) {
         return out;
       },
       py::arg("index"), py::arg("verifier"), py::arg("query"), py::arg("k") = 10, py::arg("candidates") = 100,
-      py::arg("mode") = "", py::arg("gate") = false, py::arg("rerank") = false, py::arg("threshold") = py::none());
+      py::arg("mode") = "", py::arg("gate") = false, py::arg("rerank") = false, py::arg("threshold") = py::none(),
+      py::arg("filter") = "");
 
   m.def(
       "explain",

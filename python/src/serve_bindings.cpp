@@ -51,7 +51,12 @@ class PyShardRemote final : public ShardRemote {
     return guarded(shard, [&] {
       py::array_t<float> q({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
       std::copy(pooled, pooled + n * dim, q.mutable_data());
-      py::list lists = target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline));
+      // The filter and the expiry clock go along only when set (the shard computes deletions
+      // and expiry itself), so that a remote written before filters still answers plain searches.
+      py::list lists = p.filter.empty() && p.now == 0
+                           ? target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline))
+                           : target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline),
+                                                         py::arg("filter") = p.filter.to_json(), py::arg("now") = p.now);
       std::vector<Ranked> out;
       for (py::handle item : lists) {
         auto pair = item.cast<py::tuple>();
@@ -184,12 +189,14 @@ class ShardServer {
   std::vector<std::string> verifier_keys() const { return scorer_->keys(); }
 
   py::list dense_lists(py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t depth,
-                       int ef_search, int nprobe) const {
+                       int ef_search, int nprobe, const std::string& filter, double now) const {
     SIEVE_THROW_IF_NOT(pooled.ndim() == 2 && static_cast<size_t>(pooled.shape(1)) == index_->stats().dim,
                        "pooled keys must be an n x " << index_->stats().dim << " array");
     SearchParams p;
     p.ef_search = ef_search;
     p.nprobe = nprobe;
+    p.filter = Filter::parse(filter);
+    p.now = now;
     const size_t n = static_cast<size_t>(pooled.shape(0));
     std::vector<Ranked> lists;
     {
@@ -328,7 +335,7 @@ void bind_serving(py::module_& m) {
       .def("scores", &ShardServer::scores, py::arg("verifier"), py::arg("query"), py::arg("query_ids"), py::arg("docs"))
       .def("verifier_keys", &ShardServer::verifier_keys)
       .def("dense_lists", &ShardServer::dense_lists, py::arg("pooled"), py::arg("depth"), py::arg("ef_search") = 0,
-           py::arg("nprobe") = 0)
+           py::arg("nprobe") = 0, py::arg("filter") = "", py::arg("now") = 0.0)
       .def("tokens", &ShardServer::tokens, py::arg("docs"), py::arg("max_rows"))
       .def("keys", &ShardServer::keys, py::arg("docs"))
       .def_property_readonly("identity", &ShardServer::identity)

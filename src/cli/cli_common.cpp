@@ -213,6 +213,14 @@ int run_guarded(const std::function<void()>& body) {
   return 1;
 }
 
+Filter parse_filter_flag(const std::string& text) {
+  try {
+    return Filter::parse(text);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--filter: ") + e.what());
+  }
+}
+
 void on_run(CLI::App* cmd, std::function<void()> body) {
   cmd->callback([body = std::move(body)]() {
     int rc = run_guarded(body);

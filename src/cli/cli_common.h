@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sieve/encoder.h"
+#include "sieve/filter.h"
 #include "sieve/index.h"
 
 namespace sieve::cli {
@@ -83,6 +84,10 @@ struct UsageError : std::runtime_error {
 /// Runs a command body, turning sieve::Error and std::exception into "sieve: error: ..." on
 /// stderr and exit code 1 (UsageError: 2). Returns the exit code.
 int run_guarded(const std::function<void()>& body);
+
+/// A --filter flag's filter (empty text: none); a malformed one is a UsageError (exit 2) with the
+/// parser's words, which name the place in the filter.
+Filter parse_filter_flag(const std::string& text);
 
 /// Makes `body` the subcommand's action, run through run_guarded; a failure exits with 1.
 void on_run(CLI::App* cmd, std::function<void()> body);

@@ -1,4 +1,4 @@
-// `sieve index build|add|info|verify`: create, extend and inspect an index directory.
+// `sieve index build|add|delete|info|verify`: create, extend, delete from and inspect an index directory.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +20,10 @@ struct BuildFlags {
   bool no_overlap = false;
 
   void add(CLI::App* cmd, bool build) {
+    if (!build)
+      cmd->add_flag("--upsert", opt.upsert,
+                    "Replace the documents of ids the index holds (key, BM25 terms, token states, text, metadata, "
+                    "in the add's one commit) instead of refusing them");
     cmd->add_option("-c,--corpus", corpus, "Corpus: BEIR corpus.jsonl, TSV (id, text[, title]) or text")
         ->required();
     cmd->add_option("--format", format, "Corpus format (auto = by extension)")
@@ -74,7 +78,7 @@ struct BuildFlags {
 };
 
 void print_report(const BuildReport& r) {
-  nlohmann::json j = {{"documents", r.documents},   {"added", r.added},
+  nlohmann::json j = {{"documents", r.documents},   {"added", r.added}, {"replaced", r.replaced},
                       {"resumed_from", r.resumed_from}, {"truncated", r.truncated},
                       {"encode_seconds", r.encode_seconds}, {"validate_seconds", r.validate_seconds},
                       {"store_seconds", r.store_seconds}, {"lexical_seconds", r.lexical_seconds},
@@ -131,6 +135,58 @@ void register_index(CLI::App& app) {
   }
   {
     struct Opts {
+      std::string index, ids, filter;
+      bool missing_ok = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = group->add_subcommand(
+        "delete", "Delete documents by id or by metadata filter, in one durable commit (searches stop seeing them at "
+                  "once; the disk returns at `sieve index compact`)");
+    cmd->add_option("--index", o->index, "Index directory")->required();
+    auto* ids = cmd->add_option("--ids", o->ids, "File of ids to delete, one per line ('-': stdin)");
+    auto* filter = cmd->add_option("--filter", o->filter, "Delete every document whose metadata passes this filter (JSON)");
+    ids->excludes(filter);
+    cmd->add_flag("--missing-ok", o->missing_ok,
+                  "With --ids: ids the index does not hold are reported and the rest deleted (default: refuse the "
+                  "batch, nothing deleted)");
+    on_run(cmd, [o] {
+      if (o->ids.empty() && o->filter.empty()) throw UsageError("give --ids FILE or --filter JSON");
+      DeleteReport r;
+      if (!o->filter.empty()) {
+        const Filter f = parse_filter_flag(o->filter);
+        if (f.empty()) throw UsageError("--filter: an empty filter matches every document (remove the index folder to delete it all)");
+        r = delete_matching(o->index, f);
+      } else {
+        TextSource src;
+        src.input_file = o->ids;
+        std::vector<std::string> list;
+        for (std::string line : src.read()) {
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          if (!line.empty()) list.push_back(line);
+        }
+        if (list.empty()) throw UsageError("--ids: no ids in '" + o->ids + "'");
+        r = delete_documents(o->index, list, o->missing_ok);
+      }
+      nlohmann::json j = {{"deleted", r.deleted}, {"missing", r.missing}, {"documents", r.documents}};
+      std::printf("%s\n", j.dump().c_str());
+    });
+  }
+  {
+    auto index = std::make_shared<std::string>();
+    auto* cmd = group->add_subcommand(
+        "compact", "Rewrite an index without its deleted, replaced and expired documents (disk returns; searches "
+                   "and writes go on meanwhile; the folders are exchanged in one step at the end)");
+    cmd->add_option("--index", *index, "Index directory")->required();
+    on_run(cmd, [index] {
+      const CompactReport r = compact_index(*index);
+      nlohmann::json j = {{"documents_before", r.documents_before}, {"documents", r.documents},
+                          {"removed", r.removed},                   {"bytes_before", r.bytes_before},
+                          {"bytes_after", r.bytes_after},           {"seconds", r.seconds}};
+      std::printf("%s\n", j.dump().c_str());
+    });
+  }
+  {
+    struct Opts {
       std::string index;
       bool verify = false;
     };
@@ -157,6 +213,8 @@ void register_index(CLI::App& app) {
                           {"model_identity", s.model_identity},
                           {"model_path", s.model_path},
                           {"key_grid", s.key_grid},
+                          {"deleted", s.deleted},
+                          {"metadata", s.has_metadata},
                           {"bytes_on_disk", s.bytes_on_disk},
                           {"files", files}};
       if (full) j["verified"] = true;

@@ -51,7 +51,7 @@ std::string hits_line(const Index& index, const eval::Query& q, const std::vecto
 namespace {
 
 struct SearchOpts {
-    std::string index, model, queries, output = "jsonl", trec, mode, fusion;
+    std::string index, model, queries, output = "jsonl", trec, mode, fusion, filter;
     std::vector<std::string> args;
     SearchParams p;
     DeviceFlags dev;
@@ -141,6 +141,9 @@ void register_search(CLI::App& app) {
                   "dense list - top z-score of the BM25 list), clamped to [0, 1] (default: the model's "
                   "recommendation, else 0: one weight for all)")
       ->check(CLI::Range(-10.0, 10.0));
+  cmd->add_option("--filter", o->filter,
+                  "Only documents whose metadata passes this filter (JSON: {\"year\": {\"$gte\": 2020}, "
+                  "\"lang\": {\"$in\": [\"en\", \"de\"]}}; docs/filters.md), in every mode and stage");
   cmd->add_option("--ef", o->p.ef_search, "HNSW efSearch (0 = max(64, k))")->check(kNonNegative);
   cmd->add_option("--nprobe", o->p.nprobe, "IVF lists probed (0 = the index's default)")->check(kNonNegative);
   cmd->add_option("--output", o->output, "jsonl or tsv")
@@ -171,6 +174,7 @@ void register_search(CLI::App& app) {
   cmd->add_option("--batch,--batch-size", o->batch, "Queries encoded per batch")->capture_default_str()->check(kPositive);
   o->dev.add(cmd);
   on_run(cmd, [o, cmd] {
+    o->p.filter = parse_filter_flag(o->filter);
     auto queries = gather_queries(o->args, o->queries);
     check_stage2_choice(o->verifier, o->gate_mode, o->cross);
     if (!o->gate_mode.empty()) o->pipe.gate = true;

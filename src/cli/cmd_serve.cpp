@@ -81,6 +81,13 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body", o->h.max_body, "Largest request body in bytes (larger: 413)")->capture_default_str();
   cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
+  cmd->add_option("--compact-dead-share", o->s.compact_dead_share,
+                  "Compact the index in the background once deleted, replaced and expired documents are this share "
+                  "of it (and at least --compact-min-dead); 0 = never (then `sieve index compact`)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--compact-min-dead", o->s.compact_min_dead, "Fewest dead documents worth a background compaction")
+      ->capture_default_str();
   cmd->add_option("--max-batch", o->s.batching.max_batch, "Texts per encoder pass (dynamic batching)")
       ->capture_default_str()
       ->check(kPositive);

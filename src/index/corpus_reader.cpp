@@ -1,9 +1,12 @@
 #include "index/corpus_reader.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "index/doc_state.h"
 #include "sieve/error.h"
+#include "sieve/filter.h"
 #include "text/utf8.h"
 
 namespace sieve::index {
@@ -98,6 +101,24 @@ bool CorpusReader::parse_jsonl(const std::string& line, Document& doc) {
   field("_id", true, doc.id);
   field("title", false, doc.title);
   field("text", true, doc.text);
+  // Optional: metadata (a flat object, as BEIR's corpus files allow), and an expiry.
+  doc.metadata.clear();
+  doc.expires_at = 0;
+  try {
+    if (auto it = j.find("metadata"); it != j.end() && !it->is_null()) doc.metadata = check_metadata(it->dump());
+    const auto e = j.find("expires_at");
+    const auto t = j.find("ttl_s");
+    std::string at;
+    if (e != j.end() && !e->is_null()) at = e->is_string() ? e->get<std::string>() : e->dump();
+    double ttl = std::numeric_limits<double>::quiet_NaN();
+    if (t != j.end() && !t->is_null()) {
+      SIEVE_THROW_IF_NOT(t->is_number(), "field \"ttl_s\" must be a number of seconds");
+      ttl = t->get<double>();
+    }
+    doc.expires_at = expiry_instant(at, ttl, index::clock_or(0));
+  } catch (const Error& err) {
+    fail(err.what());
+  }
   return true;
 }
 

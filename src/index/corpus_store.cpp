@@ -57,10 +57,12 @@ CorpusStore::CorpusStore(const std::string& dir, const LogState& committed, cons
     // into the first part (the whole map) comes once they are a quarter of it.
     if (id_parts_.size() > 8) {
       auto merged = std::make_shared<IdMap>();
-      for (size_t p = 1; p < id_parts_.size(); ++p) merged->insert(id_parts_[p]->begin(), id_parts_[p]->end());
+      // Later records win (an upsert appends an id's new document).
+      for (size_t p = 1; p < id_parts_.size(); ++p)
+        for (const auto& [id, doc] : *id_parts_[p]) (*merged)[id] = doc;
       id_parts_.resize(1);
       if (merged->size() > id_parts_[0]->size() / 4) {
-        merged->insert(id_parts_[0]->begin(), id_parts_[0]->end());
+        merged->insert(id_parts_[0]->begin(), id_parts_[0]->end());  // keeps the later records' entries
         id_parts_[0] = std::move(merged);
       } else {
         id_parts_.push_back(std::move(merged));
@@ -72,7 +74,7 @@ CorpusStore::CorpusStore(const std::string& dir, const LogState& committed, cons
 std::shared_ptr<const CorpusStore::IdMap> CorpusStore::map_records(size_t from, size_t to) const {
   auto m = std::make_shared<IdMap>();
   m->reserve(to - from);
-  for (size_t i = from; i < to; ++i) m->emplace(id(i), static_cast<uint32_t>(i));
+  for (size_t i = from; i < to; ++i) (*m)[id(i)] = static_cast<uint32_t>(i);  // the latest record of an id
   return m;
 }
 
@@ -82,9 +84,10 @@ const std::vector<std::shared_ptr<const CorpusStore::IdMap>>& CorpusStore::id_pa
 }
 
 int64_t CorpusStore::find(const std::string& id) const {
-  for (const auto& part : id_parts()) {
-    auto it = part->find(id);
-    if (it != part->end()) return static_cast<int64_t>(it->second);
+  const auto& parts = id_parts();
+  for (auto p = parts.rbegin(); p != parts.rend(); ++p) {  // the latest part first
+    auto it = (*p)->find(id);
+    if (it != (*p)->end()) return static_cast<int64_t>(it->second);
   }
   return -1;
 }

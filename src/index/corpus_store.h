@@ -28,7 +28,8 @@ class CorpusStore {
   Document get(size_t doc) const;
   /// Only the external id of `doc` (reads the record's id part; still checks its CRC).
   std::string id(size_t doc) const;
-  /// Internal id of `id` or -1 (builds an id map on first use).
+  /// Internal id of the latest document of `id` (an upsert appends a new one), or -1 (builds an
+  /// id map on first use). Whether it is live is the index's question, not the store's.
   int64_t find(const std::string& id) const;
   void verify() const { log_.verify_data(); }
 

@@ -9,6 +9,7 @@
 #include "core/omp_threads.h"
 #include "core/log.h"
 #include "index/corpus_store.h"
+#include "index/doc_state.h"
 #include "index/fusion.h"
 #include "index/ingest.h"
 #include "index/lexical_index.h"
@@ -105,8 +106,30 @@ class IndexImpl final : public Index {
   const IndexStats& stats() const override { return stats_; }
   const Manifest& manifest() const { return m_; }
   size_t size() const override { return m_.documents; }
-  Document document(uint32_t doc) const override { return corpus_->get(doc); }
-  int64_t find(const std::string& id) const override { return corpus_->find(id); }
+  Document document(uint32_t doc) const override {
+    Document d = corpus_->get(doc);
+    if (meta_) {
+      const auto r = meta_->record(doc);
+      decode_metadata_record(r.data, r.size, &d.metadata, &d.expires_at);
+    }
+    return d;
+  }
+  // The latest document of an id (an upsert appends the new one), when it is live.
+  int64_t find(const std::string& id) const override {
+    const int64_t doc = corpus_->find(id);
+    return doc >= 0 && state_->live(static_cast<uint32_t>(doc), 0) ? doc : -1;
+  }
+  int64_t find_stored(const std::string& id) const {
+    const int64_t doc = corpus_->find(id);
+    return doc >= 0 && !state_->deleted(static_cast<uint32_t>(doc)) ? doc : -1;
+  }
+  bool live(uint32_t doc, double now) const override { return doc < m_.documents && state_->live(doc, now); }
+  std::vector<uint32_t> matching(const Filter& filter, double now) const override {
+    return state_->matching(filter, now);
+  }
+  /// The documents a search with `p` may return (null: all of them).
+  std::shared_ptr<const Bitmap> allowed(const SearchParams& p) const { return state_->allowed(p.filter, p.now); }
+  const DocState& doc_state() const { return *state_; }
   const Encoder* encoder() const override { return encoder_.get(); }
   std::shared_ptr<const Encoder> shared_encoder() const override { return encoder_; }
 
@@ -159,10 +182,11 @@ class IndexImpl final : public Index {
     Embeddings& e = plan.queries;
     std::vector<SearchResult> out(n);
     std::vector<Ranked> dls(n);
-    if (plan.dense && n > 0) dls = dense_lists(n, e.pooled.data(), depth, p);
+    const std::shared_ptr<const Bitmap> allowed = this->allowed(p);
+    if (plan.dense && n > 0) dls = dense_lists(n, e.pooled.data(), depth, p, allowed.get());
     for (size_t q = 0; q < n; ++q) {
       Ranked bl;
-      if (plan.lexical) bl = lexical_->search(queries[q], depth, static_cast<uint32_t>(m_.documents));
+      if (plan.lexical) bl = lexical_->search(queries[q], depth, static_cast<uint32_t>(m_.documents), allowed.get());
       out[q] = result_from_lists(dls[q], bl, p, e, q);
       for (Hit& h : out[q].hits) h.id = corpus_->id(h.doc);
     }
@@ -176,10 +200,16 @@ class IndexImpl final : public Index {
   // time FAISS scores through BLAS, whose blocking depends on the number of keys, so the same
   // pair could score an ulp apart in a shard and in the whole index. A few candidates past
   // `depth` are fetched so that the cut at `depth` is made on the rescored values.
-  std::vector<Ranked> dense_lists(size_t n, const float* pooled, size_t depth, const SearchParams& p) const {
+  //
+  // With `allowed` (a filter, deleted or expired documents), only those documents: an exact scan
+  // of them when they are few (or the index is Flat), else the vector index's own search limited
+  // to them (filtered_dense_lists).
+  std::vector<Ranked> dense_lists(size_t n, const float* pooled, size_t depth, const SearchParams& p,
+                                  const Bitmap* allowed) const {
     constexpr size_t kRescoreMargin = 16;
     SIEVE_THROW_IF_NOT(vectors_ != nullptr, "index '" << dir_ << "' was opened without its vectors: no dense search");
     const bool exact = m_.vector_factory == "Flat";
+    if (allowed != nullptr) return filtered_dense_lists(n, pooled, depth, p, *allowed, exact);
     const size_t fetch = exact ? depth + kRescoreMargin : depth;
     std::vector<int64_t> labels(n * fetch);
     std::vector<float> scores(n * fetch);
@@ -217,8 +247,107 @@ class IndexImpl final : public Index {
   }
 
  private:
+  // The keys of `docs` (ascending) in place: the vector file's storage, else the tail; null for a
+  // key the vector index cannot give in place (then reconstructed into `spare`).
+  std::vector<const float*> key_pointers(const std::vector<uint32_t>& docs, std::vector<float>& spare) const {
+    std::vector<const float*> out(docs.size(), nullptr);
+    std::vector<size_t> rebuild;
+    size_t seg = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const uint32_t d = docs[i];
+      if (d < m_.vector_documents) {
+        out[i] = vectors_->stored_key(d);
+        if (out[i] == nullptr) rebuild.push_back(i);
+        continue;
+      }
+      while (seg < tail_.size() && d >= tail_[seg]->first + tail_[seg]->rows) ++seg;
+      SIEVE_THROW_IF_NOT(seg < tail_.size() && d >= tail_[seg]->first, "internal: no key for document " << d);
+      out[i] = tail_[seg]->keys.data() + (d - tail_[seg]->first) * m_.dim;
+    }
+    spare.resize(rebuild.size() * m_.dim);
+    for (size_t j = 0; j < rebuild.size(); ++j) {
+      vectors_->reconstruct(docs[rebuild[j]], spare.data() + j * m_.dim);
+      out[rebuild[j]] = spare.data() + j * m_.dim;
+    }
+    return out;
+  }
+
+  // The planner's switch: an exact scan of the allowed documents costs one product each; a search
+  // of the graph limited to them visits about ef x (documents / allowed) nodes of ~32 products
+  // each (HNSW32), so the scan wins below about sqrt(32 x 64 x documents) allowed documents
+  // (~14,000 of 100,000; measured in bench/bench_filter.py).
+  static bool scan_is_cheaper(size_t allowed, size_t documents) {
+    return static_cast<double>(allowed) * static_cast<double>(allowed) <= 2048.0 * static_cast<double>(documents);
+  }
+
+  std::vector<Ranked> filtered_dense_lists(size_t n, const float* pooled, size_t depth, const SearchParams& p,
+                                           const Bitmap& allowed, bool exact) const {
+    std::vector<Ranked> out(n);
+    const size_t pass = allowed.count();
+    if (pass == 0 || depth == 0) return out;
+    auto better = [](const std::pair<uint32_t, double>& a, const std::pair<uint32_t, double>& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    };
+    const bool scan = exact || p.filter_plan == FilterPlan::Scan ||
+                      (p.filter_plan == FilterPlan::Auto && scan_is_cheaper(pass, m_.documents));
+    if (scan) {
+      const std::vector<uint32_t> docs = allowed.ones();
+      std::vector<float> spare;
+      const std::vector<const float*> keys = key_pointers(docs, spare);
+      std::vector<float> scores(n * docs.size());
+      for (size_t i = 0; i < docs.size(); ++i)
+        for (size_t q = 0; q < n; ++q) scores[q * docs.size() + i] = inner_product(pooled + q * m_.dim, keys[i], m_.dim);
+      for (size_t q = 0; q < n; ++q) {
+        Ranked& dl = out[q];
+        dl.resize(docs.size());
+        for (size_t i = 0; i < docs.size(); ++i) dl[i] = {docs[i], scores[q * docs.size() + i]};
+        const size_t keep = std::min(depth, dl.size());
+        std::partial_sort(dl.begin(), dl.begin() + static_cast<std::ptrdiff_t>(keep), dl.end(), better);
+        dl.resize(keep);
+      }
+      return out;
+    }
+    // The vector file's documents through the index, limited to the allowed ones, with a search
+    // widened in proportion to how few of them pass; the tail's by an exact scan.
+    size_t in_file = 0;
+    const std::vector<uint32_t> all = allowed.ones();
+    for (uint32_t d : all) in_file += d < m_.vector_documents;
+    VectorSearchParams vp;
+    vp.k = depth;
+    vp.nprobe = p.nprobe;
+    vp.allowed = allowed.bytes();
+    vp.allowed_bits = std::min<size_t>(allowed.size(), m_.vector_documents);
+    const double base_ef = p.ef_search > 0 ? p.ef_search : static_cast<double>(std::max<size_t>(64, depth));
+    const double widen = in_file > 0 ? static_cast<double>(m_.vector_documents) / static_cast<double>(in_file) : 1.0;
+    vp.ef_search = static_cast<int>(std::min(base_ef * widen, 16384.0));
+    std::vector<int64_t> labels(n * depth, -1);
+    std::vector<float> scores(n * depth, 0.0f);
+    if (in_file > 0) vectors_->search(n, pooled, vp, labels.data(), scores.data());
+    std::vector<uint32_t> tail_docs;
+    for (uint32_t d : all)
+      if (d >= m_.vector_documents) tail_docs.push_back(d);
+    std::vector<float> spare;
+    const std::vector<const float*> tail_keys = key_pointers(tail_docs, spare);
+    for (size_t q = 0; q < n; ++q) {
+      Ranked& dl = out[q];
+      for (size_t j = 0; j < depth; ++j) {
+        const int64_t l = labels[q * depth + j];
+        if (l >= 0 && static_cast<uint64_t>(l) < m_.vector_documents && allowed.test(static_cast<size_t>(l)))
+          dl.emplace_back(static_cast<uint32_t>(l), scores[q * depth + j]);
+      }
+      for (size_t i = 0; i < tail_docs.size(); ++i)
+        dl.emplace_back(tail_docs[i], inner_product(pooled + q * m_.dim, tail_keys[i], m_.dim));
+      const size_t keep = std::min(depth, dl.size());
+      std::partial_sort(dl.begin(), dl.begin() + static_cast<std::ptrdiff_t>(keep), dl.end(), better);
+      dl.resize(keep);
+    }
+    return out;
+  }
+
   void verify() const {
     corpus_->verify();
+    if (meta_) meta_->verify_data();
+    if (m_.has_deletes) deletes_.verify_data();
     if (m_.keys_from < m_.documents) keys_.verify_data();
     if (m_.has_token_ids) token_ids_.verify_data();
     if (tokens_) tokens_->verify();
@@ -289,6 +418,10 @@ class IndexImpl final : public Index {
     if (m_.keys_from < m_.documents) parts.insert(parts.end(), {"keys.dat", "keys.idx"});
     if (m_.has_tokens) parts.insert(parts.end(), {"tokens.dat", "tokens.idx", codec_file});
     if (m_.has_token_ids) parts.insert(parts.end(), {"token_ids.dat", "token_ids.idx"});
+    if (m_.has_metadata) parts.insert(parts.end(), {"metadata.dat", "metadata.idx"});
+    if (m_.has_deletes) parts.insert(parts.end(), {"deletes.dat", "deletes.idx"});
+    stats_.deleted = m_.deleted;
+    stats_.has_metadata = m_.has_metadata;
     for (const auto& f : parts) {
       uint64_t b = bytes_under(fs::path(dir_) / f);
       stats_.file_bytes.emplace_back(f, b);
@@ -318,6 +451,20 @@ class IndexImpl final : public Index {
       token_ids_ = prev != nullptr && prev->m_.has_token_ids
                        ? RecordLogReader(dir_, "token_ids", "TKID", 4, m_.token_ids, prev->token_ids_)
                        : RecordLogReader(dir_, "token_ids", "TKID", 4, m_.token_ids);
+    if (m_.has_metadata)
+      meta_ = prev != nullptr && prev->meta_
+                  ? std::make_shared<const RecordLogReader>(dir_, "metadata", "META", 1, m_.metadata, *prev->meta_)
+                  : std::make_shared<const RecordLogReader>(dir_, "metadata", "META", 1, m_.metadata);
+    if (m_.has_deletes)
+      deletes_ = prev != nullptr && prev->m_.has_deletes
+                     ? RecordLogReader(dir_, "deletes", "DELS", 4, m_.deletes, prev->deletes_)
+                     : RecordLogReader(dir_, "deletes", "DELS", 4, m_.deletes);
+    const RecordLogReader* dels = m_.has_deletes ? &deletes_ : nullptr;
+    state_ = prev != nullptr ? std::make_shared<const DocState>(*prev->state_, m_.documents, meta_, dels)
+                             : std::make_shared<const DocState>(m_.documents, meta_, dels);
+    SIEVE_THROW_IF_NOT(state_->deleted_count() == m_.deleted, "the deletes log removes " << state_->deleted_count()
+                                                                << " documents, the manifest says " << m_.deleted
+                                                                << " (damaged index)");
     lexical_ = std::make_unique<XapianLexicalIndex>(path_join(dir_, kLexicalDir));
     SIEVE_THROW_IF_NOT(lexical_->doc_count() >= m_.documents,
                        "the lexical index holds " << lexical_->doc_count() << " documents, the manifest says "
@@ -368,6 +515,9 @@ class IndexImpl final : public Index {
   std::unique_ptr<CorpusStore> corpus_;
   RecordLogReader keys_;  // documents [keys_from, documents): checked at open, read by key() and verify
   RecordLogReader token_ids_;  // when the index keeps them: the ids of each document's token rows
+  std::shared_ptr<const RecordLogReader> meta_;  // when documents carry metadata or expiry
+  RecordLogReader deletes_;                      // when some batch deleted documents
+  std::shared_ptr<const DocState> state_;        // deletions, expiry, metadata columns
   std::unique_ptr<TokenStore> tokens_;
   std::shared_ptr<const FaissVectorIndex> vectors_;  // documents [0, vector_documents)
   std::vector<std::shared_ptr<const KeySegment>> tail_;  // documents [vector_documents, documents)
@@ -396,7 +546,20 @@ std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* poole
                                 const SearchParams& p) {
   const auto* impl = dynamic_cast<const IndexImpl*>(&shard);
   SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
-  return impl->dense_lists(n, pooled, depth, p);
+  const std::shared_ptr<const Bitmap> allowed = impl->allowed(p);
+  return impl->dense_lists(n, pooled, depth, p, allowed.get());
+}
+
+std::shared_ptr<const Bitmap> allowed_documents(const Index& shard, const SearchParams& p) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&shard);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->allowed(p);
+}
+
+int64_t find_stored(const Index& snapshot, const std::string& id) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&snapshot);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->find_stored(id);
 }
 
 const Manifest& snapshot_manifest(const Index& snapshot) {

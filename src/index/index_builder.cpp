@@ -34,6 +34,7 @@
 #include "core/omp_threads.h"
 #include "index/corpus_reader.h"
 #include "index/corpus_store.h"
+#include "index/doc_state.h"
 #include "index/ingest.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
@@ -54,7 +55,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Writers {
-  RecordLogWriter corpus, keys, tokens, token_ids;
+  RecordLogWriter corpus, keys, tokens, token_ids, metadata;
   bool store_keys = true;  // false: the index keeps its keys in the vector index only
   std::unique_ptr<TokenCodec> codec;  // null when tokens are not stored
   std::unique_ptr<XapianLexicalWriter> lexical;
@@ -109,6 +110,16 @@ class ChunkQueue {
   bool closed_ = false, stopped_ = false;
 };
 
+// Creates the metadata log at the first document that has metadata or an expiry: the `documents`
+// documents before it get empty records (no metadata, no expiry).
+void start_metadata_log(const std::string& dir, Writers& w, Manifest& m, uint64_t documents) {
+  w.metadata = RecordLogWriter::create(dir, "metadata", "META", 1);
+  const std::string empty = encode_metadata_record(Document{});
+  for (uint64_t i = 0; i < documents; ++i) w.metadata.append(empty.data(), empty.size());
+  m.has_metadata = true;
+  m.metadata = w.metadata.state();
+}
+
 // Stores one encoded chunk: token codes, the corpus, key and token logs, BM25, the checkpoint
 // (through `commit`) and, when given, the vector index.
 class ChunkWriter {
@@ -132,9 +143,17 @@ class ChunkWriter {
     SIEVE_THROW_IF_NOT(w_.corpus.state().records + docs.size() < UINT32_MAX,
                        "an index holds at most " << UINT32_MAX - 1 << " documents");
     const uint32_t first = static_cast<uint32_t>(w_.corpus.state().records);
+    if (!m_.has_metadata && std::any_of(docs.begin(), docs.end(), [](const Document& d) {
+          return !d.metadata.empty() || d.expires_at != 0;
+        }))
+      start_metadata_log(dir_, w_, m_, first);
     for (size_t i = 0; i < docs.size(); ++i) {
       std::string record = encode_document(docs[i]);
       w_.corpus.append(record.data(), record.size());
+      if (m_.has_metadata) {
+        const std::string meta = encode_metadata_record(docs[i]);
+        w_.metadata.append(meta.data(), meta.size());
+      }
       if (w_.store_keys) w_.keys.append(e.pooled.data() + i * dim_, dim_ * sizeof(float));
       if (w_.codec) {
         const TokenStates& t = e.tokens[i];
@@ -153,6 +172,7 @@ class ChunkWriter {
     if (w_.store_keys) m_.keys = w_.keys.sync();
     if (w_.codec) m_.token_log = w_.tokens.sync();
     if (m_.has_token_ids) m_.token_ids = w_.token_ids.sync();
+    if (m_.has_metadata) m_.metadata = w_.metadata.sync();
     auto t1 = Clock::now();
     for (size_t i = 0; i < docs.size(); ++i) w_.lexical->put(first + static_cast<uint32_t>(i), docs[i].title, docs[i].text);
     w_.lexical->commit();
@@ -347,6 +367,7 @@ Writers open_add_writers(const std::string& dir, Manifest& m, bool checked = fal
                                        checked);
     if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(dir, "token_ids", "TKID", 4, m.token_ids, checked);
   }
+  if (m.has_metadata) w.metadata = RecordLogWriter::reopen(dir, "metadata", "META", 1, m.metadata, checked);
   w.lexical = std::make_unique<XapianLexicalWriter>(path_join(dir, kLexicalDir));
   w.lexical->truncate(static_cast<uint32_t>(m.documents));
   return w;
@@ -375,8 +396,7 @@ std::shared_ptr<FaissVectorIndex> commit_add(const std::string& dir, Manifest& m
     m.vector_documents = m.documents;
   }
   rep.vectors_seconds += seconds_since(t_vectors);
-  write_manifest(dir, kManifestFile, m);
-  sync_dir(dir);
+  commit_manifest(dir, m);
   if (old_vectors != m.vectors.file) fs::remove(path_join(dir, old_vectors));
   rep.documents = m.documents;
   return vectors;
@@ -505,6 +525,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
       w.tokens = RecordLogWriter::reopen(staging, "tokens", "TOKN", static_cast<uint32_t>(m.token_code_bytes), m.token_log);
       if (m.has_token_ids) w.token_ids = RecordLogWriter::reopen(staging, "token_ids", "TKID", 4, m.token_ids);
     }
+    if (m.has_metadata) w.metadata = RecordLogWriter::reopen(staging, "metadata", "META", 1, m.metadata);
     w.lexical = std::make_unique<XapianLexicalWriter>(path_join(staging, kLexicalDir));
     w.lexical->truncate(static_cast<uint32_t>(m.documents));
   } catch (const Error& e) {
@@ -608,6 +629,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   size_t total, text_id_offset = 0;
   BuildReport rep;
   auto t_validate = Clock::now();
+  std::vector<uint32_t> replaced;  // upsert: the live documents of ids the corpus holds
   {
     CorpusStore store(index_dir, m.corpus);
     // Plain-text documents are numbered by line; added ones continue after the largest numeric id.
@@ -618,8 +640,18 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
           text_id_offset = std::max<size_t>(text_id_offset, std::stoull(id));
       }
     }
-    total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) { return store.find(id) >= 0; },
-                            text_id_offset);
+    // Which ids the index holds: live documents only (a deleted or expired id may come back; an
+    // expired copy is marked replaced so that it counts as dead for the next compaction).
+    IndexOpenOptions io;
+    io.load_encoder = false;
+    io.load_vectors = false;
+    const std::unique_ptr<Index> held = Index::open(index_dir, io);
+    total = validate_corpus(corpus_path, opt.format, [&](const std::string& id) {
+      if (!opt.upsert && held->find(id) >= 0) return true;
+      const int64_t d = find_stored(*held, id);
+      if (d >= 0) replaced.push_back(static_cast<uint32_t>(d));
+      return false;
+    }, text_id_offset);
   }
   rep.validate_seconds = seconds_since(t_validate);
   rep.note = "added to an index of " + std::to_string(m.documents) + " documents";
@@ -631,6 +663,10 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   // Nothing is committed yet: a corpus that changed since validation aborts here.
   SIEVE_THROW_IF_NOT(m.documents - before == total && corpus_fingerprint(corpus_path) == fingerprint,
                      "the corpus '" << corpus_path << "' changed while it was being added; nothing was added");
+  std::sort(replaced.begin(), replaced.end());
+  replaced.erase(std::unique(replaced.begin(), replaced.end()), replaced.end());
+  append_deletes(index_dir, m, replaced);  // the replaced documents go in the add's commit
+  rep.replaced = replaced.size();
   commit_add(index_dir, m, opt, rep);
   rep.documents = m.documents;
   rep.total_seconds = seconds_since(t_start);
@@ -646,7 +682,8 @@ size_t vector_tail_limit(const IndexBuildOptions& opt, uint64_t documents) {
 }
 
 Appended append_documents(const std::string& dir, Manifest& m, const std::vector<Document>& docs, const Encoder& enc,
-                          const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked) {
+                          const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked,
+                          const std::vector<uint32_t>& replaced) {
   check_ingest_options(opt);
   SIEVE_THROW_IF_NOT(enc.dim() == m.dim, "the encoder's dimension differs from the index's");
   check_key_grid(m, enc.key_grid(), "added keys");
@@ -679,6 +716,7 @@ Appended append_documents(const std::string& dir, Manifest& m, const std::vector
   if (rep.truncated > 0)
     log_warn(std::to_string(rep.truncated) + " text(s) longer than " + std::to_string(enc.max_length()) +
              " tokens were truncated for the keys and token states (BM25 and the corpus store keep the whole text)");
+  append_deletes(dir, m, replaced);  // an upsert's replaced documents go in the same commit
   out.vectors = commit_add(dir, m, opt, rep);
   return out;
 }

@@ -3,6 +3,7 @@
 // from the previous one, so that it costs what it adds.
 #include <chrono>
 #include <mutex>
+#include <algorithm>
 #include <set>
 
 #include "core/file_util.h"
@@ -27,7 +28,9 @@ bool same_log(const LogState& a, const LogState& b) {
 bool same_commit(const Manifest& a, const Manifest& b) {
   return a.documents == b.documents && a.vectors.file == b.vectors.file && a.vectors.crc == b.vectors.crc &&
          a.vector_documents == b.vector_documents && a.keys_from == b.keys_from && same_log(a.corpus, b.corpus) &&
-         same_log(a.keys, b.keys) && same_log(a.token_log, b.token_log) && a.codec.crc == b.codec.crc;
+         same_log(a.keys, b.keys) && same_log(a.token_log, b.token_log) && a.codec.crc == b.codec.crc &&
+         a.has_metadata == b.has_metadata && same_log(a.metadata, b.metadata) && a.has_deletes == b.has_deletes &&
+         same_log(a.deletes, b.deletes);
 }
 
 }  // namespace
@@ -43,6 +46,7 @@ struct IndexWriter::State {
     std::lock_guard<std::mutex> lock(snapshot_mu);
     snapshot = std::move(next);
   }
+  std::shared_ptr<const Index> current(const Manifest& m, std::string* note);
 };
 
 IndexWriter::IndexWriter(const std::string& dir, const IndexOpenOptions& opt) : s_(std::make_unique<State>()) {
@@ -63,43 +67,94 @@ std::shared_ptr<const Index> IndexWriter::snapshot() const {
   return s_->snapshot;
 }
 
-BuildReport IndexWriter::add(const std::vector<Document>& docs, const IndexBuildOptions& opt) {
+// The snapshot a write starts from: the one published, unless another process committed since
+// (then the index is opened again at its latest commit). The caller holds both locks.
+std::shared_ptr<const Index> IndexWriter::State::current(const Manifest& m, std::string* note) {
+  std::shared_ptr<const Index> snap;
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mu);
+    snap = snapshot;
+  }
+  if (!same_commit(m, snapshot_manifest(*snap))) {
+    log_info("index '" + dir + "' changed since it was opened (another process wrote to it); reopening it");
+    snap = Index::open(dir, open);
+    publish(snap);
+    if (note) *note = "reopened (another process had written); ";
+  }
+  return snap;
+}
+
+BuildReport IndexWriter::add(const std::vector<Document>& given, const IndexBuildOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
   // A shard set is searched through a writer too (the service holds one), but never grows.
   SIEVE_THROW_IF_NOT(!is_shard_set(s_->dir), "'" << s_->dir << "' is a shard set: adding documents to one is not "
                                                     "supported (rebuild it with the new corpus)");
-  SIEVE_THROW_IF_NOT(!docs.empty(), "no documents to add");
-  std::set<std::string> ids;
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const Document& d = docs[i];
-    SIEVE_THROW_IF_NOT(!d.id.empty(), "document " << i << " has an empty id");
-    for (const auto* f : {&d.id, &d.title, &d.text}) {
-      const size_t bad = first_invalid_utf8(*f);
-      SIEVE_THROW_IF_NOT(bad == std::string::npos, "document " << i << " ('" << (f == &d.id ? std::string("?") : d.id)
-                                                               << "'): invalid UTF-8 at byte " << bad);
-    }
-    SIEVE_THROW_IF_NOT(ids.insert(d.id).second, "document id '" << d.id << "' appears twice in the batch");
-  }
+  SIEVE_THROW_IF_NOT(!given.empty(), "no documents to add");
+  std::vector<Document> docs = given;
+  check_batch(docs);
   std::lock_guard<std::mutex> writing(s_->write_mu);
   WriteLock lock(s_->dir);
   Manifest m = read_manifest(s_->dir, kManifestFile);
-  std::shared_ptr<const Index> snap = snapshot();
   BuildReport rep;
-  if (!same_commit(m, snapshot_manifest(*snap))) {
-    log_info("index '" + s_->dir + "' changed since it was opened (another process added to it); reopening it");
-    snap = Index::open(s_->dir, s_->open);
-    s_->publish(snap);
-    rep.note = "reopened (another process had added); ";
+  std::shared_ptr<const Index> snap = s_->current(m, &rep.note);
+  std::vector<uint32_t> replaced;
+  for (const Document& d : docs) {
+    // An expired document is gone to every reader: adding its id again needs no upsert, and the
+    // stale copy is marked replaced so that it counts as dead for the next compaction.
+    SIEVE_THROW_IF_NOT(opt.upsert || snap->find(d.id) < 0,
+                       "document id '" << d.id << "' is already in the index (upsert replaces it)");
+    const int64_t held = find_stored(*snap, d.id);
+    if (held >= 0) replaced.push_back(static_cast<uint32_t>(held));
   }
-  for (const Document& d : docs)
-    SIEVE_THROW_IF_NOT(snap->find(d.id) < 0, "document id '" << d.id << "' is already in the index");
+  std::sort(replaced.begin(), replaced.end());
   rep.note += "added to an index of " + std::to_string(m.documents) + " documents";
   // The snapshot, opened at this very commit, has checked the logs: the add does not again.
-  Appended a = append_documents(s_->dir, m, docs, *snap->encoder(), opt, rep, /*logs_checked=*/true);
+  Appended a = append_documents(s_->dir, m, docs, *snap->encoder(), opt, rep, /*logs_checked=*/true, replaced);
   s_->publish(extend_snapshot(*snap, m, std::move(a.vectors), a.keys));
+  rep.replaced = replaced.size();
   rep.documents = m.documents;
   rep.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return rep;
+}
+
+BuildReport IndexWriter::upsert(const std::vector<Document>& docs, IndexBuildOptions opt) {
+  opt.upsert = true;
+  return add(docs, opt);
+}
+
+template <class Pick>
+DeleteReport IndexWriter::delete_where(Pick&& pick) {
+  SIEVE_THROW_IF_NOT(!is_shard_set(s_->dir), "'" << s_->dir << "' is a shard set: deleting from one is not supported "
+                                                    "yet (rebuild it without the documents)");
+  std::lock_guard<std::mutex> writing(s_->write_mu);
+  WriteLock lock(s_->dir);
+  Manifest m = read_manifest(s_->dir, kManifestFile);
+  std::shared_ptr<const Index> snap = s_->current(m, nullptr);
+  DeleteReport rep;
+  const std::vector<uint32_t> docs = pick(*snap, rep);
+  if (!docs.empty()) {
+    append_deletes(s_->dir, m, docs);
+    commit_manifest(s_->dir, m);
+    s_->publish(extend_snapshot(*snap, m, nullptr, {}));
+  }
+  rep.deleted = docs.size();
+  rep.documents = m.documents - m.deleted;
+  return rep;
+}
+
+DeleteReport IndexWriter::remove(const std::vector<std::string>& ids, bool missing_ok) {
+  SIEVE_THROW_IF_NOT(!ids.empty(), "no ids to delete");
+  return delete_where([&](const Index& snap, DeleteReport& rep) { return resolve_deletes(snap, ids, missing_ok, rep); });
+}
+
+DeleteReport IndexWriter::remove_matching(const Filter& filter) {
+  SIEVE_THROW_IF_NOT(!filter.empty(), "an empty filter matches every document; to delete a whole index remove its "
+                                      "folder");
+  return delete_where([&](const Index& snap, DeleteReport&) { return snap.matching(filter, 0); });
+}
+
+CompactReport IndexWriter::compact(const CompactOptions& opt) {
+  return compact_folder(s_->dir, opt, &s_->write_mu, [this] { s_->publish(Index::open(s_->dir, s_->open)); });
 }
 
 }  // namespace sieve

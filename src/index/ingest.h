@@ -4,7 +4,9 @@
 // rewritten. Internal to the library.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,34 @@ struct Appended {
 /// `m`, then commits (manifest replaced; `m` updated). The caller holds the write lock and has
 /// checked the ids (non-empty, unique, new). All of the batch or none of it is committed.
 /// `logs_checked`: a snapshot of this process has checked the logs at `m`'s state (not again).
+/// `replaced`: internal ids the batch replaces (an upsert), deleted in the same commit.
 Appended append_documents(const std::string& dir, Manifest& m, const std::vector<Document>& docs, const Encoder& enc,
-                          const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked);
+                          const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked,
+                          const std::vector<uint32_t>& replaced = {});
+
+/// Appends one delete record of `docs` (internal ids, distinct, not deleted before) to the deletes
+/// log of the index at `dir` and makes it durable; `m` records it (the caller commits the manifest).
+void append_deletes(const std::string& dir, Manifest& m, const std::vector<uint32_t>& docs);
+
+/// Writes `m` as the index's manifest and makes the commit durable (the manifest's rename and the
+/// folder), the step that publishes a write.
+void commit_manifest(const std::string& dir, const Manifest& m);
+
+/// The live documents of `ids` in `snap` (duplicates once), ascending; ids it does not hold go
+/// to rep.missing, and refuse the batch (sieve::Error, nothing deleted) unless `missing_ok`.
+std::vector<uint32_t> resolve_deletes(const Index& snap, const std::vector<std::string>& ids, bool missing_ok,
+                                      DeleteReport& rep);
+
+/// compact_index's work; with `writer_mu` (an IndexWriter's), the final step (carrying over the
+/// writes committed meanwhile, the exchange) holds it too, and `after_swap` runs before it is
+/// released (the writer publishes the compacted snapshot there).
+CompactReport compact_folder(const std::string& dir, const CompactOptions& opt, std::mutex* writer_mu,
+                             const std::function<void()>& after_swap);
+
+/// Checks a batch before anything is written: ids non-empty and unique in the batch, every text
+/// valid UTF-8, metadata as check_metadata accepts (stored compact: `docs` is normalised in
+/// place), expiry finite and not negative. sieve::Error naming the document otherwise.
+void check_batch(std::vector<Document>& docs);
 
 /// The snapshot after an add committed `m`: shares `prev`'s vector index (or takes `rewritten`),
 /// its keys added earlier, its id map and its encoder; reopens the logs and BM25 only.
@@ -42,5 +70,8 @@ std::shared_ptr<const Index> extend_snapshot(const Index& prev, const Manifest& 
                                              const std::vector<float>& added_keys);
 /// The manifest a snapshot was opened at.
 const Manifest& snapshot_manifest(const Index& snapshot);
+/// Internal id of `id` while it is stored and not deleted or replaced, expired or not (deleting an
+/// expired document is not an error: it is still there until a compaction); -1 otherwise.
+int64_t find_stored(const Index& snapshot, const std::string& id);
 
 }  // namespace sieve::index

@@ -7,6 +7,7 @@
 #include <map>
 #include <type_traits>
 
+#include "index/doc_state.h"
 #include "sieve/error.h"
 
 namespace sieve::index {
@@ -64,31 +65,42 @@ namespace {
 // Keeps documents a reader's manifests committed; an interrupted add can leave more in a database
 // until the next writer removes them. Xapian numbers the documents of n databases interleaved:
 // docid d is document (d - 1) / n of database (d - 1) % n.
+// With `allowed`, also only the documents a filter, deletions and expiry leave.
 class CommittedOnly : public Xapian::MatchDecider {
  public:
-  explicit CommittedOnly(const std::vector<uint32_t>& limits) : limits_(limits) {}
+  CommittedOnly(const std::vector<uint32_t>& limits, const std::vector<const Bitmap*>& allowed)
+      : limits_(limits), allowed_(allowed) {}
   bool operator()(const Xapian::Document& d) const override {
     const Xapian::docid i = d.get_docid() - 1;
-    return i / limits_.size() < limits_[i % limits_.size()];
+    const size_t db = i % limits_.size(), doc = i / limits_.size();
+    if (doc >= limits_[db]) return false;
+    const Bitmap* a = allowed_.empty() ? nullptr : allowed_[db];
+    return a == nullptr || (doc < a->size() && a->test(doc));
   }
 
  private:
   const std::vector<uint32_t>& limits_;
+  const std::vector<const Bitmap*>& allowed_;
 };
 
 }  // namespace
 
 std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::string& query, size_t k,
-                                                                    uint32_t limit) const {
+                                                                    uint32_t limit, const Bitmap* allowed) const {
   SIEVE_THROW_IF_NOT(shards_ == 1, "internal: search() of a lexical index over several databases");
   std::vector<std::pair<uint32_t, double>> out;
-  for (const ShardHit& h : search_shards(query, k, {limit})) out.emplace_back(h.doc, h.score);
+  std::vector<const Bitmap*> a;
+  if (allowed != nullptr) a.push_back(allowed);
+  for (const ShardHit& h : search_shards(query, k, {limit}, nullptr, a)) out.emplace_back(h.doc, h.score);
   return out;
 }
 
 std::vector<ShardHit> XapianLexicalIndex::search_shards(const std::string& query, size_t k,
                                                         const std::vector<uint32_t>& limits,
-                                                        std::vector<double>* xapian_scores) const {
+                                                        std::vector<double>* xapian_scores,
+                                                        const std::vector<const Bitmap*>& allowed) const {
+  SIEVE_THROW_IF_NOT(allowed.empty() || allowed.size() == shards_, "internal: allowed sets for " << allowed.size()
+                                                                    << " of " << shards_ << " databases");
   SIEVE_THROW_IF_NOT(limits.size() == shards_, "internal: " << limits.size() << " limits for " << shards_ << " databases");
   std::vector<ShardHit> out;
   if (k == 0) return out;
@@ -121,7 +133,7 @@ std::vector<ShardHit> XapianLexicalIndex::search_shards(const std::string& query
     std::vector<Xapian::Query> leaves;
     for (const auto& [term, wqf] : terms) leaves.emplace_back(term, wqf);
     const Xapian::Query q(Xapian::Query::OP_OR, leaves.begin(), leaves.end());
-    CommittedOnly decider(limits);
+    CommittedOnly decider(limits, allowed);
     // A writer in another process (index add) may commit while this reader is open; Xapian then
     // asks readers to reopen to the latest revision. Committed documents stay as they were.
     for (int attempt = 0;; ++attempt) {

@@ -16,6 +16,8 @@ class WritableDatabase;
 
 namespace sieve::index {
 
+class Bitmap;
+
 /// BM25 parameters (Elasticsearch/Lucene defaults, which BEIR's BM25 baseline used).
 struct Bm25Params {
   double k1 = 1.2;
@@ -27,9 +29,9 @@ class LexicalIndex {
  public:
   virtual ~LexicalIndex() = default;
   /// Top `k` (internal id, BM25 score) pairs for a free-text query, best first; ids >= `limit`
-  /// (documents of an uncommitted add) are skipped.
-  virtual std::vector<std::pair<uint32_t, double>> search(const std::string& query, size_t k,
-                                                          uint32_t limit) const = 0;
+  /// (documents of an uncommitted add) are skipped, and with `allowed`, ids it does not hold.
+  virtual std::vector<std::pair<uint32_t, double>> search(const std::string& query, size_t k, uint32_t limit,
+                                                          const Bitmap* allowed = nullptr) const = 0;
 };
 
 /// A BM25 hit in one of several databases searched as one.
@@ -47,15 +49,17 @@ class XapianLexicalIndex : public LexicalIndex {
   XapianLexicalIndex(const std::string& path, const Bm25Params& params = {});
   XapianLexicalIndex(const std::vector<std::string>& paths, const Bm25Params& params = {});
   ~XapianLexicalIndex() override;
-  std::vector<std::pair<uint32_t, double>> search(const std::string& query, size_t k,
-                                                  uint32_t limit) const override;
+  std::vector<std::pair<uint32_t, double>> search(const std::string& query, size_t k, uint32_t limit,
+                                                  const Bitmap* allowed = nullptr) const override;
   /// Top `k` over every database, best first; document ids >= limits[shard] are skipped. Equal
   /// scores are returned lower shard first, then lower id, and the `k`-th place is decided among
   /// equal scores the same way (documents numbered shard by shard in the order of the list).
   /// Scores are BM25 computed here in a fixed order (rescore()), within about 1e-12 of Xapian's
   /// own weights, which `xapian_scores` receives for each hit (tests compare the two).
+  /// `allowed`: one entry per database (null: all of its documents), or empty for none.
   std::vector<ShardHit> search_shards(const std::string& query, size_t k, const std::vector<uint32_t>& limits,
-                                      std::vector<double>* xapian_scores = nullptr) const;
+                                      std::vector<double>* xapian_scores = nullptr,
+                                      const std::vector<const Bitmap*>& allowed = {}) const;
   /// Number of documents in the database(s).
   uint32_t doc_count() const;
 

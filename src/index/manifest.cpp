@@ -101,6 +101,13 @@ void write_manifest(const std::string& dir, const std::string& name, const Manif
     j["vectors"]["documents"] = m.vector_documents;
   }
   if (m.has_token_ids) j["logs"]["token_ids"] = log_state_to_json(m.token_ids);
+  // Version 4 only with metadata or deletes.
+  if (m.has_metadata || m.has_deletes) j["version"] = 4u;
+  if (m.has_metadata) j["logs"]["metadata"] = log_state_to_json(m.metadata);
+  if (m.has_deletes) {
+    j["logs"]["deletes"] = log_state_to_json(m.deletes);
+    j["deleted"] = m.deleted;
+  }
   if (!m.key_grid.empty()) j["model"]["key_grid"] = m.key_grid;
   if (m.keys_in_vectors) j["keys_in_vectors"] = true;
   if (!m.keys_in_vectors || m.keys_from < m.documents) j["logs"]["keys"] = log_state_to_json(m.keys);
@@ -165,6 +172,13 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
     m.token_log = log_state_from_json(logs.at("tokens"), what + " tokens log");
     m.has_token_ids = logs.contains("token_ids");
     if (m.has_token_ids) m.token_ids = log_state_from_json(logs.at("token_ids"), what + " token ids log");
+    m.has_metadata = logs.contains("metadata");
+    if (m.has_metadata) m.metadata = log_state_from_json(logs.at("metadata"), what + " metadata log");
+    m.has_deletes = logs.contains("deletes");
+    if (m.has_deletes) {
+      m.deletes = log_state_from_json(logs.at("deletes"), what + " deletes log");
+      m.deleted = get<uint64_t>(j, "deleted", what);
+    }
     if (j.contains("build")) {
       m.corpus_fingerprint = get<std::string>(j["build"], "corpus", what);
       m.build_options = get<std::string>(j["build"], "options", what);
@@ -175,7 +189,8 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
   SIEVE_THROW_IF_NOT(m.corpus.records == m.documents && m.keys_from <= m.documents &&
                          m.keys.records == m.documents - m.keys_from && m.vector_documents <= m.documents &&
                          m.keys_from <= m.vector_documents && (!m.has_tokens || m.token_log.records == m.documents) &&
-                         (!m.has_token_ids || (m.has_tokens && m.token_ids.records == m.documents)),
+                         (!m.has_token_ids || (m.has_tokens && m.token_ids.records == m.documents)) &&
+                         (!m.has_metadata || m.metadata.records == m.documents) && m.deleted <= m.documents,
                      what << ": record counts disagree (damaged manifest)");
   return m;
 }

@@ -14,9 +14,11 @@ namespace sieve::index {
 /// Version 2 may keep the pooled keys only inside the vector index (`keys_in_vectors`); version 3
 /// lets the vector file lag behind the documents (`vector_documents`: the keys of later, added
 /// documents are read from the keys log), so that an add does not rewrite the whole vector file.
+/// Version 4 adds the metadata log (`logs.metadata`: each document's expiry and metadata) and the
+/// deletes log (`logs.deletes`: the internal ids each delete batch removed from view).
 /// A manifest is written with the lowest version that describes it; versions 1 (always a keys
 /// log) and 2 are still read.
-constexpr uint32_t kIndexFormatVersion = 3;
+constexpr uint32_t kIndexFormatVersion = 4;
 constexpr uint32_t kOldestIndexFormatVersion = 1;
 constexpr const char* kManifestFile = "manifest.json";
 constexpr const char* kCheckpointFile = "checkpoint.json";
@@ -64,8 +66,15 @@ struct Manifest {
   /// The tokenizer's ids of each document's stored token rows are kept too (`token_ids` log):
   /// stage 2's id-reading verifiers then need no re-tokenizing. False for indexes built before.
   bool has_token_ids = false;
+  /// Documents carry metadata or an expiry: the `metadata` log, one record per document
+  /// (index/doc_state.h), created at the first such document (the earlier ones get empty records).
+  bool has_metadata = false;
+  /// Some batch deleted documents: the `deletes` log, one record per batch. `deleted` counts the
+  /// documents deleted so far (replaced ones included).
+  bool has_deletes = false;
+  uint64_t deleted = 0;
   // logs
-  LogState corpus, keys, token_log, token_ids;
+  LogState corpus, keys, token_log, token_ids, metadata, deletes;
   // checkpoint only: what the build is reading, to decide between resume and restart
   std::string corpus_fingerprint;
   std::string build_options;

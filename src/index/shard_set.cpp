@@ -17,6 +17,7 @@
 
 #include "core/checksum.h"
 #include "core/file_util.h"
+#include "index/doc_state.h"
 #include "index/fan_out.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
@@ -216,6 +217,17 @@ class ShardSetImpl final : public Index {
       if (int64_t local = shards_[s]->find(id); local >= 0) return static_cast<int64_t>(m_.shards[s].first) + local;
     return -1;
   }
+  bool live(uint32_t doc, double now) const override {
+    if (doc >= m_.documents) return false;
+    auto [s, local] = locate(doc);
+    return shards_[s]->live(local, now);
+  }
+  std::vector<uint32_t> matching(const Filter& filter, double now) const override {
+    std::vector<uint32_t> out;
+    for (size_t s = 0; s < shards_.size(); ++s)
+      for (uint32_t d : shards_[s]->matching(filter, now)) out.push_back(static_cast<uint32_t>(m_.shards[s].first) + d);
+    return out;
+  }
   using Index::tokens;
   TokenStates tokens(uint32_t doc, size_t max_rows) const override {
     auto [s, local] = locate(doc);
@@ -321,6 +333,17 @@ class ShardSetImpl final : public Index {
     Embeddings& e = plan.queries;
     std::vector<SearchResult> out(n);
     std::vector<Ranked> dls(n);
+    // What each shard may return (deletions, expiry, the filter); BM25 reads them here, the dense
+    // search of a local shard computes its own.
+    std::vector<std::shared_ptr<const Bitmap>> allowed;
+    std::vector<const Bitmap*> allowed_ptrs;
+    bool any_limit = false;
+    for (const auto& sh : shards_) {
+      allowed.push_back(allowed_documents(*sh, p));
+      allowed_ptrs.push_back(allowed.back().get());
+      any_limit = any_limit || allowed.back() != nullptr;
+    }
+    if (!any_limit) allowed_ptrs.clear();
     if (plan.dense && n > 0) {
       std::vector<size_t> asked;
       for (size_t s = 0; s < shards_.size(); ++s)
@@ -358,7 +381,7 @@ class ShardSetImpl final : public Index {
     for (size_t q = 0; q < n; ++q) {
       Ranked bl;
       if (plan.lexical)
-        for (const ShardHit& h : lexical_->search_shards(queries[q], depth, limits_))
+        for (const ShardHit& h : lexical_->search_shards(queries[q], depth, limits_, nullptr, allowed_ptrs))
           bl.emplace_back(static_cast<uint32_t>(m_.shards[h.shard].first) + h.doc, h.score);
       out[q] = result_from_lists(dls[q], bl, p, e, q);
       for (Hit& h : out[q].hits) h.id = document(h.doc).id;

@@ -55,8 +55,14 @@ std::string check_shard_in_its_set(const std::string& shard_dir);
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt);
 
 /// The dense lists of one index opened by Index::open (not a shard set) for `n` pooled query
-/// vectors: the best `depth` documents of each, equal scores lower document first.
+/// vectors: the best `depth` documents of each, equal scores lower document first; only the
+/// documents p's filter, deletions and expiry allow.
 std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* pooled, size_t depth,
                                 const SearchParams& p);
+
+class Bitmap;
+/// The documents of one index (not a shard set) a search with `p` may return: live and passing
+/// p.filter; null when that is all of them.
+std::shared_ptr<const Bitmap> allowed_documents(const Index& shard, const SearchParams& p);
 
 }  // namespace sieve::index

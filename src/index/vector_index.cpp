@@ -8,6 +8,7 @@
 #include <faiss/IndexPreTransform.h>
 
 #include <faiss/impl/DistanceComputer.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <algorithm>
 #include <limits>
@@ -161,8 +162,10 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
   // reference loop below distance_compute_blas_threshold (20 queries), ~1 ms for one query over
   // 5,000 keys of 256 dimensions; the vectorised loop here takes a fifth of that. Larger batches
   // stay with FAISS, which hands them to BLAS.
+  std::unique_ptr<faiss::IDSelectorBitmap> sel;
+  if (p.allowed != nullptr) sel = std::make_unique<faiss::IDSelectorBitmap>(p.allowed_bits, p.allowed);
   if (const auto* flat = dynamic_cast<const faiss::IndexFlat*>(index_.get());
-      flat != nullptr && flat->metric_type == faiss::METRIC_INNER_PRODUCT &&
+      sel == nullptr && flat != nullptr && flat->metric_type == faiss::METRIC_INNER_PRODUCT &&
       n < static_cast<size_t>(faiss::distance_compute_blas_threshold)) {
     exact_inner_product(flat->get_xb(), static_cast<size_t>(flat->ntotal), static_cast<size_t>(flat->d), queries, n,
                         p.k, labels, scores);
@@ -175,9 +178,21 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
     // search concurrently under a shared lock, one wanting another value sets it and searches
     // under the exclusive lock (so it cannot be changed under it).
     const int ef = p.ef_search > 0 ? p.ef_search : static_cast<int>(std::min<size_t>(std::max<size_t>(64, p.k), INT32_MAX));
+    faiss::SearchParametersHNSW hp;
+    hp.efSearch = ef;
+    hp.sel = sel.get();
+    faiss::SearchParametersPreTransform hpp;
+    faiss::SearchParameters* hparams = nullptr;
+    if (sel) {
+      hparams = &hp;
+      if (core != index_.get()) {
+        hpp.index_params = &hp;
+        hparams = &hpp;
+      }
+    }
     auto run = [&] {
       faiss_call("vector search failed", [&] {
-        index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels);
+        index_->search(static_cast<int64_t>(n), queries, static_cast<int64_t>(p.k), scores, labels, hparams);
       });
     };
     {
@@ -189,10 +204,15 @@ void FaissVectorIndex::search(size_t n, const float* queries, const VectorSearch
     return run();
   }
   faiss::SearchParametersIVF ip;
+  faiss::SearchParameters plain;
   faiss::SearchParameters* params = nullptr;
   if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(core)) {
     ip.nprobe = p.nprobe > 0 ? static_cast<size_t>(p.nprobe) : ivf->nprobe;
+    ip.sel = sel.get();
     params = &ip;
+  } else if (sel) {
+    plain.sel = sel.get();
+    params = &plain;
   }
   faiss::SearchParametersPreTransform pp;
   if (params != nullptr && core != index_.get()) {
@@ -209,6 +229,14 @@ bool FaissVectorIndex::holds_exact_keys() const {
   if (const auto* h = dynamic_cast<const faiss::IndexHNSW*>(storage)) storage = h->storage;
   const auto* flat = dynamic_cast<const faiss::IndexFlat*>(storage);
   return flat != nullptr && flat->metric_type == faiss::METRIC_INNER_PRODUCT;
+}
+
+const float* FaissVectorIndex::stored_key(size_t i) const {
+  const faiss::Index* storage = index_.get();
+  if (const auto* h = dynamic_cast<const faiss::IndexHNSW*>(storage)) storage = h->storage;
+  const auto* flat = dynamic_cast<const faiss::IndexFlat*>(storage);
+  if (flat == nullptr || i >= static_cast<size_t>(flat->ntotal)) return nullptr;
+  return flat->get_xb() + i * static_cast<size_t>(flat->d);
 }
 
 void FaissVectorIndex::reconstruct(size_t i, float* out) const {

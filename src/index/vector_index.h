@@ -19,6 +19,10 @@ struct VectorSearchParams {
   size_t k = 10;
   int ef_search = 0;
   int nprobe = 0;
+  /// Only these labels (bit i of byte i / 8; `allowed_bits` bits, labels past them excluded):
+  /// FAISS's IDSelectorBitmap inside the search (HNSW, IVF). Null: every label.
+  const uint8_t* allowed = nullptr;
+  size_t allowed_bits = 0;
 };
 
 /// Interface of the dense recall stage: add unit vectors, search by inner product.
@@ -57,6 +61,8 @@ class FaissVectorIndex : public VectorIndex {
   /// True when the index stores the keys exactly (Flat, HNSW over Flat), so that reconstruct()
   /// gives back what was added, bit for bit.
   bool holds_exact_keys() const;
+  /// Key `i` in place when the index stores keys as plain floats (Flat, HNSW over Flat), else null.
+  const float* stored_key(size_t i) const;
   /// Writes key `i` (dim floats) to `out`; with holds_exact_keys() false, an approximation or
   /// sieve::Error when the index cannot reconstruct.
   void reconstruct(size_t i, float* out) const;

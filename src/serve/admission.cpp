@@ -96,7 +96,8 @@ std::vector<ApiKey> read_api_keys(const std::string& path) {
 std::optional<KeyScope> scope_needed(const std::string& method, const std::string& path) {
   if (path == "/health" || (path == "/" && method == "GET") || path == "/openapi.json") return std::nullopt;
   if (path == "/metrics" || path == "/v1/info" || path == "/router/stats") return KeyScope::Admin;
-  if (path == "/v1/documents" && method == "POST") return KeyScope::Write;
+  // Every write of documents: POST /v1/documents, POST /v1/documents/delete, PUT and DELETE of one.
+  if (path.rfind("/v1/documents", 0) == 0 && method != "GET") return KeyScope::Write;
   return KeyScope::Read;
 }
 

@@ -120,4 +120,14 @@ json floats(const float* v, size_t n) {
   return a;
 }
 
+Filter filter_of(const json& j) {
+  if (!j.contains("filter") || j.at("filter").is_null()) return Filter();
+  if (!j.at("filter").is_object()) throw too_much("'filter' must be a JSON object (docs/filters.md)");
+  try {
+    return Filter::parse(j.at("filter").dump());
+  } catch (const Error& e) {
+    throw too_much(e.what());
+  }
+}
+
 }  // namespace sieve::serve

@@ -31,6 +31,9 @@ size_t count_of(const json& j, const char* field, size_t def, size_t max);
 double number_of(const json& j, const char* field, double def);
 std::string string_of(const json& j, const char* field, const std::string& def);
 json floats(const float* v, size_t n);
+/// The body's "filter" (a JSON object; absent or null: none); 422 with the parser's words, which
+/// name the place in the filter.
+Filter filter_of(const json& j);
 Response json_response(const json& j, int status = 200);
 /// The fields a route's JSON body may hold (the route table in service.cpp).
 const std::vector<std::string>& fields_of(const std::string& path, const std::string& method = "POST");

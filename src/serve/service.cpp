@@ -55,9 +55,12 @@ const std::vector<RouteSpec>& route_table() {
       {"/v1/verify", "POST", {"pairs", "threshold"}},
       {"/v1/search", "POST",
        {"query", "queries", "k", "mode", "fusion", "candidates", "gate", "rerank", "threshold", "verifier", "with_text",
-        "timeout_ms"}},
-      {"/v1/documents", "POST", {"documents"}},
+        "timeout_ms", "filter"}},
+      {"/v1/documents", "POST", {"documents", "upsert"}},
+      {"/v1/documents/delete", "POST", {"ids", "filter", "missing_ok"}},
+      {"/v1/documents/{id}", "DELETE", {}},
       {"/v1/documents/{id}", "GET", {}},
+      {"/v1/documents/{id}", "PUT", {"title", "text", "metadata", "expires_at", "ttl_s"}},
       {"/v1/explain", "POST", {"query", "candidate", "threshold", "timeout_ms"}},
       {"/v1/explain.svg", "GET", {}},
   };
@@ -95,13 +98,14 @@ std::string Service::allowed_method(const std::string& path) {
   std::string methods;
   for (const RouteSpec& r : route_table())
     if (r.path == path) methods += (methods.empty() ? "" : ", ") + r.method;
-  return methods.empty() ? "GET" : methods;  // none: the document route, /v1/documents/{id}
+  return methods.empty() ? "DELETE, GET, PUT" : methods;  // none: the document route, /v1/documents/{id}
 }
 
 bool Service::allows(const std::string& path, const std::string& method) {
   static const std::string kDocPrefix = "/v1/documents/";
-  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 && path != "/v1/documents/{id}")
-    return method == "GET";
+  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 && path != "/v1/documents/{id}" &&
+      path != "/v1/documents/delete")
+    return method == "GET" || method == "PUT" || method == "DELETE";
   for (const RouteSpec& r : route_table())
     if (r.path == path && r.method == method) return true;
   return false;
@@ -175,7 +179,10 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
   slots_ = std::make_unique<Slots>(opt_.search_slots ? opt_.search_slots : default_slots);
 }
 
-Service::~Service() = default;
+Service::~Service() {
+  std::lock_guard<std::mutex> lock(compact_mu_);
+  if (compactor_.joinable()) compactor_.join();  // a compaction under way finishes (or fails) first
+}
 
 std::shared_ptr<const Index> Service::snapshot() const { return index_ ? index_->snapshot() : nullptr; }
 
@@ -278,9 +285,15 @@ class SlotHold {
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
                         const std::map<std::string, std::string>& query, Clock::time_point arrived) {
   static const std::string kDocPrefix = "/v1/documents/";
-  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0) {
-    if (method != "GET") throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, not " + method);
-    return get_document(path.substr(kDocPrefix.size()));
+  // One document by id. /v1/documents/delete is the batch delete (POST only): a document whose id
+  // is "delete" is reached through the batch routes (POST /v1/documents, .../delete with its id).
+  if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 &&
+      path != "/v1/documents/delete") {
+    const std::string id = path.substr(kDocPrefix.size());
+    if (method == "GET") return get_document(id);
+    if (method == "PUT") return put_document(id, body);
+    if (method == "DELETE") return delete_document(id);
+    throw HttpError(405, "method_not_allowed", "/v1/documents/{id} takes GET, PUT or DELETE, not " + method);
   }
   const RouteSpec* found = nullptr;
   bool known = false;
@@ -346,6 +359,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
   if (path == "/rerank") return rerank_tei(body, deadline);
   if (path == "/v1/verify") return verify(body, deadline);
   if (path == "/v1/documents") return add_documents(body);
+  if (path == "/v1/documents/delete") return delete_documents(body);
   return search(body, arrived);
 }
 
@@ -368,7 +382,8 @@ Response Service::info() const {
     const IndexStats& s = index->stats();
     j["model"]["identity"] = s.model_identity;
     j["index"] = {{"path", opt_.index_dir}, {"documents", index->size()}, {"tokens", s.tokens},
-                  {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec}};
+                  {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec},
+                  {"deleted", s.deleted}, {"compacting", compacting_.load()}, {"compactions", compactions_.load()}};
     j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
                      {"rrf_k", rec_.rrf_k}, {"dense_weight", rec_.dense_weight},
                      {"dense_weight_slope", rec_.weight_slope}, {"k", 10}, {"candidates", 100}};
@@ -447,9 +462,16 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
   pp.k = sp.k;
   pp.stage1 = sp;
   pp.deadline = deadline;
+  // Gating with no threshold, given or calibrated: the request is fine, the server's verifier
+  // cannot do it (409, as a write to a shard set), not a malformed request.
+  if (pp.gate && std::isnan(threshold_or(pp.threshold)))
+    throw HttpError(409, "conflict", "gating needs a threshold: the server's verifier (" + verifier_.name +
+                                         ") has none calibrated; give \"threshold\" or calibrate it (sieve verify calibrate)");
   const bool stage2 = bool_of(j, "verifier", pp.gate || pp.rerank);
   const ResolvedVerifier& stage2_verifier = pp.rerank && !pp.gate ? reranker() : verifier_;
   pp.shard_verifier = &stage2_verifier == &verifier_ ? verifier_key_ : relevance_key_;
+  sp.filter = filter_of(j);
+  pp.stage1.filter = sp.filter;
   HitJsonOptions ho;  // the keys `sieve search` prints, at full precision
   ho.text = bool_of(j, "with_text", false);
   SlotHold slot(*slots_, deadline, arrived);  // 504 when the deadline passes first
@@ -522,60 +544,6 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
               {"verifier", stage2 ? json(stage2_verifier.name) : json(nullptr)}};
   if (cut) out["deadline_exceeded"] = true;
   return json_response(out);
-}
-
-Response Service::add_documents(const std::string& body) {
-  if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  // A shard set takes no documents (rebuild it): the request conflicts with the index it serves.
-  if (is_shard_set(opt_.index_dir))
-    throw HttpError(409, "conflict", "'" + opt_.index_dir + "' is a shard set: adding documents to one is not supported "
-                                     "(rebuild it with the new corpus)");
-  const json j = parse_object(body, fields_of("/v1/documents"));
-  if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
-  const json& docs = j.at("documents");
-  if (docs.empty()) throw bad("'documents' is empty");
-  if (docs.size() > opt_.max_texts) throw too_much(std::to_string(docs.size()) + " documents, more than the limit " + std::to_string(opt_.max_texts));
-  const std::shared_ptr<const Index> before = snapshot();
-  std::set<std::string> ids;
-  std::vector<Document> batch;
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const json& d = docs[i];
-    if (d.is_object())
-      for (const auto& [key, value] : d.items())
-        if (key != "_id" && key != "id" && key != "title" && key != "text")
-          throw too_much("documents[" + std::to_string(i) + "]: unknown field '" + key + "' (accepted: _id or id, title, text)");
-    if (!d.is_object()) throw bad("documents[" + std::to_string(i) + "] must be an object");
-    if (d.contains("_id") && d.contains("id"))
-      throw bad("documents[" + std::to_string(i) + "]: give \"_id\" or \"id\", not both");
-    const std::string id = d.contains("_id") ? string_of(d, "_id", "") : string_of(d, "id", "");
-    if (id.empty()) throw bad("documents[" + std::to_string(i) + "] needs a non-empty \"_id\"");
-    if (!d.contains("text") || !d.at("text").is_string()) throw bad("documents[" + std::to_string(i) + "] needs a \"text\" string");
-    if (!ids.insert(id).second) throw HttpError(409, "conflict", "id '" + id + "' appears twice in this batch");
-    if (before->find(id) >= 0) throw HttpError(409, "conflict", "id '" + id + "' is already in the index");
-    batch.push_back({id, string_of(d, "title", ""), d.at("text").get<std::string>()});
-  }
-  // The batch becomes visible (whole) when its manifest is committed, and durable before this
-  // answers. The writer checks the ids again under its lock (a concurrent add may have taken one).
-  BuildReport rep;
-  try {
-    rep = index_->add(batch);
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("is already in the index") != std::string::npos)
-      throw HttpError(409, "conflict", e.what());
-    throw;
-  }
-  json added = json::array();
-  for (const Document& d : batch) added.push_back(d.id);
-  return json_response({{"added", rep.added}, {"documents", rep.documents}, {"ids", added}});
-}
-
-Response Service::get_document(const std::string& id) const {
-  const std::shared_ptr<const Index> ix = snapshot();
-  if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  const int64_t doc = ix->find(id);
-  if (doc < 0) throw HttpError(404, "not_found", "no document '" + id + "'");
-  const Document d = ix->document(static_cast<uint32_t>(doc));
-  return json_response({{"_id", d.id}, {"title", d.title}, {"text", d.text}});
 }
 
 std::string Service::metrics() const {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ struct ServeOptions {
   size_t request_timeout_ms = 30000;
   /// A shard set's shards served elsewhere (IndexOpenOptions::remote; Ray Serve's router).
   std::shared_ptr<const ShardRemote> remote;
+  /// After a write, the index is compacted in the background (IndexWriter::compact) once deleted,
+  /// replaced and expired documents are this share of it and at least `compact_min_dead`; 0: never.
+  double compact_dead_share = 0.3;
+  size_t compact_min_dead = 1000;
 };
 
 /// Checks what can be checked before the (slow) load: the index and model folders exist. Throws
@@ -114,8 +119,14 @@ class Service {
   Response rerank_tei(const std::string& body, Clock::time_point deadline);
   Response verify(const std::string& body, Clock::time_point deadline);
   Response search(const std::string& body, Clock::time_point arrived);
+  // The document routes (serve/document_routes.cpp).
   Response add_documents(const std::string& body);
   Response get_document(const std::string& id) const;
+  Response put_document(const std::string& id, const std::string& body);
+  Response delete_document(const std::string& id);
+  Response delete_documents(const std::string& body);
+  /// 404 without an index, 409 for a shard set (which takes no writes yet).
+  void check_writable(const char* what) const;
   /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
   std::shared_ptr<const Index> snapshot() const;
   /// Through the batcher; with `route`, a truncated input is logged naming the route and the
@@ -172,6 +183,13 @@ class Service {
   std::unique_ptr<Slots> slots_;
 
   RequestMetrics requests_;
+
+  /// Starts a background compaction when the dead share calls for one and none is running.
+  void maybe_compact();
+  std::mutex compact_mu_;     // guards compactor_
+  std::thread compactor_;     // the running (or last) background compaction
+  std::atomic<bool> compacting_{false};
+  std::atomic<size_t> compactions_{0};
 };
 
 }  // namespace sieve::serve

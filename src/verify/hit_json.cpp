@@ -35,6 +35,8 @@ void add_text(ojson& j, const Index& index, const Hit& h, const HitJsonOptions& 
   const Document d = index.document(h.doc);
   j[HitKeys::title] = d.title;
   j[HitKeys::text] = d.text;
+  if (!d.metadata.empty()) j[HitKeys::metadata] = ojson::parse(d.metadata);
+  if (d.expires_at != 0) j[HitKeys::expires_at] = d.expires_at;
 }
 
 }  // namespace

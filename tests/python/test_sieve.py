@@ -597,3 +597,53 @@ def test_filters_and_metadata_go_through_the_librarys_one_parser():
     assert sieve.check_metadata('{"b": ["x"], "a": 1}') == {"a": 1, "b": ["x"]}
     with pytest.raises(sieve.Error, match=r"metadata\.a: a field is a string"):
         sieve.check_metadata({"a": {"nested": 1}})
+
+
+def test_metadata_filters_upsert_and_delete_through_the_index(model, tmp_path):
+    """Index.add with metadata, Index.search(filter=) (every hit passes; the exact filtered list
+    in dense mode), Index.upsert replacing a document whole, Index.delete by ids and by filter
+    (nothing deleted when an id is missing), all seen by a fresh open."""
+    docs = [{"_id": f"m{i}", "text": TEXTS[i % len(TEXTS)] + f" number {i}",
+             "metadata": {"year": 2015 + i, "lang": ["en", "de", "fr"][i % 3]}} for i in range(12)]
+    ix = sieve.Index.build(DOCS[:4], tmp_path / "ix", model=model)
+    ix.add(docs)
+    assert ix.document("m4")["metadata"] == {"lang": "de", "year": 2019}
+    assert "metadata" not in ix.document(DOCS[0]["_id"])
+    want = {d["_id"] for d in docs if d["metadata"]["year"] >= 2020 and d["metadata"]["lang"] != "fr"}
+    for mode in ("dense", "bm25", "hybrid"):
+        hits = ix.search("the dog bit the man", k=20, mode=mode,
+                         filter={"year": {"$gte": 2020}, "lang": {"$ne": "fr"}})
+        assert {h["id"] for h in hits} <= want
+    dense = ix.search("the dog bit the man", k=20, mode="dense", filter=sieve.Filter({"year": {"$gte": 2020}, "lang": {"$ne": "fr"}}))
+    assert {h["id"] for h in dense} == want  # every passing document, k being larger
+    with pytest.raises(sieve.Error, match=r"filter\.year\.\$gt"):
+        ix.search("x", filter={"year": {"$gt": "soon"}})
+    rep = ix.upsert([{"_id": "m1", "text": "okapi tapir", "metadata": {"lang": "nl"}}])
+    assert rep["replaced"] == 1
+    assert ix.document("m1") == {"_id": "m1", "title": "", "text": "okapi tapir", "metadata": {"lang": "nl"}}
+    assert [h["id"] for h in ix.search("okapi", k=3, mode="bm25")] == ["m1"]
+    with pytest.raises(sieve.Error, match="not in the index"):
+        ix.delete(["m2", "nope"])
+    assert ix.document("m2")["_id"] == "m2"
+    assert ix.delete(["m2", "nope"], missing_ok=True) == {"deleted": 1, "missing": ["nope"], "documents": 15}
+    assert ix.delete(filter={"lang": "fr"})["deleted"] == 3  # m5, m8, m11 (m2 is gone already)
+    fresh = sieve.Index.open(tmp_path / "ix")
+    for index in (ix, fresh):
+        with pytest.raises(KeyError):
+            index.document("m2")
+        assert index.stats()["deleted"] == 5  # m1's first document, m2, m5, m8, m11
+        assert not any(h["id"] in ("m2", "m5") for h in index.search("the man bit the dog", k=20, mode="dense"))
+
+
+def test_build_from_dicts_keeps_metadata_and_expiry(model, tmp_path):
+    """Index.build from an iterable of dicts stores each one's metadata and expiry, as a corpus
+    file's would be: a filter sees the metadata, and an expired document is never returned."""
+    docs = [{"_id": f"b{i}", "text": TEXTS[i % len(TEXTS)] + f" item {i}", "metadata": {"shelf": i % 2}}
+            for i in range(6)]
+    docs[2]["expires_at"] = "1999-01-01T00:00:00Z"
+    ix = sieve.Index.build(docs, tmp_path / "ix", model=model)
+    assert ix.document("b3")["metadata"] == {"shelf": 1}
+    hits = ix.search("the dog", k=10, mode="dense", filter={"shelf": 0})
+    assert {h["id"] for h in hits} == {"b0", "b4"}  # b2 has expired
+    with pytest.raises(KeyError):
+        ix.document("b2")

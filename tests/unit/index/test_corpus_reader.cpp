@@ -60,7 +60,7 @@ TEST(CorpusReader, BeirJsonl) {
                                "\n"
                                "{\"_id\": \"d2\", \"text\": \"no title\"}\r\n"
                                "{\"_id\": 42, \"title\": null, \"text\": \"numeric id\"}\n"
-                               "{\"text\": \"escaped \\u00e9 \\\"q\\\"\", \"_id\": \"d4\", \"metadata\": {\"a\": [1]}}");
+                               "{\"text\": \"escaped \\u00e9 \\\"q\\\"\", \"_id\": \"d4\", \"metadata\": {\"b\": 1, \"a\": [\"x\"]}}");
   EXPECT_EQ(CorpusReader(path).format(), CorpusFormat::Jsonl);
   const auto docs = read_all(path);
   ASSERT_EQ(docs.size(), 4u);
@@ -68,7 +68,27 @@ TEST(CorpusReader, BeirJsonl) {
   expect_doc(docs[1], "d2", "", "no title");
   expect_doc(docs[2], "42", "", "numeric id");
   expect_doc(docs[3], "d4", "", "escaped \xC3\xA9 \"q\"");
+  EXPECT_EQ(docs[3].metadata, R"({"a":["x"],"b":1})");  // checked and stored compact, keys sorted
+  EXPECT_EQ(docs[0].metadata, "");
   EXPECT_EQ(CorpusReader::count(path), 4u);
+}
+
+// Metadata that is not a flat object, and an unreadable expiry, are refused naming the line and
+// the field; an expiry is read as RFC 3339, seconds, or a TTL from now.
+TEST(CorpusReader, MetadataAndExpiryAreChecked) {
+  for (const char* bad : {R"({"_id": "x", "text": "t", "metadata": {"a": [1]}})",
+                          R"({"_id": "x", "text": "t", "metadata": {"a": {"b": 1}}})",
+                          R"({"_id": "x", "text": "t", "metadata": [1]})",
+                          R"({"_id": "x", "text": "t", "expires_at": "soon"})",
+                          R"({"_id": "x", "text": "t", "ttl_s": "1"})"}) {
+    const auto path = write_text("bad.jsonl", std::string(bad) + "\n");
+    EXPECT_THROW(read_all(path), sieve::Error) << bad;
+  }
+  const auto path = write_text("exp.jsonl", R"({"_id": "a", "text": "t", "expires_at": "1970-01-02T00:00:00Z"})" "\n"
+                                            R"({"_id": "b", "text": "t", "expires_at": 5})" "\n");
+  const auto docs = read_all(path);
+  EXPECT_EQ(docs[0].expires_at, 86400.0);
+  EXPECT_EQ(docs[1].expires_at, 5.0);
 }
 
 TEST(CorpusReader, ExplicitFormatOverridesExtension) {

@@ -178,9 +178,9 @@ TEST(Manifest, CountsOutOfRangeAreRefused) {
 TEST(Manifest, OtherVersionIsRefused) {
   const std::string dir = sieve::test::make_temp_dir("manifest");
   write_manifest(dir, kManifestFile, full_manifest());
-  edit(dir + "/" + kManifestFile, "\"version\": 2", "\"version\": 4");
-  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 4");
-  edit(dir + "/" + kManifestFile, "\"version\": 4", "\"version\": 0");
+  edit(dir + "/" + kManifestFile, "\"version\": 2", "\"version\": 5");
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "version 5");
+  edit(dir + "/" + kManifestFile, "\"version\": 5", "\"version\": 0");
   expect_error([&] { read_manifest(dir, kManifestFile); }, "version 0");
 }
 
@@ -316,6 +316,37 @@ TEST(FileSum, SumAndCheck) {
   expect_error([&] { check_file(dir, s); }, "10 bytes");
   fs::remove(dir + "/blob.bin");
   expect_error([&] { check_file(dir, s); }, "missing");
+}
+
+// Metadata and deletes (version 4): their logs and the deleted count round-trip; a manifest with
+// neither keeps its lower version; a deleted count past the documents, or a metadata log of
+// another length, is refused.
+TEST(Manifest, MetadataAndDeletesAreVersion4) {
+  const std::string dir = sieve::test::make_temp_dir("manifest");
+  Manifest m = full_manifest();
+  write_manifest(dir, kManifestFile, m);
+  EXPECT_LT(nlohmann::json::parse(slurp(dir + "/" + kManifestFile))["version"].get<int>(), 4);
+  m.has_metadata = true;
+  m.metadata = {3, 32 + 30, 32 + 3 * 16, 7, 9};
+  m.has_deletes = true;
+  m.deletes = {1, 32 + 8, 32 + 16, 5, 6};
+  m.deleted = 2;
+  write_manifest(dir, kManifestFile, m);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/" + kManifestFile))["version"], 4);
+  const Manifest r = read_manifest(dir, kManifestFile);
+  EXPECT_TRUE(r.has_metadata && r.has_deletes);
+  EXPECT_EQ(r.metadata.records, 3u);
+  EXPECT_EQ(r.metadata.data_crc, 7u);
+  EXPECT_EQ(r.deletes.index_bytes, 48u);
+  EXPECT_EQ(r.deleted, 2u);
+  m.deleted = 4;  // more than the 3 documents
+  write_manifest(dir, kManifestFile, m);
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "record counts disagree");
+  m.deleted = 2;
+  m.metadata.records = 2;
+  m.metadata.index_bytes = 32 + 2 * 16;
+  write_manifest(dir, kManifestFile, m);
+  expect_error([&] { read_manifest(dir, kManifestFile); }, "record counts disagree");
 }
 
 }  // namespace

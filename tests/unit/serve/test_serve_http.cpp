@@ -388,6 +388,19 @@ TEST(ServeCli, CosineVerifierServesAndAnotherModelsVerifierIsRefused) {
 
 // kill -9 while a batch is being added: the index still opens and verifies, and holds every
 // batch that was answered (and the interrupted one either whole or not at all).
+
+// Kills `pid` with SIGKILL once `log` has grown past `committed` bytes (a write in progress), or
+// after 60 s of polling; whether the write had started.
+bool kill_once_it_writes(pid_t pid, const std::string& log, uintmax_t committed) {
+  bool writing = false;
+  for (int i = 0; i < 60000 && !writing; ++i) {
+    writing = std::filesystem::file_size(log) > committed;
+    if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(pid, SIGKILL);
+  return writing;
+}
+
 TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   const std::string dir = test::make_temp_dir("serve_kill");
   write_text_index(dir, 26);
@@ -420,12 +433,7 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
     c2.set_read_timeout(60, 0);
     c2.Post("/v1/documents", batch(99, 3000), "application/json");
   });
-  bool writing = false;
-  for (int i = 0; i < 60000 && !writing; ++i) {
-    writing = std::filesystem::file_size(token_log) > committed_bytes;
-    if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ::kill(pid, SIGKILL);
+  const bool writing = kill_once_it_writes(pid, token_log, committed_bytes);
   ASSERT_TRUE(writing) << "the add never started writing";
   // kill() returns before the process has exited; its write lock is released during the exit.
   for (int i = 0; i < 1000; ++i) {
@@ -453,6 +461,69 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   EXPECT_NO_THROW(add_to_index(dir + "/ix", dir + "/more.tsv"));
   oo.verify = true;
   EXPECT_EQ(Index::open(dir + "/ix", oo)->size(), ix->size() + 1);
+}
+
+// kill -9 with an upsert batch in flight, after acknowledged deletes and upserts: every
+// acknowledged write is in the reopened index (deleted ids gone, replaced documents with their new
+// text and metadata), and nothing of the killed batch (its new documents absent, the document it
+// would have replaced unchanged); the next write works.
+TEST(ServeCli, KillNineDuringAnUpsertKeepsEveryAcknowledgedWriteAndNoHalfBatch) {
+  const std::string dir = test::make_temp_dir("serve_kill_upsert");
+  write_text_index(dir, 26);
+  const CliServer srv = start_cli_server("--index " + dir + "/ix --max-texts 5000", dir + "/log");
+  const int pid = srv.pid, port = srv.port;
+  ASSERT_GT(port, 0) << "the server did not start";
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto post = [&](const std::string& path, const json& body) {
+    auto r = cli.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    return r ? r->status : 0;
+  };
+  json docs = json::array();
+  for (int k = 0; k < 20; ++k)
+    docs.push_back({{"_id", "a" + std::to_string(k)}, {"text", "first text " + std::to_string(k)}, {"metadata", {{"v", 1}}}});
+  ASSERT_EQ(post("/v1/documents", {{"documents", docs}}), 200);
+  ASSERT_EQ(post("/v1/documents/delete", {{"ids", {"a0", "a1", "d3"}}}), 200);
+  ASSERT_EQ(post("/v1/documents", {{"documents", {{{"_id", "a2"}, {"text", "second text"}, {"metadata", {{"v", 2}}}}}},
+                                   {"upsert", true}}),
+            200);
+  ASSERT_EQ(post("/v1/documents/delete", {{"filter", {{"v", 1}}}}), 200);  // a3..a19
+  // A large upsert in flight (3,000 new documents and a2 replaced again), killed once it writes.
+  const std::string token_log = dir + "/ix/tokens.dat";
+  const auto committed_bytes = std::filesystem::file_size(token_log);
+  std::thread big([&] {
+    json many = json::array();
+    many.push_back({{"_id", "a2"}, {"text", "third text"}});
+    for (int k = 0; k < 3000; ++k) many.push_back({{"_id", "big" + std::to_string(k)}, {"text", "document " + std::to_string(k)}});
+    httplib::Client c2("127.0.0.1", port);
+    c2.set_read_timeout(60, 0);
+    c2.Post("/v1/documents", json{{"documents", many}, {"upsert", true}}.dump(), "application/json");
+  });
+  const bool writing = kill_once_it_writes(pid, token_log, committed_bytes);
+  ASSERT_TRUE(writing) << "the upsert never started writing";
+  for (int i = 0; i < 1000 && !index::WriteLock::try_acquire(dir + "/ix"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  big.join();
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto ix = Index::open(dir + "/ix", oo);
+  for (const char* gone : {"a0", "a1", "d3", "a3", "a19", "big0", "big2999"}) EXPECT_EQ(ix->find(gone), -1) << gone;
+  const int64_t a2 = ix->find("a2");
+  ASSERT_GE(a2, 0);
+  EXPECT_EQ(ix->document(static_cast<uint32_t>(a2)).text, "second text");
+  EXPECT_EQ(ix->document(static_cast<uint32_t>(a2)).metadata, R"({"v":2})");
+  EXPECT_GE(ix->find("d4"), 0);
+  EXPECT_EQ(ix->stats().deleted, 3u + 1u + 17u);  // a0 a1 d3; a2's first; a3..a19
+  // The next writes work on what the killed one left.
+  EXPECT_EQ(delete_documents(dir + "/ix", {"d4"}).deleted, 1u);
+  std::ofstream(dir + "/more.jsonl") << R"({"_id": "a2", "text": "fourth text"})" << "\n";
+  IndexBuildOptions up;
+  up.upsert = true;
+  EXPECT_EQ(add_to_index(dir + "/ix", dir + "/more.jsonl", up).replaced, 1u);
+  auto after = Index::open(dir + "/ix", oo);
+  EXPECT_EQ(after->document(static_cast<uint32_t>(after->find("a2"))).text, "fourth text");
 }
 
 // The page at / in a real browser (Debian's headless Chromium): the query from the URL runs,

@@ -907,7 +907,7 @@ TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
   ASSERT_EQ(g.status, 200);
   EXPECT_EQ(json::parse(g.body)["text"], "zebra giraffe 1");
   EXPECT_EQ(s.handle("GET", "/v1/documents/nope", "").status, 404);
-  EXPECT_EQ(s.handle("DELETE", "/v1/documents/z3", "").status, 405);
+  EXPECT_EQ(s.handle("PATCH", "/v1/documents/z3", "").status, 405);
   // Conflicts: an id already there, an id twice in one batch; nothing of such a batch is added.
   Response dup = call("POST", "/v1/documents", {{"documents", {{{"_id", "d1"}, {"text", "x"}}}}});
   EXPECT_EQ(dup.status, 409);
@@ -927,6 +927,133 @@ TEST(ServeDocuments, AddedBatchesAreSearchableAndIdsAreChecked) {
   auto fresh = Index::open(dir + "/ix", oo);
   EXPECT_EQ(fresh->size(), 15u);
   EXPECT_GE(fresh->find("z7"), 0);
+}
+
+// Documents that change, through the server: metadata in, filters on /v1/search (every hit passes;
+// a malformed filter is a 422 naming its place), upsert by POST and PUT, delete by id, by ids and
+// by filter, expiry; every answer is durable (a fresh open holds it) and seen by the next search.
+TEST(ServeDocuments, FiltersDeletesUpsertsAndExpiry) {
+  const std::string dir = test::make_temp_dir("serve_docs_life");
+  write_text_index(dir, 26);
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  Service s(o);
+  auto call = [&](const std::string& m, const std::string& p, const json& b) { return s.handle(m, p, b.dump()); };
+  auto ids_of = [&](const json& filter, const std::string& mode) {
+    json body = {{"query", "zebra giraffe"}, {"mode", mode}, {"k", 50}, {"with_text", true}};
+    if (!filter.is_null()) body["filter"] = filter;
+    Response r = call("POST", "/v1/search", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json answer = json::parse(r.body);
+    std::set<std::string> out;
+    for (const json& h : answer["results"][0]["hits"]) out.insert(h["id"].get<std::string>());
+    return out;
+  };
+  json docs = json::array();
+  for (int i = 0; i < 6; ++i)
+    docs.push_back({{"_id", "z" + std::to_string(i)}, {"text", "zebra giraffe " + std::to_string(i)},
+                    {"metadata", {{"lang", i % 2 ? "de" : "en"}, {"year", 2020 + i}}}});
+  docs[5]["ttl_s"] = 1e9;  // far off
+  ASSERT_EQ(call("POST", "/v1/documents", {{"documents", docs}}).status, 200);
+  for (const std::string mode : {"bm25", "dense", "hybrid"}) {
+    EXPECT_EQ(ids_of({{"lang", "de"}}, mode), (std::set<std::string>{"z1", "z3", "z5"})) << mode;
+    EXPECT_EQ(ids_of({{"year", {{"$gte", 2024}}}}, mode), (std::set<std::string>{"z4", "z5"})) << mode;
+  }
+  Response bad_filter = call("POST", "/v1/search", {{"query", "x"}, {"filter", {{"year", {{"$gt", "soon"}}}}}});
+  EXPECT_EQ(bad_filter.status, 422);
+  EXPECT_NE(bad_filter.body.find("filter.year.$gt"), std::string::npos) << bad_filter.body;
+  EXPECT_EQ(call("POST", "/v1/search", {{"query", "x"}, {"filter", {{"a", {{"$regex", "b"}}}}}}).status, 422);
+  // Gating on a server whose verifier has no threshold: the server cannot, the request is fine.
+  Response no_threshold = call("POST", "/v1/search", {{"query", "x"}, {"gate", true}});
+  EXPECT_EQ(no_threshold.status, 409) << no_threshold.body;
+  EXPECT_EQ(call("POST", "/v1/search", {{"query", "x"}, {"gate", true}, {"threshold", 0.5}}).status, 200);
+  Response got = s.handle("GET", "/v1/documents/z1", "");
+  EXPECT_EQ(json::parse(got.body)["metadata"], json({{"lang", "de"}, {"year", 2021}}));
+  EXPECT_GT(json::parse(s.handle("GET", "/v1/documents/z5", "").body)["expires_at"].get<double>(), 1e9);
+  // Upsert: POST with "upsert", and PUT; the old text is found no more.
+  EXPECT_EQ(call("POST", "/v1/documents", {{"documents", {{{"_id", "z0"}, {"text", "okapi"}}}}}).status, 409);
+  Response up = call("POST", "/v1/documents", {{"documents", {{{"_id", "z0"}, {"text", "okapi tapir"}}}}, {"upsert", true}});
+  ASSERT_EQ(up.status, 200) << up.body;
+  EXPECT_EQ(json::parse(up.body)["replaced"], 1);
+  Response put = call("PUT", "/v1/documents/z2", {{"text", "okapi quagga"}, {"metadata", {{"lang", "fr"}}}});
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(json::parse(put.body)["created"], false);
+  EXPECT_EQ(json::parse(call("PUT", "/v1/documents/new1", {{"text", "okapi"}}).body)["created"], true);
+  EXPECT_EQ(ids_of(nullptr, "bm25"), (std::set<std::string>{"z1", "z3", "z4", "z5"}));
+  EXPECT_EQ(json::parse(s.handle("GET", "/v1/documents/z2", "").body)["text"], "okapi quagga");
+  // Deletes: one by id, a batch by ids (missing ones refuse it unless missing_ok), by filter.
+  EXPECT_EQ(s.handle("DELETE", "/v1/documents/z1", "").status, 200);
+  EXPECT_EQ(s.handle("DELETE", "/v1/documents/z1", "").status, 404);
+  Response refused = call("POST", "/v1/documents/delete", {{"ids", {"z3", "nope"}}});
+  EXPECT_EQ(refused.status, 404);
+  EXPECT_EQ(ids_of(nullptr, "bm25").count("z3"), 1u) << "a refused batch deleted something";
+  Response ok = call("POST", "/v1/documents/delete", {{"ids", {"z3", "nope"}}, {"missing_ok", true}});
+  EXPECT_EQ(json::parse(ok.body)["missing"], json::array({"nope"}));
+  Response by_filter = call("POST", "/v1/documents/delete", {{"filter", {{"year", 2024}}}});
+  EXPECT_EQ(json::parse(by_filter.body)["deleted"], 1);
+  EXPECT_EQ(call("POST", "/v1/documents/delete", {{"filter", json::object()}}).status, 400);
+  EXPECT_EQ(ids_of(nullptr, "bm25"), (std::set<std::string>{"z5"}));
+  // Bad metadata and expiry refuse the batch (422), nothing written.
+  for (const json& bad : {json{{"_id", "b"}, {"text", "x"}, {"metadata", {{"a", {{"b", 1}}}}}},
+                          json{{"_id", "b"}, {"text", "x"}, {"expires_at", "someday"}},
+                          json{{"_id", "b"}, {"text", "x"}, {"ttl_s", -3}},
+                          json{{"_id", "b"}, {"text", "x"}, {"ttl_s", 5}, {"expires_at", 1e10}}}) {
+    Response r = call("POST", "/v1/documents", {{"documents", {bad}}});
+    EXPECT_EQ(r.status, 422) << bad.dump() << " " << r.body;
+  }
+  EXPECT_EQ(s.handle("GET", "/v1/documents/b", "").status, 404);
+  // An expiry in the past: stored, never seen.
+  ASSERT_EQ(call("POST", "/v1/documents", {{"documents", {{{"_id", "old"}, {"text", "zebra giraffe"}, {"expires_at", "2001-01-01T00:00:00Z"}}}}}).status, 200);
+  EXPECT_EQ(ids_of(nullptr, "bm25").count("old"), 0u);
+  EXPECT_EQ(s.handle("GET", "/v1/documents/old", "").status, 404);
+  // Everything acknowledged is on disk.
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  auto fresh = Index::open(dir + "/ix", oo);
+  EXPECT_EQ(fresh->find("z1"), -1);
+  EXPECT_EQ(fresh->find("z4"), -1);
+  EXPECT_EQ(fresh->document(static_cast<uint32_t>(fresh->find("z2"))).metadata, R"({"lang":"fr"})");
+  EXPECT_EQ(fresh->stats().deleted, 5u);  // z0 and z2 replaced, z1, z3, z4 deleted
+}
+
+// Past the dead share the server compacts on its own, in the background: /v1/info counts the
+// compaction, the index then holds only the live documents (none deleted), and every
+// acknowledged write before, during and after it stands.
+TEST(ServeDocuments, CompactsOnItsOwnPastTheDeadShare) {
+  const std::string dir = test::make_temp_dir("serve_docs_compact");
+  write_text_index(dir, 27);
+  ServeOptions o;
+  o.index_dir = dir + "/ix";
+  o.compact_dead_share = 0.3;
+  o.compact_min_dead = 8;
+  Service s(o);
+  auto call = [&](const std::string& m, const std::string& p, const json& b) { return s.handle(m, p, b.dump()); };
+  json docs = json::array();
+  for (int i = 0; i < 20; ++i) docs.push_back({{"_id", "c" + std::to_string(i)}, {"text", "okapi number " + std::to_string(i)}});
+  ASSERT_EQ(call("POST", "/v1/documents", {{"documents", docs}}).status, 200);
+  json ids = json::array();
+  for (int i = 0; i < 12; ++i) ids.push_back("c" + std::to_string(i));
+  ASSERT_EQ(call("POST", "/v1/documents/delete", {{"ids", ids}}).status, 200);  // 12 of 27: past 0.3
+  // Writes go on while it runs.
+  ASSERT_EQ(call("POST", "/v1/documents", {{"documents", {{{"_id", "late"}, {"text", "okapi late"}}}}}).status, 200);
+  json info;
+  for (int i = 0; i < 6000; ++i) {  // the compaction's own report, not a time guess
+    info = json::parse(s.handle("GET", "/v1/info", "").body)["index"];
+    if (info["compactions"] == 1 && info["compacting"] == false) break;
+    std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(info["compactions"], 1) << info.dump();
+  ASSERT_EQ(call("POST", "/v1/documents/delete", {{"ids", {"c12"}}}).status, 200);
+  info = json::parse(s.handle("GET", "/v1/info", "").body)["index"];
+  EXPECT_LE(info["documents"].get<int>(), 7 + 8 + 1);  // the dead are gone from disk
+  std::set<std::string> found;
+  const json r = json::parse(call("POST", "/v1/search", {{"query", "okapi"}, {"mode", "bm25"}, {"k", 50}}).body);
+  for (const json& h : r["results"][0]["hits"]) found.insert(h["id"].get<std::string>());
+  std::set<std::string> want = {"late"};
+  for (int i = 13; i < 20; ++i) want.insert("c" + std::to_string(i));
+  EXPECT_EQ(found, want);
 }
 
 // A full encoder queue answers 503 with Retry-After instead of growing; what was admitted is

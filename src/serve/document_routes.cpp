@@ -1,0 +1,201 @@
+// The document routes of the service: POST /v1/documents (add, or upsert), GET, PUT and DELETE of
+// /v1/documents/{id}, and POST /v1/documents/delete (by ids or by filter). Every write goes
+// through the index's one IndexWriter: a batch is all or nothing, durable before the answer, and
+// seen by every search that starts after it.
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/log.h"
+#include "serve/request_json.h"
+#include "serve/service.h"
+#include "sieve/filter.h"
+#include "sieve/index.h"
+
+namespace sieve::serve {
+namespace {
+
+double wall_clock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One document of a write: `d` holds title, text and optional metadata and expiry (and, in a
+// batch, its id: `id` empty); `where` names it in errors.
+Document document_of(const json& d, const std::string& where, std::string id) {
+  if (!d.is_object()) throw bad(where + " must be an object");
+  static const std::set<std::string> kFields = {"_id", "id", "title", "text", "metadata", "expires_at", "ttl_s"};
+  for (const auto& [key, value] : d.items())
+    if (!kFields.count(key) || (!id.empty() && (key == "_id" || key == "id")))
+      throw too_much(where + ": unknown field '" + key + "' (accepted: " + (id.empty() ? "_id or id, " : "") +
+                     "title, text, metadata, expires_at, ttl_s)");
+  if (id.empty()) {
+    if (d.contains("_id") && d.contains("id")) throw bad(where + ": give \"_id\" or \"id\", not both");
+    id = d.contains("_id") ? string_of(d, "_id", "") : string_of(d, "id", "");
+    if (id.empty()) throw bad(where + " needs a non-empty \"_id\"");
+  }
+  if (!d.contains("text") || !d.at("text").is_string()) throw bad(where + " needs a \"text\" string");
+  Document doc;
+  doc.id = id;
+  doc.title = string_of(d, "title", "");
+  doc.text = d.at("text").get<std::string>();
+  try {
+    if (d.contains("metadata") && !d.at("metadata").is_null()) doc.metadata = check_metadata(d.at("metadata").dump());
+    std::string at;
+    if (d.contains("expires_at") && !d.at("expires_at").is_null()) {
+      const json& e = d.at("expires_at");
+      if (!e.is_string() && !e.is_number()) throw Error("expires_at must be an RFC 3339 date-time or seconds since 1970");
+      at = e.is_string() ? e.get<std::string>() : e.dump();
+      if (at.empty()) throw Error("expires_at is empty (give an RFC 3339 date-time, seconds since 1970, or null)");
+    }
+    double ttl = std::numeric_limits<double>::quiet_NaN();
+    if (d.contains("ttl_s") && !d.at("ttl_s").is_null()) {
+      if (!d.at("ttl_s").is_number()) throw Error("ttl_s must be a number of seconds");
+      ttl = d.at("ttl_s").get<double>();
+    }
+    doc.expires_at = expiry_instant(at, ttl, wall_clock());
+  } catch (const Error& e) {
+    throw too_much(where + ": " + e.what());
+  }
+  return doc;
+}
+
+json document_json(const Document& d) {
+  json j = {{"_id", d.id}, {"title", d.title}, {"text", d.text}};
+  if (!d.metadata.empty()) j["metadata"] = json::parse(d.metadata);
+  if (d.expires_at != 0) j["expires_at"] = d.expires_at;
+  return j;
+}
+
+json delete_json(const DeleteReport& r) {  // (the routes call maybe_compact after a delete)
+  return {{"deleted", r.deleted}, {"missing", r.missing}, {"documents", r.documents}};
+}
+
+}  // namespace
+
+void Service::maybe_compact() {
+  if (opt_.compact_dead_share <= 0 || compacting_) return;
+  const std::shared_ptr<const Index> ix = snapshot();
+  const size_t dead = ix->stats().deleted;  // deleted and replaced (expired ones go too, uncounted)
+  if (dead < opt_.compact_min_dead || static_cast<double>(dead) < opt_.compact_dead_share * static_cast<double>(ix->size()))
+    return;
+  std::lock_guard<std::mutex> lock(compact_mu_);
+  if (compacting_.exchange(true)) return;
+  if (compactor_.joinable()) compactor_.join();  // the last one, finished
+  compactor_ = std::thread([this, dead] {
+    try {
+      const CompactReport r = index_->compact();
+      log_info("compacted the index in the background: " + std::to_string(r.removed) + " dead documents removed, " +
+               std::to_string(r.bytes_before - std::min(r.bytes_before, r.bytes_after)) + " bytes returned");
+      ++compactions_;
+    } catch (const std::exception& e) {
+      log_warn(std::string("background compaction of ") + std::to_string(dead) + " dead documents failed: " + e.what());
+    }
+    compacting_ = false;
+  });
+}
+
+void Service::check_writable(const char* what) const {
+  if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  // A shard set takes no writes yet: the request conflicts with the index it serves.
+  if (is_shard_set(opt_.index_dir))
+    throw HttpError(409, "conflict", "'" + opt_.index_dir + "' is a shard set: " + what +
+                                         " is not supported on one yet (rebuild it)");
+}
+
+Response Service::add_documents(const std::string& body) {
+  check_writable("adding documents");
+  const json j = parse_object(body, fields_of("/v1/documents"));
+  if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
+  const json& docs = j.at("documents");
+  if (docs.empty()) throw bad("'documents' is empty");
+  if (docs.size() > opt_.max_texts) throw too_much(std::to_string(docs.size()) + " documents, more than the limit " + std::to_string(opt_.max_texts));
+  const bool upsert = bool_of(j, "upsert", false);
+  const std::shared_ptr<const Index> before = snapshot();
+  std::set<std::string> ids;
+  std::vector<Document> batch;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Document d = document_of(docs[i], "documents[" + std::to_string(i) + "]", "");
+    if (!ids.insert(d.id).second) throw HttpError(409, "conflict", "id '" + d.id + "' appears twice in this batch");
+    if (!upsert && before->find(d.id) >= 0)
+      throw HttpError(409, "conflict", "id '" + d.id + "' is already in the index (\"upsert\": true replaces it)");
+    batch.push_back(std::move(d));
+  }
+  // The batch becomes visible (whole) when its manifest is committed, and durable before this
+  // answers. The writer checks the ids again under its lock (a concurrent add may have taken one).
+  BuildReport rep;
+  try {
+    IndexBuildOptions o;
+    o.upsert = upsert;
+    rep = index_->add(batch, o);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("is already in the index") != std::string::npos)
+      throw HttpError(409, "conflict", e.what());
+    throw;
+  }
+  json added = json::array();
+  for (const Document& d : batch) added.push_back(d.id);
+  if (rep.replaced > 0) maybe_compact();
+  return json_response({{"added", rep.added}, {"replaced", rep.replaced}, {"documents", rep.documents}, {"ids", added}});
+}
+
+Response Service::get_document(const std::string& id) const {
+  const std::shared_ptr<const Index> ix = snapshot();
+  if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
+  const int64_t doc = ix->find(id);
+  if (doc < 0) throw HttpError(404, "not_found", "no document '" + id + "'");
+  return json_response(document_json(ix->document(static_cast<uint32_t>(doc))));
+}
+
+Response Service::put_document(const std::string& id, const std::string& body) {
+  check_writable("replacing a document");
+  const json j = parse_object(body, fields_of("/v1/documents/{id}", "PUT"));
+  std::vector<Document> batch = {document_of(j, "the document", id)};
+  const BuildReport rep = index_->upsert(batch);
+  if (rep.replaced > 0) maybe_compact();
+  return json_response({{"_id", id}, {"created", rep.replaced == 0}, {"documents", rep.documents}});
+}
+
+Response Service::delete_document(const std::string& id) {
+  check_writable("deleting documents");
+  try {
+    const DeleteReport r = index_->remove({id});
+    maybe_compact();
+    return json_response(delete_json(r));
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("not in the index") != std::string::npos)
+      throw HttpError(404, "not_found", "no document '" + id + "'");
+    throw;
+  }
+}
+
+Response Service::delete_documents(const std::string& body) {
+  check_writable("deleting documents");
+  const json j = parse_object(body, fields_of("/v1/documents/delete"));
+  // Strict as the spec: 'ids' a list, 'filter' an object, exactly one of them.
+  const bool has_ids = j.contains("ids");
+  if (has_ids && !j.at("ids").is_array()) throw bad("'ids' must be a list of document ids");
+  if (j.contains("filter") && !j.at("filter").is_object()) throw too_much("'filter' must be a JSON object");
+  const Filter f = filter_of(j);
+  const bool missing_ok = bool_of(j, "missing_ok", false);
+  if (has_ids == !f.empty())
+    throw bad("give 'ids' (a list of document ids) or a non-empty 'filter', not both and not neither");
+  if (!f.empty()) {
+    const DeleteReport r = index_->remove_matching(f);
+    maybe_compact();
+    return json_response(delete_json(r));
+  }
+  const std::vector<std::string> ids = strings_of(j, "ids", true);
+  if (ids.empty()) throw bad("'ids' is empty");
+  if (ids.size() > opt_.max_texts) throw too_much(std::to_string(ids.size()) + " ids, more than the limit " + std::to_string(opt_.max_texts));
+  try {
+    const DeleteReport r = index_->remove(ids, missing_ok);
+    maybe_compact();
+    return json_response(delete_json(r));
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("not in the index") != std::string::npos) throw HttpError(404, "not_found", e.what());
+    throw;
+  }
+}
+
+}  // namespace sieve::serve
