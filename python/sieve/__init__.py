@@ -220,6 +220,8 @@ class Index:
         return self._impl.path
 
     def __len__(self):
+        """The documents stored and neither deleted nor replaced (expired ones count until a
+        compaction removes them)."""
         return len(self._impl)
 
     def stats(self):

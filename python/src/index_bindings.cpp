@@ -224,7 +224,11 @@ void bind_index(py::module_& m) {
           py::arg("chunk_docs") = 512, py::arg("force") = false, py::arg("restart") = false, py::arg("threads") = 0,
           py::arg("precision") = "fp32", py::arg("shards") = 1)
       .def_property_readonly("path", [](const PyIndex& i) { return i.path; })
-      .def("__len__", [](const PyIndex& i) { return i.snapshot()->size(); })
+      .def("__len__",
+           [](const PyIndex& i) {
+             const auto ix = i.snapshot();
+             return ix->size() - ix->stats().deleted;  // expired ones count until a compaction
+           })
       .def("stats",
            [](const PyIndex& i) {
              const IndexStats& s = i.snapshot()->stats();

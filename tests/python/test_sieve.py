@@ -632,6 +632,7 @@ def test_metadata_filters_upsert_and_delete_through_the_index(model, tmp_path):
         with pytest.raises(KeyError):
             index.document("m2")
         assert index.stats()["deleted"] == 5  # m1's first document, m2, m5, m8, m11
+        assert len(index) == 4 + 12 - 4  # the live documents (the replaced m1 counted once)
         assert not any(h["id"] in ("m2", "m5") for h in index.search("the man bit the dog", k=20, mode="dense"))
 
 
