@@ -21,8 +21,7 @@ import uuid
 
 import numpy as _np
 
-from . import Encoder, Filter, Index, Verifier, check_metadata, search_verified
-from . import Error as _SieveError
+from . import Encoder, Filter, Index, _stores, search_verified
 
 try:
     from langchain_core.documents import Document
@@ -117,8 +116,7 @@ class SieveVectorStore(VectorStore):
     def verifier(self):
         """The sieve.Verifier of `gate` (loaded on first use)."""
         with self._verifier_lock:
-            if not isinstance(self._verifier, Verifier):
-                self._verifier = Verifier.load(self._verifier or "default", model=self.model)
+            self._verifier = _stores.verifier(self._verifier, self.model)
             return self._verifier
 
     # -- writes -----------------------------------------------------------------------------------
@@ -136,28 +134,13 @@ class SieveVectorStore(VectorStore):
         batch = {}  # by id: the last of a repeated id wins, as if added one after the other
         for n, (id_, text) in enumerate(zip(ids, texts)):
             metadata = dict(metadatas[n] or {}) if metadatas is not None else {}
-            try:
-                check_metadata(metadata)
-            except (_SieveError, TypeError, ValueError) as e:
-                raise ValueError(f"document {id_!r}: sieve stores metadata as a flat object of strings, "
-                                 f"numbers, booleans and lists of strings ({e})") from None
+            _stores.flat_metadata(metadata, f"document {id_!r}")
             batch.pop(id_, None)
             batch[id_] = {"_id": id_, "text": text, "metadata": metadata}
         if batch:
             with self._lock:
-                if self._index is None:
-                    self._build(list(batch.values()))
-                else:
-                    self._index.upsert(list(batch.values()), batch_size=self.batch_size)
+                self._index = _stores.write(self._index, self.path, self.model, list(batch.values()), self.batch_size)
         return ids
-
-    def _build(self, docs):
-        parent = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(parent, exist_ok=True)  # Index.build writes its corpus file beside the folder
-        empty_dir = os.path.isdir(self.path) and not os.listdir(self.path)
-        if os.path.exists(self.path) and not empty_dir:
-            raise ValueError(f"{self.path!r} exists and is not a sieve index")
-        self._index = Index.build(docs, self.path, self.model, batch_size=self.batch_size, force=empty_dir)
 
     def delete(self, ids=None, **kwargs):
         """Deletes documents by id (ids it does not hold are ignored), or with `filter=` every
@@ -225,14 +208,7 @@ class SieveVectorStore(VectorStore):
         return lambda cosine: (1.0 + cosine) / 2.0
 
     def _live_rows(self):
-        """(keys float32 [n, dim], {id: row}): each id's last row (an upsert appends a row and
-        retires the old one). Deleted and expired ids are still there (Index.document tells)."""
-        index = self._index
-        keys = index.keys()
-        last = {}
-        for row in range(keys.shape[0]):
-            last[index.document_id(row)] = row
-        return keys, last
+        return _stores.last_rows(self._index)
 
     def similarity_search_with_score_by_vector(self, embedding, k=4, filter=None, **kwargs):
         """(Document, cosine) nearest to a vector in the model's space (store.embeddings makes

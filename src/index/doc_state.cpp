@@ -59,11 +59,14 @@ void Bitmap::resize(size_t n) {
   w_.resize((n + 63) / 64, 0);
 }
 
-std::vector<uint32_t> Bitmap::ones() const {
+std::vector<uint32_t> Bitmap::ones(size_t first) const {
   std::vector<uint32_t> out;
-  for (size_t i = 0; i < w_.size(); ++i)
-    for (uint64_t w = w_[i]; w != 0; w &= w - 1)
+  for (size_t i = first >> 6; i < w_.size(); ++i) {
+    uint64_t w = w_[i];
+    if (i == (first >> 6) && (first & 63) != 0) w &= ~uint64_t{0} << (first & 63);
+    for (; w != 0; w &= w - 1)
       out.push_back(static_cast<uint32_t>(i * 64 + static_cast<size_t>(__builtin_ctzll(w))));
+  }
   return out;
 }
 

@@ -35,8 +35,8 @@ class Bitmap {
   /// Grows to `n` bits (new bits clear).
   void resize(size_t n);
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(w_.data()); }
-  /// The set bits, ascending.
-  std::vector<uint32_t> ones() const;
+  /// The set bits, ascending; with `first`, only those from bit `first` on.
+  std::vector<uint32_t> ones(size_t first = 0) const;
 
  private:
   void clear_tail();

@@ -89,7 +89,9 @@ void use_fast_storage(faiss::Index* index) {
 
 }  // namespace
 
-float inner_product(const float* x, const float* y, size_t dim) { return faiss::fvec_inner_product(x, y, dim); }
+// key_dot, as HNSW's distance (FastFlatIP) computes it: a scanned or rescored key scores the bits
+// the graph search gives it (Debian's FAISS's fvec_inner_product is its scalar reference loop).
+float inner_product(const float* x, const float* y, size_t dim) { return key_dot(x, y, dim); }
 
 std::string resolve_vector_factory(const std::string& factory, size_t n, size_t hnsw_threshold) {
   if (factory != "auto") return factory;

@@ -117,6 +117,12 @@ TEST(Bitmap, SetOperationsAgreeWithAVectorOfBools) {
       }
       EXPECT_EQ(x.count(), c);
       EXPECT_EQ(x.ones(), ones);
+      for (size_t first : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, n}) {  // ones(first): the bits from `first`
+        std::vector<uint32_t> from;
+        for (uint32_t i : ones)
+          if (i >= first) from.push_back(i);
+        EXPECT_EQ(x.ones(first), from) << first;
+      }
     };
     Bitmap x = a;
     x.and_with(b);
