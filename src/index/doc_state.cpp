@@ -320,10 +320,30 @@ std::shared_ptr<const Bitmap> DocState::allowed(const Filter& filter, double now
       }
   }
   if (filter.empty() && deleted_count_ == 0 && gone.empty()) return nullptr;
-  auto out = std::make_shared<Bitmap>(filter.empty() ? Bitmap(documents_, true) : evaluate(filter.root()));
+  std::shared_ptr<const Bitmap> passing = filter.empty() ? nullptr : evaluated(filter);
+  if (passing != nullptr && deleted_count_ == 0 && gone.empty()) return passing;
+  auto out = std::make_shared<Bitmap>(passing != nullptr ? *passing : Bitmap(documents_, true));
   out->and_not(deleted_);
   for (uint32_t d : gone) out->reset(d);
   return out;
+}
+
+std::shared_ptr<const Bitmap> DocState::evaluated(const Filter& filter) const {
+  std::string key = filter.to_json();
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    for (size_t i = 0; i < cache_.size(); ++i)
+      if (cache_[i].first == key) {
+        std::rotate(cache_.begin(), cache_.begin() + static_cast<std::ptrdiff_t>(i),
+                    cache_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        return cache_.front().second;
+      }
+  }
+  auto b = std::make_shared<const Bitmap>(evaluate(filter.root()));  // outside the lock
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  cache_.insert(cache_.begin(), {std::move(key), b});
+  if (cache_.size() > kCachedFilters) cache_.pop_back();
+  return b;
 }
 
 std::vector<uint32_t> DocState::matching(const Filter& filter, double now) const {

@@ -90,6 +90,12 @@ class DocState {
   size_t delete_records_ = 0;  // records of the deletes log read
   size_t covered_ = 0;  // metadata records [0, covered_) are in segments_
   std::vector<std::shared_ptr<Segment>> segments_;
+  // The last filters' bitmaps (before deletions and expiry), by their normal form, most recent
+  // first: a service that filters by one tenant or date range evaluates it once per snapshot.
+  static constexpr size_t kCachedFilters = 16;
+  mutable std::mutex cache_mu_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const Bitmap>>> cache_;
+  std::shared_ptr<const Bitmap> evaluated(const Filter& filter) const;
 };
 
 /// Seconds since 1970 now, or `now` when it is not 0.

@@ -25,6 +25,8 @@ class TempCorpus {
   TempCorpus(const std::string& beside, const std::vector<Document>& docs) {
     std::filesystem::path target = std::filesystem::absolute(beside).lexically_normal();
     if (target.filename().empty()) target = target.parent_path();
+    std::error_code ec;  // the folder the index goes in, as a build from a corpus file makes it
+    std::filesystem::create_directories(target.parent_path(), ec);
     std::string tmpl = target.string() + ".docs-XXXXXX.jsonl";
     const int fd = ::mkstemps(tmpl.data(), 6);
     SIEVE_THROW_IF_NOT(fd >= 0, "cannot create a temporary corpus file '" << tmpl << "': " << std::strerror(errno));

@@ -437,7 +437,12 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   check_ingest_options(opt);
   std::string out_dir = fs::path(out).lexically_normal().string();
   if (!out_dir.empty() && out_dir.back() == '/') out_dir.pop_back();
-  SIEVE_THROW_IF_NOT(opt.force || !fs::exists(out_dir),
+  // An empty folder is taken as absent (made beforehand, as a mount point or by a framework).
+  const auto empty_folder = [&out_dir] {
+    std::error_code ec;
+    return fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec) && !ec;
+  };
+  SIEVE_THROW_IF_NOT(opt.force || !fs::exists(out_dir) || empty_folder(),
                      "'" << out_dir << "' already exists (use --force to replace it, or `sieve index add`)");
   const std::string staging = out_dir + ".partial";
   BuildReport rep;
@@ -595,6 +600,7 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   write_manifest(staging, kManifestFile, m);
   sync_dir(staging);
   std::optional<WriteLock> old_lock;
+  if (!opt.force && empty_folder()) fs::remove(out_dir);  // still empty: nothing is replaced
   if (fs::exists(out_dir)) {
     SIEVE_THROW_IF_NOT(opt.force, "'" << out_dir << "' appeared during the build; not replacing it");
     old_lock.emplace(out_dir);  // not while an add is writing it

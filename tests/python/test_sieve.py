@@ -642,7 +642,9 @@ def test_build_from_dicts_keeps_metadata_and_expiry(model, tmp_path):
     docs = [{"_id": f"b{i}", "text": TEXTS[i % len(TEXTS)] + f" item {i}", "metadata": {"shelf": i % 2}}
             for i in range(6)]
     docs[2]["expires_at"] = "1999-01-01T00:00:00Z"
+    (tmp_path / "ix").mkdir()  # an empty folder is taken as absent
     ix = sieve.Index.build(docs, tmp_path / "ix", model=model)
+    assert len(sieve.Index.build(docs[:2], tmp_path / "new" / "parent" / "ix", model=model)) == 2
     assert ix.document("b3")["metadata"] == {"shelf": 1}
     hits = ix.search("the dog", k=10, mode="dense", filter={"shelf": 0})
     assert {h["id"] for h in hits} == {"b0", "b4"}  # b2 has expired

@@ -450,6 +450,15 @@ TEST(IndexBadInput, CorpusErrorsLeaveNoIndex) {
   IndexBuildOptions force = small_opts();
   force.force = true;
   EXPECT_EQ(build_index(model_dir(), corpus, dir + "/ix", force).documents, 5u);
+  // An empty folder is taken as absent; one holding anything else is not replaced.
+  std::filesystem::create_directories(dir + "/empty");
+  EXPECT_EQ(build_index(model_dir(), corpus, dir + "/empty", small_opts()).documents, 5u);
+  EXPECT_EQ(Index::open(dir + "/empty")->size(), 5u);
+  std::filesystem::create_directories(dir + "/full");
+  std::ofstream(dir + "/full/notes.txt") << "mine";
+  EXPECT_NE(error_of([&] { build_index(model_dir(), corpus, dir + "/full", small_opts()); }).find("already exists"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/full/notes.txt"));
   IndexBuildOptions bad = small_opts();
   bad.vector_factory = "Nonsense99";
   EXPECT_NE(error_of([&] { build_index(model_dir(), corpus, dir + "/ix2", bad); }).find("factory"), std::string::npos);
