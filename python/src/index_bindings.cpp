@@ -262,12 +262,13 @@ void bind_index(py::module_& m) {
       // "walk"); (ids int64 [n, k] (-1: none), scores float32 [n, k]), GIL released.
       .def("_dense_lists",
            [](const PyIndex& i, py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t k,
-              const std::string& filter, const std::string& plan) {
+              const std::string& filter, const std::string& plan, int ef) {
              const auto ix = i.snapshot();
              if (pooled.ndim() != 2 || static_cast<size_t>(pooled.shape(1)) != ix->stats().dim)
                throw py::value_error("pooled must be float32 [n, dim]");
              SearchParams p = search_params(k, "dense", SearchRecommendation{}, filter);
              p.filter_plan = plan == "scan" ? FilterPlan::Scan : plan == "walk" ? FilterPlan::Walk : FilterPlan::Auto;
+             if (ef > 0) p.ef_search = ef;
              const size_t n = static_cast<size_t>(pooled.shape(0));
              std::vector<index::Ranked> lists;
              {
@@ -284,7 +285,7 @@ void bind_index(py::module_& m) {
              const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(k)};
              return py::make_tuple(take(std::move(I), shape), take(std::move(D), shape));
            },
-           py::arg("pooled"), py::arg("k") = 10, py::arg("filter") = "", py::arg("plan") = "auto")
+           py::arg("pooled"), py::arg("k") = 10, py::arg("filter") = "", py::arg("plan") = "auto", py::arg("ef") = 0)
       .def("search_arrays",
            [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode) {
              const auto ix = i.snapshot();

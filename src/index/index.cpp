@@ -276,20 +276,14 @@ class IndexImpl final : public Index {
   }
 
   // The planner's switch, from bench/bench_filter.py (100,000 MiniLM keys, one thread): an exact
-  // scan costs about 0.12 us per allowed key; a walk of the graph limited to them about 2 us per
-  // unit of its efSearch, which walk_ef sets to 64 x (documents / allowed)^0.6. The two meet near
-  // 80 x documents^0.375 allowed documents (about 6,000 of 100,000; 19,000 of 1,000,000).
+  // scan costs about 0.1 us per allowed key (0.2 ms at 3,000, 1.1 ms at 10,000); the filtered walk
+  // (index/filtered_hnsw.h, ef 20) grows as allowed keys get rarer (0.41 ms at 10 %, 0.64 ms at
+  // 6 %, 1.1 ms at 3 %). They meet near 6 to 8 % of 100,000; the rule 80 x documents^0.375
+  // (about 6,000 of 100,000; 19,000 of 1,000,000) grows slower than the index, as the walk's cost
+  // at a given share grows only with the graph's depth.
   static bool scan_is_cheaper(size_t allowed, size_t documents) {
     return static_cast<double>(allowed) <= 80.0 * std::pow(static_cast<double>(documents), 0.375);
   }
-  // efSearch for a walk that may keep only `allowed` of `documents`: FAISS's filtered HNSW search
-  // counts every visited node against ef, so ef grows as allowed ones get rarer; the power 0.6 kept
-  // recall@10 at 0.95 or more from 10% down to 0.1% of 100,000 keys (bench/bench_filter.py).
-  static int walk_ef(double base_ef, size_t allowed, size_t documents) {
-    const double widen = allowed > 0 ? std::pow(static_cast<double>(documents) / static_cast<double>(allowed), 0.6) : 1.0;
-    return static_cast<int>(std::min(base_ef * widen, 16384.0));
-  }
-
   std::vector<Ranked> filtered_dense_lists(size_t n, const float* pooled, size_t depth, const SearchParams& p,
                                            const Bitmap& allowed, bool exact) const {
     std::vector<Ranked> out(n);
@@ -317,8 +311,8 @@ class IndexImpl final : public Index {
       }
       return out;
     }
-    // The vector file's documents through the index, limited to the allowed ones, with a search
-    // widened as fewer of them pass (walk_ef); the tail's by an exact scan.
+    // The vector file's documents through the index, limited to the allowed ones (HNSW over exact
+    // keys: a walk counting only them against ef, index/filtered_hnsw.h); the tail's by a scan.
     // The tail's documents listed; the file's only counted (its bits go to the search as they are).
     const std::vector<uint32_t> tail_docs = allowed.ones(m_.vector_documents);
     const size_t in_file = pass - tail_docs.size();
@@ -327,8 +321,8 @@ class IndexImpl final : public Index {
     vp.nprobe = p.nprobe;
     vp.allowed = allowed.bytes();
     vp.allowed_bits = std::min<size_t>(allowed.size(), m_.vector_documents);
-    const double base_ef = p.ef_search > 0 ? p.ef_search : static_cast<double>(std::max<size_t>(64, depth));
-    vp.ef_search = walk_ef(base_ef, in_file, m_.vector_documents);
+    vp.ef_search = p.ef_search;  // 0: the vector index's default for a filtered search
+    vp.allowed_count = in_file;
     std::vector<int64_t> labels(n * depth, -1);
     std::vector<float> scores(n * depth, 0.0f);
     if (in_file > 0) vectors_->search(n, pooled, vp, labels.data(), scores.data());

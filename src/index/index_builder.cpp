@@ -674,7 +674,7 @@ BuildReport add_to_index(const std::string& index_dir, const std::string& corpus
   append_deletes(index_dir, m, replaced);  // the replaced documents go in the add's commit
   rep.replaced = replaced.size();
   commit_add(index_dir, m, opt, rep);
-  rep.documents = m.documents;
+  rep.documents = m.documents - m.deleted;  // live: the replaced ones no longer count
   rep.total_seconds = seconds_since(t_start);
   return rep;
 }

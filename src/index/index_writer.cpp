@@ -112,7 +112,7 @@ BuildReport IndexWriter::add(const std::vector<Document>& given, const IndexBuil
   Appended a = append_documents(s_->dir, m, docs, *snap->encoder(), opt, rep, /*logs_checked=*/true, replaced);
   s_->publish(extend_snapshot(*snap, m, std::move(a.vectors), a.keys));
   rep.replaced = replaced.size();
-  rep.documents = m.documents;
+  rep.documents = m.documents - m.deleted;  // live: the replaced ones no longer count
   rep.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return rep;
 }

@@ -23,6 +23,11 @@ struct VectorSearchParams {
   /// FAISS's IDSelectorBitmap inside the search (HNSW, IVF). Null: every label.
   const uint8_t* allowed = nullptr;
   size_t allowed_bits = 0;
+  /// How many labels `allowed` lets through (0: unknown). An HNSW index over exact keys walks its
+  /// graph counting only allowed keys against ef_search (index/filtered_hnsw.h); others hand the
+  /// bitmap to FAISS, whose search counts every visited node, with ef_search widened by
+  /// (size / allowed_count)^0.6 to hold recall.
+  size_t allowed_count = 0;
 };
 
 /// Interface of the dense recall stage: add unit vectors, search by inner product.

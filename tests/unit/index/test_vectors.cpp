@@ -119,6 +119,61 @@ TEST(VectorIndex, HnswRecallAtDefaultSettings) {
   EXPECT_GE(r_high, r);
 }
 
+// A filtered HNSW search (index/filtered_hnsw.h, counting only allowed keys against ef) against
+// the exact top 10 of the allowed keys: only allowed labels, best first, their exact inner
+// products; recall at the default ef; and with ef as large as the allowed set, the walk goes on
+// until nothing is left to expand, so it is exact (the graph's bottom layer is connected).
+TEST(VectorIndex, HnswFilteredWalkAgainstExactSearchOfTheAllowed) {
+  constexpr size_t n = 6000, nq = 60, k = 10;
+  auto x = clustered(n, kD, 60, kNoise, 11);
+  auto q = clustered(nq, kD, 60, kNoise, 12);
+  FaissVectorIndex idx("HNSW32", kD, sieve::IndexBuildOptions{}.hnsw_ef_construction);
+  idx.add(n, x.data());
+  std::mt19937 rng(13);
+  for (double share : {0.5, 0.1, 0.03}) {
+    std::vector<uint8_t> bits((n + 7) / 8, 0);
+    std::vector<size_t> allowed;
+    for (size_t i = 0; i < n; ++i)
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < share) {
+        bits[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+        allowed.push_back(i);
+      }
+    std::vector<float> sub;
+    for (size_t i : allowed) sub.insert(sub.end(), x.begin() + i * kD, x.begin() + (i + 1) * kD);
+    for (int ef : {0, static_cast<int>(allowed.size())}) {
+      VectorSearchParams p;
+      p.k = k;
+      p.ef_search = ef;
+      p.allowed = bits.data();
+      p.allowed_bits = n;
+      p.allowed_count = allowed.size();
+      std::vector<int64_t> labels(nq * k);
+      std::vector<float> scores(nq * k);
+      idx.search(nq, q.data(), p, labels.data(), scores.data());
+      size_t found = 0;
+      for (size_t i = 0; i < nq; ++i) {
+        std::vector<int64_t> truth;
+        for (int64_t t : exact_topk(sub, allowed.size(), kD, q.data() + i * kD, k))
+          truth.push_back(static_cast<int64_t>(allowed[static_cast<size_t>(t)]));
+        for (size_t j = 0; j < k; ++j) {
+          const int64_t l = labels[i * k + j];
+          ASSERT_GE(l, 0) << share << " query " << i;
+          ASSERT_TRUE(bits[static_cast<size_t>(l) >> 3] >> (l & 7) & 1) << "label " << l << " is not allowed";
+          double dot = 0;
+          for (size_t h = 0; h < kD; ++h) dot += double(x[static_cast<size_t>(l) * kD + h]) * q[i * kD + h];
+          EXPECT_NEAR(scores[i * k + j], dot, 1e-5);
+          if (j > 0) EXPECT_GE(scores[i * k + j - 1], scores[i * k + j]);
+          found += std::count(truth.begin(), truth.end(), l) > 0 ? 1 : 0;
+          if (ef > 0) EXPECT_EQ(l, truth[j]) << share << " query " << i << " rank " << j;
+        }
+      }
+      const double recall = double(found) / double(nq * k);
+      std::printf("filtered walk, %.0f%% allowed, ef %d: recall@10 %.4f\n", share * 100, ef, recall);
+      EXPECT_GE(recall, ef > 0 ? 1.0 : 0.9) << share;
+    }
+  }
+}
+
 TEST(VectorIndex, IvfTrainsAndProbes) {
   auto x = clustered(kN, kD, 100, kNoise, 5);
   auto q = clustered(kQ, kD, 100, kNoise, 6);
