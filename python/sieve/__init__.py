@@ -228,13 +228,15 @@ class Index:
         """{"documents", "dim", "tokens", "model_identity", "vector_factory", "token_codec", "shards"}."""
         return self._impl.stats()
 
-    def search(self, queries, k=10, mode=None, filter=None):
+    def search(self, queries, k=10, mode=None, filter=None, with_text=False):
         """Hits per query: [{"rank", "id", "doc", "score", "dense", "bm25", "dense_rank",
         "bm25_rank"}], best first (a single query string gives its hits). `mode`: "dense", "bm25",
         "hybrid" or None (what the index's model recommends). `filter`: only documents whose
-        metadata passes (a dict, JSON text or sieve.Filter; docs/filters.md)."""
+        metadata passes (a dict, JSON text or sieve.Filter; docs/filters.md). `with_text`: each
+        hit also carries its document's "title", "text", "metadata" and "expires_at" (the last two
+        when set), read from the snapshot searched."""
         single = isinstance(queries, str)
-        out = self._impl.search(_texts(queries), k, mode or "", _filter_text(filter))
+        out = self._impl.search(_texts(queries), k, mode or "", _filter_text(filter), with_text)
         return out[0] if single else out
 
     def search_arrays(self, queries, k=10, mode=None):

@@ -177,6 +177,15 @@ std::unique_ptr<PyIndex> open_index(const std::string& path, const std::string& 
   return p;
 }
 
+// A stored document's title, text, metadata (a dict, when it has any) and expiry (when set), as
+// Index.document and hits with_text give them.
+void put_stored(py::dict& out, const Document& d) {
+  out["title"] = d.title;
+  out["text"] = d.text;
+  if (!d.metadata.empty()) out["metadata"] = py::module_::import("json").attr("loads")(d.metadata);
+  if (d.expires_at != 0) out["expires_at"] = d.expires_at;
+}
+
 void bind_index(py::module_& m) {
   py::class_<PyIndex>(m, "Index")
       .def_static(
@@ -245,18 +254,23 @@ void bind_index(py::module_& m) {
            })
       .def("search",
            [](const PyIndex& i, const std::vector<std::string>& queries, size_t k, const std::string& mode,
-              const std::string& filter) {
+              const std::string& filter, bool with_text) {
              const auto ix = i.snapshot();
              const std::vector<SearchResult> res = search_all(*ix, queries, search_params(k, mode, i.rec, filter));
              py::list out;
              for (const auto& r : res) {
                py::list hits;
-               for (size_t j = 0; j < r.hits.size(); ++j) hits.append(hit_dict(r.hits[j], j + 1));
+               for (size_t j = 0; j < r.hits.size(); ++j) {
+                 py::dict h = hit_dict(r.hits[j], j + 1);
+                 if (with_text) put_stored(h, ix->document(r.hits[j].doc));  // the snapshot searched
+                 hits.append(h);
+               }
                out.append(hits);
              }
              return out;
            },
-           py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "", py::arg("filter") = "")
+           py::arg("queries"), py::arg("k") = 10, py::arg("mode") = "", py::arg("filter") = "",
+           py::arg("with_text") = false)
       // For bench/bench_filter.py: stage 1's dense lists of query keys given as float32 [n, dim]
       // (as FAISS and hnswlib take them), with a filter and a planner choice ("auto", "scan",
       // "walk"); (ids int64 [n, k] (-1: none), scores float32 [n, k]), GIL released.
@@ -400,10 +414,7 @@ void bind_index(py::module_& m) {
              Document d = ix->document(static_cast<uint32_t>(doc));
              py::dict out;
              out["_id"] = d.id;
-             out["title"] = d.title;
-             out["text"] = d.text;
-             if (!d.metadata.empty()) out["metadata"] = py::module_::import("json").attr("loads")(d.metadata);
-             if (d.expires_at != 0) out["expires_at"] = d.expires_at;
+             put_stored(out, d);
              return out;
            })
       .def("tokens", [](const PyIndex& i, const std::string& id) {

@@ -616,6 +616,12 @@ def test_metadata_filters_upsert_and_delete_through_the_index(model, tmp_path):
         assert {h["id"] for h in hits} <= want
     dense = ix.search("the dog bit the man", k=20, mode="dense", filter=sieve.Filter({"year": {"$gte": 2020}, "lang": {"$ne": "fr"}}))
     assert {h["id"] for h in dense} == want  # every passing document, k being larger
+    rich = ix.search("the dog bit the man", k=20, mode="dense", filter={"year": {"$gte": 2020}, "lang": {"$ne": "fr"}},
+                     with_text=True)
+    assert [h["id"] for h in rich] == [h["id"] for h in dense] and "text" not in dense[0]
+    for h in rich:
+        stored = ix.document(h["id"])
+        assert (h["title"], h["text"], h["metadata"]) == (stored["title"], stored["text"], stored["metadata"])
     with pytest.raises(sieve.Error, match=r"filter\.year\.\$gt"):
         ix.search("x", filter={"year": {"$gt": "soon"}})
     rep = ix.upsert([{"_id": "m1", "text": "okapi tapir", "metadata": {"lang": "nl"}}])
