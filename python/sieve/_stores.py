@@ -33,12 +33,22 @@ def write(index, path, model, docs, batch_size):
     return Index.build(docs, path, model, batch_size=batch_size, force=empty_dir)
 
 
-def verifier(current, model):
-    """`current` when it is a loaded sieve.Verifier, else Verifier.load of it (a name or file;
-    None: the model's own)."""
-    if isinstance(current, Verifier):
-        return current
-    return Verifier.load(current or "default", model=model)
+class IndexStore:
+    """What both adapters' stores hold and give alike: `_index` (None before the first write),
+    `_verifier` (a sieve.Verifier, or a name or file to load; None: the model's own) under
+    `_verifier_lock`, and `model`."""
+
+    @property
+    def index(self):
+        """The sieve.Index, or None before the first add built it."""
+        return self._index
+
+    def verifier(self):
+        """The sieve.Verifier of `gate` (loaded on first use)."""
+        with self._verifier_lock:
+            if not isinstance(self._verifier, Verifier):
+                self._verifier = Verifier.load(self._verifier or "default", model=self.model)
+            return self._verifier
 
 
 def last_rows(index):

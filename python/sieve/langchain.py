@@ -68,7 +68,7 @@ def _doc(record):
     return Document(id=record["_id"], page_content=record["text"], metadata=dict(record.get("metadata") or {}))
 
 
-class SieveVectorStore(VectorStore):
+class SieveVectorStore(_stores.IndexStore, VectorStore):
     """A LangChain vector store over the sieve index in folder `path` (opened when it holds one,
     else built on the first add: an empty store searches to []).
 
@@ -105,19 +105,8 @@ class SieveVectorStore(VectorStore):
     # -- the store --------------------------------------------------------------------------------
 
     @property
-    def index(self):
-        """The sieve.Index, or None before the first add built it."""
-        return self._index
-
-    @property
     def embeddings(self):
         return self._embedding
-
-    def verifier(self):
-        """The sieve.Verifier of `gate` (loaded on first use)."""
-        with self._verifier_lock:
-            self._verifier = _stores.verifier(self._verifier, self.model)
-            return self._verifier
 
     # -- writes -----------------------------------------------------------------------------------
 

@@ -145,7 +145,7 @@ _MODES = {VectorStoreQueryMode.SPARSE: "bm25", VectorStoreQueryMode.TEXT_SEARCH:
           VectorStoreQueryMode.HYBRID: "hybrid"}
 
 
-class SieveVectorStore(BasePydanticVectorStore):
+class SieveVectorStore(_stores.IndexStore, BasePydanticVectorStore):
     """A LlamaIndex vector store over the sieve index in folder `path` (opened when it holds one,
     else built on the first add: an empty store queries to nothing).
 
@@ -190,16 +190,6 @@ class SieveVectorStore(BasePydanticVectorStore):
     def client(self):
         """The sieve.Index, or None before the first add built it."""
         return self._index
-
-    @property
-    def index(self):
-        return self._index
-
-    def verifier(self):
-        """The sieve.Verifier of `gate` (loaded on first use)."""
-        with self._verifier_lock:
-            self._verifier = _stores.verifier(self._verifier, self.model)
-            return self._verifier
 
     # -- writes -----------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "bindings.h"
+#include "index/doc_state.h"
+#include "index/document_json.h"
 #include "index/shard_set.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
@@ -107,16 +109,18 @@ std::vector<Document> documents_from(const py::iterable& items) {
       throw py::value_error("document " + std::to_string(i) + " ('" + doc.id + "') needs a \"text\" string");
     doc.text = d["text"].cast<std::string>();
     if (d.contains("title") && !d["title"].is_none()) doc.title = py::str(d["title"]);
-    // Optional metadata (a dict) and expiry (expires_at: RFC 3339 or seconds since 1970; ttl_s).
-    if (d.contains("metadata")) doc.metadata = json_text(d["metadata"]);
-    std::string at;
-    if (d.contains("expires_at") && !d["expires_at"].is_none())
-      at = py::isinstance<py::str>(d["expires_at"]) ? d["expires_at"].cast<std::string>()
-                                                     : std::string(py::str(py::float_(d["expires_at"])));
-    const double ttl = d.contains("ttl_s") && !d["ttl_s"].is_none() ? d["ttl_s"].cast<double>()
-                                                                     : std::numeric_limits<double>::quiet_NaN();
-    doc.expires_at = expiry_instant(at, ttl, std::chrono::duration<double>(
-                                                 std::chrono::system_clock::now().time_since_epoch()).count());
+    // Optional metadata (a dict) and expiry (expires_at: RFC 3339 or seconds since 1970; ttl_s),
+    // read as the corpus reader and the server read them.
+    py::dict extras;
+    for (const char* key : {"metadata", "expires_at", "ttl_s"})
+      if (d.contains(key)) extras[key] = d[key];
+    if (!extras.empty()) {
+      try {
+        index::read_document_extras(nlohmann::json::parse(json_text(extras)), doc, index::clock_or(0));
+      } catch (const Error& e) {
+        SIEVE_THROW("document " << i << " ('" << doc.id << "'): " << e.what());
+      }
+    }
     docs.push_back(std::move(doc));
     ++i;
   }

@@ -1,4 +1,5 @@
 #include "index/corpus_reader.h"
+#include "index/document_json.h"
 
 #include <algorithm>
 #include <limits>
@@ -102,20 +103,8 @@ bool CorpusReader::parse_jsonl(const std::string& line, Document& doc) {
   field("title", false, doc.title);
   field("text", true, doc.text);
   // Optional: metadata (a flat object, as BEIR's corpus files allow), and an expiry.
-  doc.metadata.clear();
-  doc.expires_at = 0;
   try {
-    if (auto it = j.find("metadata"); it != j.end() && !it->is_null()) doc.metadata = check_metadata(it->dump());
-    const auto e = j.find("expires_at");
-    const auto t = j.find("ttl_s");
-    std::string at;
-    if (e != j.end() && !e->is_null()) at = e->is_string() ? e->get<std::string>() : e->dump();
-    double ttl = std::numeric_limits<double>::quiet_NaN();
-    if (t != j.end() && !t->is_null()) {
-      SIEVE_THROW_IF_NOT(t->is_number(), "field \"ttl_s\" must be a number of seconds");
-      ttl = t->get<double>();
-    }
-    doc.expires_at = expiry_instant(at, ttl, index::clock_or(0));
+    read_document_extras(j, doc, index::clock_or(0));
   } catch (const Error& err) {
     fail(err.what());
   }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/file_util.h"
+#include "index/document_json.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 
@@ -35,11 +36,8 @@ class TempCorpus {
     for (size_t i = 0; i < docs.size(); ++i) {
       const Document& d = docs[i];
       SIEVE_THROW_IF_NOT(!d.id.empty(), "document " << i << " has an empty id");
-      nlohmann::json line = {{"_id", d.id}, {"title", d.title}, {"text", d.text}};
       // Metadata and expiry travel too (the reader checks them again, as it does a file's).
-      if (!d.metadata.empty()) line["metadata"] = nlohmann::json::parse(d.metadata);
-      if (d.expires_at > 0) line["expires_at"] = d.expires_at;
-      out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out += index::document_json(d).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       out += '\n';
     }
     size_t done = 0;

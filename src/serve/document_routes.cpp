@@ -2,12 +2,12 @@
 // /v1/documents/{id}, and POST /v1/documents/delete (by ids or by filter). Every write goes
 // through the index's one IndexWriter: a batch is all or nothing, durable before the answer, and
 // seen by every search that starts after it.
-#include <chrono>
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "core/log.h"
+#include "index/doc_state.h"
+#include "index/document_json.h"
 #include "serve/request_json.h"
 #include "serve/service.h"
 #include "sieve/filter.h"
@@ -15,10 +15,6 @@
 
 namespace sieve::serve {
 namespace {
-
-double wall_clock() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // One document of a write: `d` holds title, text and optional metadata and expiry (and, in a
 // batch, its id: `id` empty); `where` names it in errors.
@@ -40,31 +36,11 @@ Document document_of(const json& d, const std::string& where, std::string id) {
   doc.title = string_of(d, "title", "");
   doc.text = d.at("text").get<std::string>();
   try {
-    if (d.contains("metadata") && !d.at("metadata").is_null()) doc.metadata = check_metadata(d.at("metadata").dump());
-    std::string at;
-    if (d.contains("expires_at") && !d.at("expires_at").is_null()) {
-      const json& e = d.at("expires_at");
-      if (!e.is_string() && !e.is_number()) throw Error("expires_at must be an RFC 3339 date-time or seconds since 1970");
-      at = e.is_string() ? e.get<std::string>() : e.dump();
-      if (at.empty()) throw Error("expires_at is empty (give an RFC 3339 date-time, seconds since 1970, or null)");
-    }
-    double ttl = std::numeric_limits<double>::quiet_NaN();
-    if (d.contains("ttl_s") && !d.at("ttl_s").is_null()) {
-      if (!d.at("ttl_s").is_number()) throw Error("ttl_s must be a number of seconds");
-      ttl = d.at("ttl_s").get<double>();
-    }
-    doc.expires_at = expiry_instant(at, ttl, wall_clock());
+    index::read_document_extras(d, doc, index::clock_or(0));
   } catch (const Error& e) {
     throw too_much(where + ": " + e.what());
   }
   return doc;
-}
-
-json document_json(const Document& d) {
-  json j = {{"_id", d.id}, {"title", d.title}, {"text", d.text}};
-  if (!d.metadata.empty()) j["metadata"] = json::parse(d.metadata);
-  if (d.expires_at != 0) j["expires_at"] = d.expires_at;
-  return j;
 }
 
 json delete_json(const DeleteReport& r) {  // (the routes call maybe_compact after a delete)
@@ -144,7 +120,7 @@ Response Service::get_document(const std::string& id) const {
   if (!ix) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
   const int64_t doc = ix->find(id);
   if (doc < 0) throw HttpError(404, "not_found", "no document '" + id + "'");
-  return json_response(document_json(ix->document(static_cast<uint32_t>(doc))));
+  return json_response(index::document_json(ix->document(static_cast<uint32_t>(doc))));
 }
 
 Response Service::put_document(const std::string& id, const std::string& body) {

@@ -122,7 +122,9 @@ TEST(VectorIndex, HnswRecallAtDefaultSettings) {
 // A filtered HNSW search (index/filtered_hnsw.h, counting only allowed keys against ef) against
 // the exact top 10 of the allowed keys: only allowed labels, best first, their exact inner
 // products; recall at the default ef; and with ef as large as the allowed set, the walk goes on
-// until nothing is left to expand, so it is exact (the graph's bottom layer is connected).
+// until nothing is left to expand, so it is exact (the graph's bottom layer is connected). With
+// ef = k and no count to widen by, only a walk that counts allowed keys alone fills all k places
+// (FAISS's selector search stops after ef visited nodes, most of them not allowed).
 TEST(VectorIndex, HnswFilteredWalkAgainstExactSearchOfTheAllowed) {
   constexpr size_t n = 6000, nq = 60, k = 10;
   auto x = clustered(n, kD, 60, kNoise, 11);
@@ -140,13 +142,13 @@ TEST(VectorIndex, HnswFilteredWalkAgainstExactSearchOfTheAllowed) {
       }
     std::vector<float> sub;
     for (size_t i : allowed) sub.insert(sub.end(), x.begin() + i * kD, x.begin() + (i + 1) * kD);
-    for (int ef : {0, static_cast<int>(allowed.size())}) {
+    for (int ef : {0, static_cast<int>(k), static_cast<int>(allowed.size())}) {
       VectorSearchParams p;
       p.k = k;
       p.ef_search = ef;
       p.allowed = bits.data();
       p.allowed_bits = n;
-      p.allowed_count = allowed.size();
+      p.allowed_count = ef == static_cast<int>(k) ? 0 : allowed.size();
       std::vector<int64_t> labels(nq * k);
       std::vector<float> scores(nq * k);
       idx.search(nq, q.data(), p, labels.data(), scores.data());
@@ -164,12 +166,12 @@ TEST(VectorIndex, HnswFilteredWalkAgainstExactSearchOfTheAllowed) {
           EXPECT_NEAR(scores[i * k + j], dot, 1e-5);
           if (j > 0) EXPECT_GE(scores[i * k + j - 1], scores[i * k + j]);
           found += std::count(truth.begin(), truth.end(), l) > 0 ? 1 : 0;
-          if (ef > 0) EXPECT_EQ(l, truth[j]) << share << " query " << i << " rank " << j;
+          if (ef > static_cast<int>(k)) EXPECT_EQ(l, truth[j]) << share << " query " << i << " rank " << j;
         }
       }
       const double recall = double(found) / double(nq * k);
       std::printf("filtered walk, %.0f%% allowed, ef %d: recall@10 %.4f\n", share * 100, ef, recall);
-      EXPECT_GE(recall, ef > 0 ? 1.0 : 0.9) << share;
+      EXPECT_GE(recall, ef > static_cast<int>(k) ? 1.0 : ef > 0 ? 0.8 : 0.9) << share << " ef " << ef;
     }
   }
 }
