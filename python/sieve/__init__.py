@@ -239,6 +239,22 @@ class Index:
         out = self._impl.search(_texts(queries), k, mode or "", _filter_text(filter), with_text)
         return out[0] if single else out
 
+    def search_by_vector(self, vectors, k=10, filter=None, with_text=False):
+        """Dense search for query vectors in the model's space (one vector, or float32 [n, dim]),
+        each normalised to unit length: hits {"rank", "id", "doc", "score"} (cosines), best first,
+        through the index's own graph and filter planner (deleted and expired documents left out;
+        `filter` and `with_text` as search). One vector gives its hits, a matrix a list per row.
+        For one index, not a shard set."""
+        v = _np.asarray(vectors, dtype=_np.float32)
+        single = v.ndim == 1
+        out = self._impl.search_by_vector(v.reshape(1, -1) if single else v, k, _filter_text(filter), with_text)
+        return out[0] if single else out
+
+    def ids(self, filter=None):
+        """The ids of the live documents (neither deleted, replaced nor expired) whose metadata
+        passes `filter` (None: all), in the order they were added."""
+        return self._impl.ids(_filter_text(filter))
+
     def search_arrays(self, queries, k=10, mode=None):
         """(scores float32 [n, k], ids int64 [n, k]) like FAISS's `search`; missing hits are
         (-inf, -1). The ids are internal document numbers (see `document_id`)."""
@@ -266,10 +282,11 @@ class Index:
             ids = [ids]
         return self._impl.delete(list(ids or []), _filter_text(filter), missing_ok)
 
-    def keys(self):
+    def keys(self, docs=None):
         """The pooled unit keys of all documents, float32 [n, dim], row i for document number i
-        (as search_arrays numbers them): for NumPy or FAISS."""
-        return self._impl.keys()
+        (as search_arrays numbers them): for NumPy or FAISS. With `docs` (document numbers, as
+        hits' "doc"), only theirs, in that order."""
+        return self._impl.keys(None if docs is None else [int(d) for d in docs])
 
     def document_id(self, doc):
         """The external id of internal document number `doc` (as search_arrays returns)."""

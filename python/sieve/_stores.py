@@ -1,5 +1,5 @@
 """What the framework adapters (sieve.langchain, sieve.llama_index) share: the metadata check,
-the index built on the first write, batched upserts, the gate's verifier and the rows of each id.
+the index built on the first write, batched upserts and the gate's verifier.
 Internal: the adapters' own docstrings say what their users see."""
 import os
 
@@ -49,13 +49,3 @@ class IndexStore:
             if not isinstance(self._verifier, Verifier):
                 self._verifier = Verifier.load(self._verifier or "default", model=self.model)
             return self._verifier
-
-
-def last_rows(index):
-    """(keys float32 [n, dim], {id: row}): each id's last row (an upsert appends a row and retires
-    the old one). Deleted and expired ids are still there (Index.document tells)."""
-    keys = index.keys()
-    last = {}
-    for row in range(keys.shape[0]):
-        last[index.document_id(row)] = row
-    return keys, last

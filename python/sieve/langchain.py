@@ -141,7 +141,7 @@ class SieveVectorStore(_stores.IndexStore, VectorStore):
             if index is None:
                 return True
             if ids is None and flt is None:
-                ids = list(self._live_rows()[1])
+                ids = index.ids()
             if ids or flt is not None:
                 index.delete(ids=[str(i) for i in ids or []], filter=flt, missing_ok=True)
         return True
@@ -196,40 +196,17 @@ class SieveVectorStore(_stores.IndexStore, VectorStore):
             raise NotImplementedError(f"relevance scores need mode='dense' (cosines), not {self.mode!r}")
         return lambda cosine: (1.0 + cosine) / 2.0
 
-    def _live_rows(self):
-        return _stores.last_rows(self._index)
-
     def similarity_search_with_score_by_vector(self, embedding, k=4, filter=None, **kwargs):
         """(Document, cosine) nearest to a vector in the model's space (store.embeddings makes
-        them): an exact scan of every key, O(documents) per call. `filter` as similarity_search.
-        No gate: the verifier reads the query's text."""
+        them), through the index's dense search (Index.search_by_vector). `filter` as
+        similarity_search. No gate: the verifier reads the query's text."""
         index = self._index
         if index is None or k <= 0:
             return []
         if kwargs.get("gate", self.gate):
             raise ValueError("the gate verifies the query's text: search by text (similarity_search)")
-        flt = None if filter is None else filter if isinstance(filter, Filter) else Filter(filter)
-        keys, last = self._live_rows()
-        if not last:
-            return []
-        q = _np.asarray(embedding, dtype=_np.float32).reshape(-1)
-        if q.shape[0] != keys.shape[1]:
-            raise ValueError(f"the vector has {q.shape[0]} dimensions, the index's keys {keys.shape[1]}")
-        q = q / max(float(_np.linalg.norm(q)), 1e-12)
-        ids = list(last)
-        scores = keys[_np.fromiter(last.values(), dtype=_np.int64)] @ q
-        out = []
-        for i in _np.argsort(-scores, kind="stable"):
-            try:
-                doc = _doc(index.document(ids[i]))
-            except KeyError:  # deleted or expired
-                continue
-            if flt is not None and not flt.matches(doc.metadata):
-                continue
-            out.append((doc, float(scores[i])))
-            if len(out) == k:
-                break
-        return out
+        hits = index.search_by_vector(embedding, k=k, filter=filter, with_text=True)
+        return [(_doc(dict(h, _id=h["id"])), float(h["score"])) for h in hits]
 
     def similarity_search_by_vector(self, embedding, k=4, filter=None, **kwargs):
         return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter, **kwargs)]
@@ -239,7 +216,7 @@ class SieveVectorStore(_stores.IndexStore, VectorStore):
         hits = self._hits(str(query), int(max(fetch_k, k)), filter, kwargs)
         if not hits:
             return []
-        keys = self._index.keys()[[h["doc"] for h in hits]]
+        keys = self._index.keys([h["doc"] for h in hits])
         q = _np.asarray(self._embedding.embed_query(query), dtype=_np.float32)
         chosen = maximal_marginal_relevance(q, keys, lambda_mult=lambda_mult, k=k)
         return [d for d, _ in self._resolve([hits[i] for i in chosen])]

@@ -238,22 +238,19 @@ class SieveVectorStore(_stores.IndexStore, BasePydanticVectorStore):
         """Deletes every node."""
         with self._lock:
             if self._index is not None:
-                ids = list(self._live_rows()[1])
+                ids = self._index.ids()
                 if ids:
                     self._index.delete(ids=ids, missing_ok=True)
 
     # -- reads ------------------------------------------------------------------------------------
 
-    def _live_rows(self):
-        return _stores.last_rows(self._index)
-
     def _get(self, ids, flt):
         """The nodes of `ids` (None: all, in the order added) the store holds whose metadata passes `flt`."""
         if self._index is None:
             return []
-        check = None if flt is None else Filter(flt)
+        check = None if flt is None or ids is None else Filter(flt)
         out = []
-        for id_ in self._live_rows()[1] if ids is None else ids:
+        for id_ in self._index.ids(flt) if ids is None else ids:
             try:
                 record = self._index.document(str(id_))
             except KeyError:
@@ -310,28 +307,8 @@ class SieveVectorStore(_stores.IndexStore, BasePydanticVectorStore):
         return out
 
     def _by_vector(self, embedding, k, flt):
-        check = None if flt is None else Filter(flt)
-        keys, last = self._live_rows()
-        if not last:
-            return []
-        q = _np.asarray(embedding, dtype=_np.float32).reshape(-1)
-        if q.shape[0] != keys.shape[1]:
-            raise ValueError(f"the query embedding has {q.shape[0]} dimensions, the index's keys {keys.shape[1]}")
-        q = q / max(float(_np.linalg.norm(q)), 1e-12)
-        ids = list(last)
-        scores = keys[_np.fromiter(last.values(), dtype=_np.int64)] @ q
-        out = []
-        for i in _np.argsort(-scores, kind="stable"):
-            try:
-                record = self._index.document(ids[i])
-            except KeyError:  # deleted or expired
-                continue
-            if check is not None and not check.matches(record.get("metadata") or {}):
-                continue
-            out.append((_node(record), float(scores[i])))
-            if len(out) == k:
-                break
-        return out
+        hits = self._index.search_by_vector(embedding, k=k, filter=flt, with_text=True)
+        return [(_node(dict(h, _id=h["id"])), float(h["score"])) for h in hits]
 
     # -- async: the sync calls on a worker thread (sieve releases the GIL in its long calls) ------
 

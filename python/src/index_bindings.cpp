@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "index/doc_state.h"
 #include "index/document_json.h"
 #include "index/shard_set.h"
+#include "index/token_store.h"
 #include "sieve/encoder.h"
 #include "sieve/error.h"
 #include "sieve/filter.h"
@@ -365,19 +367,30 @@ void bind_index(py::module_& m) {
            },
            py::arg("ids"), py::arg("filter") = "", py::arg("missing_ok") = false)
       .def("keys",
-           [](const PyIndex& i) {
+           [](const PyIndex& i, std::optional<std::vector<int64_t>> docs) {
              const auto ix = i.snapshot();
-             const size_t n = ix->size(), dim = ix->stats().dim;
-             std::vector<float> all(n * dim);
+             const size_t dim = ix->stats().dim;
+             std::vector<uint32_t> rows;
+             if (docs) {
+               for (int64_t d : *docs)
+                 if (d < 0 || static_cast<size_t>(d) >= ix->size())
+                   throw py::index_error("no document number " + std::to_string(d));
+               rows.assign(docs->begin(), docs->end());
+             } else {
+               rows.resize(ix->size());
+               for (size_t d = 0; d < rows.size(); ++d) rows[d] = static_cast<uint32_t>(d);
+             }
+             std::vector<float> all(rows.size() * dim);
              {
                py::gil_scoped_release release;
-               for (size_t d = 0; d < n; ++d) {
-                 const std::vector<float> k = ix->key(static_cast<uint32_t>(d));
-                 std::copy(k.begin(), k.end(), all.begin() + static_cast<std::ptrdiff_t>(d * dim));
+               for (size_t r = 0; r < rows.size(); ++r) {
+                 const std::vector<float> k = ix->key(rows[r]);
+                 std::copy(k.begin(), k.end(), all.begin() + static_cast<std::ptrdiff_t>(r * dim));
                }
              }
-             return take(std::move(all), {static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
-           })
+             return take(std::move(all), {static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(dim)});
+           },
+           py::arg("docs") = py::none())
       // For bench/bench_python.py: the seconds of Encoder::encode over `texts`, timed in C++.
       .def("_time_encode",
            [](const PyIndex& i, const std::vector<std::string>& texts, size_t batch_size) {
@@ -405,6 +418,58 @@ void bind_index(py::module_& m) {
              const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
              return queries.empty() || hits == SIZE_MAX ? 0.0 : s / static_cast<double>(queries.size());
            })
+      // The live documents' ids (neither deleted, replaced nor expired) whose metadata passes
+      // `filter` (empty: all), in internal order.
+      .def("ids",
+           [](const PyIndex& i, const std::string& filter) {
+             const auto ix = i.snapshot();
+             const Filter f = Filter::parse(filter);
+             std::vector<std::string> out;
+             {
+               py::gil_scoped_release release;
+               for (uint32_t d : ix->matching(f, 0)) out.push_back(ix->document(d).id);
+             }
+             return out;
+           },
+           py::arg("filter") = "")
+      // Stage 1's dense search for query vectors given (float32 [n, dim], normalised here): the
+      // index's own planner, filter, deletions and expiry; hits {"rank", "id", "doc", "score"}
+      // (and the stored fields with `with_text`).
+      .def("search_by_vector",
+           [](const PyIndex& i, py::array_t<float, py::array::c_style | py::array::forcecast> vectors, size_t k,
+              const std::string& filter, bool with_text) {
+             const auto ix = i.snapshot();
+             const size_t dim = ix->stats().dim;
+             if (vectors.ndim() != 2 || static_cast<size_t>(vectors.shape(1)) != dim)
+               throw py::value_error("vectors must be float32 [n, " + std::to_string(dim) + "] (the index's keys' dimension)");
+             if (is_shard_set(i.path)) throw py::value_error("search_by_vector searches one index, not a shard set");
+             const SearchParams p = search_params(k, "dense", i.rec, filter);
+             const size_t n = static_cast<size_t>(vectors.shape(0));
+             std::vector<float> unit(vectors.data(), vectors.data() + n * dim);
+             index::normalize_rows(unit.data(), n, dim);
+             std::vector<index::Ranked> lists;
+             {
+               py::gil_scoped_release release;
+               lists = index::dense_lists(*ix, n, unit.data(), k, p);
+             }
+             py::list out;
+             for (const auto& list : lists) {
+               py::list hits;
+               for (size_t j = 0; j < list.size(); ++j) {
+                 const Document d = ix->document(list[j].first);
+                 py::dict h;
+                 h["rank"] = j + 1;
+                 h["id"] = d.id;
+                 h["doc"] = list[j].first;
+                 h["score"] = list[j].second;
+                 if (with_text) put_stored(h, d);
+                 hits.append(h);
+               }
+               out.append(hits);
+             }
+             return out;
+           },
+           py::arg("vectors"), py::arg("k") = 10, py::arg("filter") = "", py::arg("with_text") = false)
       .def("document_id", [](const PyIndex& i, int64_t doc) {
         const auto ix = i.snapshot();
         if (doc < 0 || static_cast<size_t>(doc) >= ix->size()) throw py::index_error("no document number " + std::to_string(doc));

@@ -640,6 +640,19 @@ def test_metadata_filters_upsert_and_delete_through_the_index(model, tmp_path):
         assert index.stats()["deleted"] == 5  # m1's first document, m2, m5, m8, m11
         assert len(index) == 4 + 12 - 4  # the live documents (the replaced m1 counted once)
         assert not any(h["id"] in ("m2", "m5") for h in index.search("the man bit the dog", k=20, mode="dense"))
+        live = [d["_id"] for d in DOCS[:4]] + [f"m{i}" for i in (0, 3, 4, 6, 7, 9, 10)] + ["m1"]
+        assert index.ids() == live  # in internal order: m1's upserted row is the last
+        assert index.ids({"lang": "de"}) == ["m4", "m7", "m10"]
+        # Search by vector: the index's dense search for the encoded query, same filter.
+        flt = {"year": {"$gte": 2018}}
+        q = sieve.Encoder.load(model).encode("the man bit the dog")
+        by_vector = index.search_by_vector(q * 3.0, k=5, filter=flt, with_text=True)  # normalised first
+        by_text = index.search("the man bit the dog", k=5, mode="dense", filter=flt)
+        assert [h["id"] for h in by_vector] == [h["id"] for h in by_text]
+        assert [h["score"] for h in by_vector] == pytest.approx([h["dense"] for h in by_text], abs=1e-5)
+        assert all(h["text"] == index.document(h["id"])["text"] for h in by_vector)
+        docs = [h["doc"] for h in by_vector]
+        assert (index.keys(docs) == index.keys()[docs]).all()
 
 
 def test_build_from_dicts_keeps_metadata_and_expiry(model, tmp_path):
