@@ -5,12 +5,8 @@
 // writes go on); then, under the write lock, what was committed meanwhile is carried over
 // (documents added since, deletes since as a deletes log of the new index), and the two folders
 // are exchanged in one step (renameat2), the commit.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -41,26 +37,6 @@ uint64_t folder_bytes(const std::string& dir) {
     if (it->is_regular_file(ec)) n += it->file_size(ec);
   return n;
 }
-
-// One compaction at a time per index: a flock on `<dir>/compact.lock` (it goes with the old folder).
-class CompactLock {
- public:
-  explicit CompactLock(const std::string& dir) {
-    const std::string path = path_join(dir, "compact.lock");
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    SIEVE_THROW_IF_NOT(fd_ >= 0, "cannot create '" << path << "': " << std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      SIEVE_THROW("index '" << dir << "' is being compacted by another process or thread; try again when it is done");
-    }
-  }
-  ~CompactLock() { ::close(fd_); }
-  CompactLock(const CompactLock&) = delete;
-  CompactLock& operator=(const CompactLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // The logs of the index at `dir` as manifest `m` commits them.
 struct Source {
@@ -195,7 +171,9 @@ CompactReport compact_folder(const std::string& dir_in, const CompactOptions& op
   SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
   SIEVE_THROW_IF_NOT(!is_shard_set(dir), "'" << dir << "' is a shard set: compacting one is not supported yet "
                                                   "(compact each shard's writes by rebuilding the set)");
-  CompactLock only_one(dir);
+  // One compaction at a time per index (the lock file goes with the old folder).
+  WriteLock only_one(dir, "compact.lock",
+                     "index '" + dir + "' is being compacted by another process or thread; try again when it is done");
   const std::string staging = dir + ".compacting";
   fs::remove_all(staging);  // what a crashed compaction left
   CompactReport rep;

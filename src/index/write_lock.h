@@ -14,6 +14,9 @@ class WriteLock {
   /// Takes the lock on `dir` or throws sieve::Error (another writer holds it, or the folder is
   /// not writable).
   explicit WriteLock(const std::string& dir);
+  /// The same kind of lock on another file of `dir` (compaction's `compact.lock`); `busy` is the
+  /// error when another holder has it.
+  WriteLock(const std::string& dir, const std::string& file, const std::string& busy);
   /// The lock when it can be had at once; nullptr when another writer holds it or the lock file
   /// cannot be created (a read-only folder).
   static std::unique_ptr<WriteLock> try_acquire(const std::string& dir);

@@ -13,6 +13,7 @@
 #include "core/file_util.h"
 #include "index/manifest.h"
 #include "index/vector_index.h"
+#include "index/write_lock.h"
 #include "index_test_util.h"
 
 using namespace sieve;
@@ -407,6 +408,20 @@ TEST(DocumentWrites, CompactionEqualsAFreshBuildOfTheSurvivors) {
 
 // Writes during a compaction are not lost: a thread adds and deletes through the writer while
 // another compacts; afterwards every acknowledged add is there and every acknowledged delete gone.
+// One compaction at a time: while another holds the index's compact.lock, a compaction is
+// refused with words that say so, and the index is left as it was.
+TEST(DocumentWrites, ASecondCompactionAtOnceIsRefused) {
+  const std::string dir = make_temp_dir("dw_compact_lock");
+  build_index(model_dir(), write_jsonl_with_metadata(dir, docs_with_metadata(20)), dir + "/ix", small_opts());
+  EXPECT_EQ(delete_documents(dir + "/ix", {"d3"}).deleted, 1u);
+  {
+    index::WriteLock other(dir + "/ix", "compact.lock", "held by the test");
+    EXPECT_NE(error_of([&] { compact_index(dir + "/ix"); }).find("is being compacted"), std::string::npos);
+    EXPECT_EQ(Index::open(dir + "/ix")->stats().deleted, 1u);
+  }
+  EXPECT_EQ(compact_index(dir + "/ix").removed, 1u);  // once it is free
+}
+
 TEST(DocumentWrites, WritesDuringACompactionAreCarriedOver) {
   const std::string dir = make_temp_dir("dw_compact_writes");
   const auto docs = docs_with_metadata(300);

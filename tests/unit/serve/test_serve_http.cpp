@@ -401,6 +401,23 @@ bool kill_once_it_writes(pid_t pid, const std::string& log, uintmax_t committed)
   return writing;
 }
 
+// The index at `ix_dir`, every file checked, without its encoder.
+std::unique_ptr<Index> open_verified(const std::string& ix_dir) {
+  IndexOpenOptions oo;
+  oo.verify = true;
+  oo.load_encoder = false;
+  return Index::open(ix_dir, oo);
+}
+
+// Once the killed server's write lock is free (its last thread gone) and the client thread
+// `client` is done: the index, opened and verified as a restart would.
+std::unique_ptr<Index> reopen_after_kill(const std::string& ix_dir, std::thread& client) {
+  for (int i = 0; i < 1000 && !index::WriteLock::try_acquire(ix_dir); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  client.join();
+  return open_verified(ix_dir);
+}
+
 TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   const std::string dir = test::make_temp_dir("serve_kill");
   write_text_index(dir, 26);
@@ -444,13 +461,7 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   }
   // The leader can be a zombie while another of its threads is still leaving a write (the file
   // table, and with it the flock, goes with the last thread): wait for the lock itself.
-  for (int i = 0; i < 1000 && !index::WriteLock::try_acquire(dir + "/ix"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  big.join();
-  IndexOpenOptions oo;
-  oo.verify = true;
-  oo.load_encoder = false;
-  auto ix = Index::open(dir + "/ix", oo);
+  auto ix = reopen_after_kill(dir + "/ix", big);
   // Killed during the add (its 3,000 documents take seconds to encode and write): none of them is
   // in the index, every acknowledged batch is.
   EXPECT_EQ(ix->size(), acknowledged);
@@ -459,8 +470,7 @@ TEST(ServeCli, KillNineDuringAnAddKeepsEveryAcknowledgedBatch) {
   // And the next add works (what the killed add left is cleaned up).
   std::ofstream(dir + "/more.tsv") << "m1\tone more document\n";
   EXPECT_NO_THROW(add_to_index(dir + "/ix", dir + "/more.tsv"));
-  oo.verify = true;
-  EXPECT_EQ(Index::open(dir + "/ix", oo)->size(), ix->size() + 1);
+  EXPECT_EQ(open_verified(dir + "/ix")->size(), ix->size() + 1);
 }
 
 // kill -9 with an upsert batch in flight, after acknowledged deletes and upserts: every
@@ -502,13 +512,7 @@ TEST(ServeCli, KillNineDuringAnUpsertKeepsEveryAcknowledgedWriteAndNoHalfBatch) 
   });
   const bool writing = kill_once_it_writes(pid, token_log, committed_bytes);
   ASSERT_TRUE(writing) << "the upsert never started writing";
-  for (int i = 0; i < 1000 && !index::WriteLock::try_acquire(dir + "/ix"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  big.join();
-  IndexOpenOptions oo;
-  oo.verify = true;
-  oo.load_encoder = false;
-  auto ix = Index::open(dir + "/ix", oo);
+  auto ix = reopen_after_kill(dir + "/ix", big);
   for (const char* gone : {"a0", "a1", "d3", "a3", "a19", "big0", "big2999"}) EXPECT_EQ(ix->find(gone), -1) << gone;
   const int64_t a2 = ix->find("a2");
   ASSERT_GE(a2, 0);
@@ -522,7 +526,7 @@ TEST(ServeCli, KillNineDuringAnUpsertKeepsEveryAcknowledgedWriteAndNoHalfBatch) 
   IndexBuildOptions up;
   up.upsert = true;
   EXPECT_EQ(add_to_index(dir + "/ix", dir + "/more.jsonl", up).replaced, 1u);
-  auto after = Index::open(dir + "/ix", oo);
+  auto after = open_verified(dir + "/ix");
   EXPECT_EQ(after->document(static_cast<uint32_t>(after->find("a2"))).text, "fourth text");
 }
 
