@@ -191,7 +191,11 @@ struct ShardTimeout : ShardUnavailable {
 /// python/sieve/ray_serve.py): each shard's dense search and its stored keys and token states.
 /// The opener keeps the rest (BM25 over every shard's database, documents, token ids), so it
 /// needs the set's folder on its file system; it never loads a shard's vectors. Internal ids are
-/// the shard's own (0-based). Calls may come from several threads at once: a shard set sends each
+/// the shard's own (0-based). Every call names the copy of the shard it means: `identity`, the
+/// shard's manifest digest as the caller's snapshot of the set records it (index::shard_identity);
+/// a remote that serves another copy refuses (ShardUnavailable), or answers from the copy named
+/// when it still has it (a set written since: docs/formats.md, "Writes to a shard set"). Calls may
+/// come from several threads at once: a shard set sends each
 /// stage's calls to every shard at once, each on its own thread, and waits for them until the
 /// request's deadline.
 class ShardRemote {
@@ -200,22 +204,25 @@ class ShardRemote {
   /// Shard `shard`'s best `depth` documents for each of `n` pooled query keys (`pooled`: n x dim),
   /// best first, equal scores lower id first; p.ef_search, p.nprobe, p.filter and p.now apply (as
   /// dense_lists: the shard leaves out its deleted and expired documents itself).
-  virtual std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim,
+  virtual std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, const std::string& identity,
+                                                                           size_t n, size_t dim,
                                                                            const float* pooled, size_t depth,
                                                                            const SearchParams& p) const = 0;
   /// The documents' token states, the first `max_rows` rows of each (Index::tokens); waited for
   /// until `deadline` at most (time_point::max(): the remote's own timeout).
-  virtual std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
+  virtual std::vector<TokenStates> tokens(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                          size_t max_rows,
                                           std::chrono::steady_clock::time_point deadline) const = 0;
   /// The documents' pooled keys, docs.size() x dim floats (Index::key); waited for until `deadline`.
-  virtual std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+  virtual std::vector<float> keys(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
                                   std::chrono::steady_clock::time_point deadline) const = 0;
   /// Stage 2 at the shard: the verifier the shard holds scores the query's token states (L2-
   /// normalised rows, as SearchResult::query_tokens) against each document's stored ones, one
   /// score per document. `verifier` is the key of the verifier the caller means (verifier_key()
   /// in sieve/verify.h); a shard that holds another refuses (ShardUnavailable), so that a score
   /// never comes from a verifier the caller did not choose. Only called when scores_at_shards().
-  virtual std::vector<float> scores(size_t shard, const std::string& verifier, const TokenStates& query,
+  virtual std::vector<float> scores(size_t shard, const std::string& identity, const std::string& verifier,
+                                    const TokenStates& query,
                                     const std::vector<uint32_t>& docs,
                                     std::chrono::steady_clock::time_point deadline) const;
   /// Whether the shards score candidates themselves (scores()); false: stage 2 reads their token
@@ -420,7 +427,9 @@ CompactReport compact_index(const std::string& dir, const CompactOptions& opt = 
 // shard and merges (dense top-k by score, BM25 with the statistics of all shards, hybrid fused
 // after the merge), and its results equal one index's over the same documents for exact vector
 // search (Flat). Shards share one token codec (the first shard's), so stage 2 reads the same
-// token states too. A shard set is built once; adding to it is not supported.
+// token states too. Writes go through the set (IndexWriter, add_to_index, delete_documents,
+// compact_index on its folder): each id to the shard that owns it, one transaction per batch
+// (docs/formats.md, "Writes to a shard set"); internal ids then are the set's current numbering.
 
 /// True when `dir` holds a shard-set manifest.
 bool is_shard_set(const std::string& dir);

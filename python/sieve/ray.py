@@ -96,6 +96,14 @@ def _normalize_tsv(batch):
     return out
 
 
+def _refuse_extras(corpus, cols):
+    """Metadata and expiry are never dropped without a word: the local build keeps them."""
+    carried = [c for c in ("metadata", "expires_at", "ttl_s") if c in cols]
+    if carried:
+        raise ValueError(f"{corpus}: the corpus has {', '.join(carried)}, which a build on Ray does not carry into "
+                         "the shards; build the set with `sieve index build --shards N` (it keeps them)")
+
+
 def _normalize(batch):
     ids = batch["_id"] if "_id" in batch else batch["id"]
     n = len(ids)
@@ -115,6 +123,7 @@ def read_corpus(corpus, fmt="auto"):
         cols = set(ds.columns())
         if not ({"_id", "id"} & cols) or "text" not in cols:
             raise ValueError(f"{corpus}: a Parquet corpus needs columns _id (or id) and text; it has {sorted(cols)}")
+        _refuse_extras(corpus, cols)
         return ds.map_batches(_normalize, batch_format="numpy")
     if fmt == "tsv":
         ds = ray.data.read_csv(corpus, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
@@ -126,7 +135,9 @@ def read_corpus(corpus, fmt="auto"):
             raise ValueError(f"{corpus}: a TSV corpus for sieve.ray has no header row (id<TAB>text[<TAB>title])")
         return ds.map_batches(_normalize_tsv, batch_format="numpy")
     if fmt == "jsonl":
-        return ray.data.read_json(corpus).map_batches(_normalize, batch_format="numpy")
+        ds = ray.data.read_json(corpus)
+        _refuse_extras(corpus, set(ds.columns()))
+        return ds.map_batches(_normalize, batch_format="numpy")
     raise ValueError(f"unknown corpus format {fmt!r} (auto, jsonl, tsv or parquet)")
 
 

@@ -16,6 +16,10 @@ or, from Python, `sieve.ray_serve.run(index, ...)`. Without an address a local R
   the same documents.
 - The router needs the set's folder on its file system (BM25, documents and token ids are read
   there; shared storage when the shards run on other nodes); the shard replicas need their shard.
+- Writes (POST/PUT/DELETE /v1/documents...) are the library's shard-set writes on that folder:
+  each id to the shard that owns it, one transaction per batch (docs/formats.md, "Writes to a
+  shard set"). Every shard call names the copy of the shard the router's snapshot records; a
+  replica answers from that copy, opening one a write committed the first time it is asked for it.
 - Each stage's calls go to every shard at once (the library's fan-out: one thread per shard),
   and none is waited for past the request's deadline (the body's `timeout_ms`, or the router's
   `--request-timeout-ms`, as `sieve serve`'s): 504 then.
@@ -109,7 +113,7 @@ class _RemoteShards:
             return False
         return isinstance(error, (rex.RayActorError, rex.ActorUnavailableError, BackPressureError))
 
-    def _call(self, shard, method, *args, timeout_s=None):
+    def _call(self, shard, method, *args, timeout_s=None, expect=""):
         """One call to a shard's deployment, waited for at most the router's timeout or the
         request's remaining time (`timeout_s`), whichever is shorter; retried while time remains."""
         with self._idle:
@@ -117,10 +121,10 @@ class _RemoteShards:
         try:
             if shard not in self._warm:
                 with self._first:  # a handle's first call alone (see __init__)
-                    result = self._call_timed(shard, method, args, timeout_s)
+                    result = self._call_timed(shard, method, args, timeout_s, expect)
                     self._warm.add(shard)
                     return result
-            return self._call_timed(shard, method, args, timeout_s)
+            return self._call_timed(shard, method, args, timeout_s, expect)
         finally:
             with self._idle:
                 self._in_flight -= 1
@@ -137,13 +141,13 @@ class _RemoteShards:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout_s)
 
-    def _call_timed(self, shard, method, args, timeout_s):
+    def _call_timed(self, shard, method, args, timeout_s, expect=""):
         end = None if timeout_s is None else time.monotonic() + timeout_s
         for attempt in range(self._attempts):
             wait = self._timeout if end is None else max(0.0, min(self._timeout, end - time.monotonic()))
             try:
                 return getattr(self._handles[shard], method).remote(
-                    *args, expect=self._identities[shard]).result(timeout_s=wait)
+                    *args, expect=expect or self._identities[shard]).result(timeout_s=wait)
             except Exception as e:
                 pause = 0.2 * (attempt + 1)
                 out_of_time = end is not None and time.monotonic() + pause >= end
@@ -152,21 +156,24 @@ class _RemoteShards:
                 self.retried += 1
                 time.sleep(pause)
 
-    def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None, filter="", now=0.0):
-        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, filter, now, timeout_s=timeout_s)
+    # `expect`: the copy of the shard the router's snapshot of the set names (its identity); a
+    # replica answers from that copy (opening it when the set has committed a write since).
+    def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None, filter="", now=0.0, expect=""):
+        return self._call(shard, "dense_lists", pooled, depth, ef_search, nprobe, filter, now, timeout_s=timeout_s,
+                          expect=expect)
 
-    def tokens(self, shard, docs, max_rows, timeout_s=None):
-        got = self._call(shard, "tokens", docs, max_rows, timeout_s=timeout_s)
+    def tokens(self, shard, docs, max_rows, timeout_s=None, expect=""):
+        got = self._call(shard, "tokens", docs, max_rows, timeout_s=timeout_s, expect=expect)
         self.bytes_received += sum(getattr(a, "nbytes", 0) for a in got)
         return got
 
-    def scores(self, shard, verifier, query, query_ids, docs, timeout_s=None):
-        got = self._call(shard, "scores", verifier, query, query_ids, docs, timeout_s=timeout_s)
+    def scores(self, shard, verifier, query, query_ids, docs, timeout_s=None, expect=""):
+        got = self._call(shard, "scores", verifier, query, query_ids, docs, timeout_s=timeout_s, expect=expect)
         self.bytes_received += getattr(got, "nbytes", 0)
         return got
 
-    def keys(self, shard, docs, timeout_s=None):
-        return self._call(shard, "keys", docs, timeout_s=timeout_s)
+    def keys(self, shard, docs, timeout_s=None, expect=""):
+        return self._call(shard, "keys", docs, timeout_s=timeout_s, expect=expect)
 
 
 class ShardReplica:
@@ -178,22 +185,20 @@ class ShardReplica:
         self._shard = _sieve.ShardServer(path, list(verifiers), model)  # refuses a copy its set does not record
         self.path = path
 
-    # `expect`: the shard's identity as the caller's set records it ("" = unchecked).
+    # `expect`: the copy of the shard the caller's set records ("" = the latest here): the replica
+    # answers from it, opening it when the set committed a write since, and refuses a copy that
+    # is not on disk (another set's shard, a rebuilt one).
     def dense_lists(self, pooled, depth, ef_search, nprobe, filter="", now=0.0, expect=""):
-        self._shard.check_identity(expect)
-        return self._shard.dense_lists(pooled, depth, ef_search, nprobe, filter, now)
+        return self._shard.dense_lists(pooled, depth, ef_search, nprobe, filter, now, expect)
 
     def tokens(self, docs, max_rows, expect=""):
-        self._shard.check_identity(expect)
-        return self._shard.tokens(docs, max_rows)
+        return self._shard.tokens(docs, max_rows, expect)
 
     def keys(self, docs, expect=""):
-        self._shard.check_identity(expect)
-        return self._shard.keys(docs)
+        return self._shard.keys(docs, expect)
 
     def scores(self, verifier, query, query_ids, docs, expect=""):
-        self._shard.check_identity(expect)
-        return self._shard.scores(verifier, query, query_ids, docs)
+        return self._shard.scores(verifier, query, query_ids, docs, expect)
 
     def info(self):
         """{"pid", "node", "documents"}: which process and node serve this replica (for tests)."""

@@ -12,6 +12,8 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +47,8 @@ class PyShardRemote final : public ShardRemote {
     target_ = py::object();
   }
 
-  std::vector<Ranked> dense_lists(size_t shard, size_t n, size_t dim, const float* pooled, size_t depth,
-                                  const SearchParams& p) const override {
+  std::vector<Ranked> dense_lists(size_t shard, const std::string& identity, size_t n, size_t dim, const float* pooled,
+                                  size_t depth, const SearchParams& p) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
       py::array_t<float> q({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
@@ -54,9 +56,11 @@ class PyShardRemote final : public ShardRemote {
       // The filter and the expiry clock go along only when set (the shard computes deletions
       // and expiry itself), so that a remote written before filters still answers plain searches.
       py::list lists = p.filter.empty() && p.now == 0
-                           ? target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline))
+                           ? target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline),
+                                                         py::arg("expect") = identity)
                            : target_.attr("dense_lists")(shard, q, depth, p.ef_search, p.nprobe, timeout_of(p.deadline),
-                                                         py::arg("filter") = p.filter.to_json(), py::arg("now") = p.now);
+                                                         py::arg("filter") = p.filter.to_json(), py::arg("now") = p.now,
+                                                         py::arg("expect") = identity);
       std::vector<Ranked> out;
       for (py::handle item : lists) {
         auto pair = item.cast<py::tuple>();
@@ -76,11 +80,11 @@ class PyShardRemote final : public ShardRemote {
     }, p.deadline);
   }
 
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
-                                  std::chrono::steady_clock::time_point deadline) const override {
+  std::vector<TokenStates> tokens(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                  size_t max_rows, std::chrono::steady_clock::time_point deadline) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
-      py::list got = target_.attr("tokens")(shard, docs, max_rows, timeout_of(deadline));
+      py::list got = target_.attr("tokens")(shard, docs, max_rows, timeout_of(deadline), py::arg("expect") = identity);
       std::vector<TokenStates> out;
       for (py::handle item : got) {
         auto a = item.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
@@ -94,25 +98,27 @@ class PyShardRemote final : public ShardRemote {
     }, deadline);
   }
 
-  std::vector<float> scores(size_t shard, const std::string& verifier, const TokenStates& query,
-                            const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point deadline) const override {
+  std::vector<float> scores(size_t shard, const std::string& identity, const std::string& verifier,
+                            const TokenStates& query, const std::vector<uint32_t>& docs,
+                            std::chrono::steady_clock::time_point deadline) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
       const auto dim = static_cast<py::ssize_t>(query.length ? query.values.size() / query.length : 0);
       py::array_t<float> q({static_cast<py::ssize_t>(query.length), dim});
       std::copy(query.values.begin(), query.values.end(), q.mutable_data());
-      auto a = target_.attr("scores")(shard, verifier, q, query.ids, docs, timeout_of(deadline))
+      auto a = target_.attr("scores")(shard, verifier, q, query.ids, docs, timeout_of(deadline),
+                                      py::arg("expect") = identity)
                    .cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
       return std::vector<float>(a.data(), a.data() + a.size());
     }, deadline);
   }
   bool scores_at_shards() const override { return scores_; }
 
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+  std::vector<float> keys(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
                           std::chrono::steady_clock::time_point deadline) const override {
     py::gil_scoped_acquire gil;
     return guarded(shard, [&] {
-      auto a = target_.attr("keys")(shard, docs, timeout_of(deadline))
+      auto a = target_.attr("keys")(shard, docs, timeout_of(deadline), py::arg("expect") = identity)
                    .cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
       return std::vector<float>(a.data(), a.data() + a.size());
     }, deadline);
@@ -147,29 +153,31 @@ class PyShardRemote final : public ShardRemote {
   bool scores_;  // target.scores_at_shards, read once
 };
 
-// One shard of a set, opened whole and without an encoder: what a shard replica answers.
+// One shard of a set, opened whole and without an encoder: what a shard replica answers. Every
+// call names the copy it means (the router's snapshot's record, `expect`; "" = the latest this
+// replica opened): after a write to the set, the replica opens the copy named the first time it is
+// asked for (index::find_shard_copy), and keeps the copies it served last for the router's
+// searches still under way on an older snapshot.
 class ShardServer {
  public:
   // `verifiers`: the router's stage-2 specs (ShardScorer holds their token-map verifiers);
   // `model`: the encoder's folder they are checked against (default: the shard's).
-  ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model) {
+  ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model)
+      : dir_(dir), verifiers_(verifiers), model_(model) {
     // Before it serves: the copy its set records (a rebuilt shard under an old set is refused).
-    identity_ = index::check_shard_in_its_set(dir);
-    IndexOpenOptions o;
-    o.load_encoder = false;
-    index_ = Index::open(dir, o);
-    SIEVE_THROW_IF_NOT(index::shard_identity(dir) == identity_,
-                       "shard '" << dir << "' changed while it was opened; start it again");
-    SIEVE_THROW_IF_NOT(index_->stats().shards == 1, "'" << dir << "' is a shard set, not one shard of it");
-    scorer_ = std::make_unique<ShardScorer>(
-        index_, verifiers,
-        VerifierContext{model.empty() ? index_->stats().model_path : model, index_->stats().model_identity});
+    const std::string identity = index::check_shard_in_its_set(dir);
+    const std::optional<index::RecordedShard> at = index::find_shard_copy(dir, identity);
+    SIEVE_THROW_IF_NOT(at.has_value(), "shard '" << dir << "' changed while it was opened; start it again");
+    copies_.push_back(open_copy(identity, *at));
+    SIEVE_THROW_IF_NOT(index::shard_identity(dir) == identity, "shard '" << dir << "' changed while it was opened; start it again");
   }
 
   // Stage 2 here (ShardScorer::score).
   py::array_t<float> scores(const std::string& key, py::array_t<float, py::array::c_style | py::array::forcecast> query,
-                            const std::vector<int32_t>& query_ids, const std::vector<uint32_t>& docs) const {
-    const size_t dim = index_->stats().dim;
+                            const std::vector<int32_t>& query_ids, const std::vector<uint32_t>& docs,
+                            const std::string& expect) const {
+    const auto c = copy(expect);
+    const size_t dim = c->index->stats().dim;
     SIEVE_THROW_IF_NOT(query.ndim() == 2 && static_cast<size_t>(query.shape(1)) == dim,
                        "the query's token states must be an n x " << dim << " array");
     TokenStates q;
@@ -179,19 +187,21 @@ class ShardServer {
     std::vector<float> out;
     {
       py::gil_scoped_release nogil;
-      out = scorer_->score(key, q, docs);
+      out = c->scorer->score(key, q, docs);
     }
     py::array_t<float> a(static_cast<py::ssize_t>(out.size()));
     std::copy(out.begin(), out.end(), a.mutable_data());
     return a;
   }
 
-  std::vector<std::string> verifier_keys() const { return scorer_->keys(); }
+  std::vector<std::string> verifier_keys() const { return copy("")->scorer->keys(); }
 
   py::list dense_lists(py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t depth,
-                       int ef_search, int nprobe, const std::string& filter, double now) const {
-    SIEVE_THROW_IF_NOT(pooled.ndim() == 2 && static_cast<size_t>(pooled.shape(1)) == index_->stats().dim,
-                       "pooled keys must be an n x " << index_->stats().dim << " array");
+                       int ef_search, int nprobe, const std::string& filter, double now, const std::string& expect) const {
+    const auto c = copy(expect);
+    const Index& ix = *c->index;
+    SIEVE_THROW_IF_NOT(pooled.ndim() == 2 && static_cast<size_t>(pooled.shape(1)) == ix.stats().dim,
+                       "pooled keys must be an n x " << ix.stats().dim << " array");
     SearchParams p;
     p.ef_search = ef_search;
     p.nprobe = nprobe;
@@ -201,7 +211,7 @@ class ShardServer {
     std::vector<Ranked> lists;
     {
       py::gil_scoped_release nogil;
-      lists = index::dense_lists(*index_, n, pooled.data(), std::min<size_t>(depth, index_->size()), p);
+      lists = index::dense_lists(ix, n, pooled.data(), std::min<size_t>(depth, ix.size()), p);
     }
     py::list out;
     for (const Ranked& r : lists) {
@@ -216,13 +226,14 @@ class ShardServer {
     return out;
   }
 
-  py::list tokens(const std::vector<uint32_t>& docs, size_t max_rows) const {
+  py::list tokens(const std::vector<uint32_t>& docs, size_t max_rows, const std::string& expect) const {
+    const auto c = copy(expect);
     std::vector<TokenStates> got;
     {
       py::gil_scoped_release nogil;
-      got = index_->tokens_of(docs, max_rows);
+      got = c->index->tokens_of(docs, max_rows);
     }
-    const auto dim = static_cast<py::ssize_t>(index_->stats().dim);
+    const auto dim = static_cast<py::ssize_t>(c->index->stats().dim);
     py::list out;
     for (const TokenStates& t : got) {
       py::array_t<float> a({static_cast<py::ssize_t>(t.length), dim});
@@ -232,33 +243,66 @@ class ShardServer {
     return out;
   }
 
-  py::array_t<float> keys(const std::vector<uint32_t>& docs) const {
-    const size_t dim = index_->stats().dim;
+  py::array_t<float> keys(const std::vector<uint32_t>& docs, const std::string& expect) const {
+    const auto c = copy(expect);
+    const size_t dim = c->index->stats().dim;
     py::array_t<float> a({static_cast<py::ssize_t>(docs.size()), static_cast<py::ssize_t>(dim)});
     for (size_t i = 0; i < docs.size(); ++i) {
-      std::vector<float> k = index_->key(docs[i]);
+      std::vector<float> k = c->index->key(docs[i]);
       std::copy(k.begin(), k.end(), a.mutable_data() + i * dim);
     }
     return a;
   }
 
-  size_t size() const { return index_->size(); }
+  size_t size() const { return copy("")->index->size(); }
 
-  // This shard's identity (index::shard_identity, read when it opened).
-  const std::string& identity() const { return identity_; }
-  // Every call carries the identity the router's set records for this shard: another one means
-  // this replica serves another copy of the shard (its ids would name other documents).
-  void check_identity(const std::string& expected) const {
-    SIEVE_THROW_IF_NOT(expected.empty() || expected == identity_,
-                       "this replica serves another copy of the shard (its manifest's digest is "
-                           << identity_ << ", the router's set records " << expected
-                           << "): the shard was rebuilt or replaced; restart the application on one set");
-  }
+  // The identity of the latest copy this replica opened (index::shard_identity).
+  std::string identity() const { return copy("")->identity; }
+  // sieve.Error unless this replica can answer for copy `expected` ("" = any): the one it serves,
+  // or one the set committed since (opened here then).
+  void check_identity(const std::string& expected) const { copy(expected); }
 
  private:
-  std::string identity_;
-  std::shared_ptr<const Index> index_;
-  std::unique_ptr<ShardScorer> scorer_;
+  struct Copy {
+    std::string identity;
+    std::shared_ptr<const Index> index;
+    std::unique_ptr<ShardScorer> scorer;
+  };
+  static constexpr size_t kCopiesKept = 3;
+
+  std::shared_ptr<const Copy> open_copy(const std::string& identity, const index::RecordedShard& at) const {
+    auto c = std::make_shared<Copy>();
+    IndexOpenOptions o;
+    o.load_encoder = false;
+    c->identity = identity;
+    c->index = index::open_shard_copy(at, o);
+    SIEVE_THROW_IF_NOT(c->index->stats().shards == 1, "'" << dir_ << "' is a shard set, not one shard of it");
+    c->scorer = std::make_unique<ShardScorer>(
+        c->index, verifiers_,
+        VerifierContext{model_.empty() ? c->index->stats().model_path : model_, c->index->stats().model_identity});
+    return c;
+  }
+  // The copy named `expected` ("" = the latest), opened when the set has committed it since.
+  std::shared_ptr<const Copy> copy(const std::string& expected) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (expected.empty()) return copies_.front();
+    for (const auto& c : copies_)
+      if (c->identity == expected) return c;
+    const std::optional<index::RecordedShard> at = index::find_shard_copy(dir_, expected);
+    SIEVE_THROW_IF_NOT(at.has_value(), "this replica serves another copy of the shard (its manifest's digest is "
+                                           << copies_.front()->identity << ", the router's set records " << expected
+                                           << ", which is not on disk here): the shard was rebuilt or replaced; restart "
+                                              "the application on one set");
+    copies_.insert(copies_.begin(), open_copy(expected, *at));
+    if (copies_.size() > kCopiesKept) copies_.pop_back();
+    return copies_.front();
+  }
+
+  std::string dir_;
+  std::vector<std::string> verifiers_;
+  std::string model_;
+  mutable std::mutex mu_;  // guards copies_ (newest first)
+  mutable std::vector<std::shared_ptr<const Copy>> copies_;
 };
 
 }  // namespace
@@ -332,15 +376,17 @@ void bind_serving(py::module_& m) {
   py::class_<ShardServer>(m, "ShardServer")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&>(), py::arg("path"),
            py::arg("verifiers") = std::vector<std::string>{}, py::arg("model") = "")
-      .def("scores", &ShardServer::scores, py::arg("verifier"), py::arg("query"), py::arg("query_ids"), py::arg("docs"))
+      .def("scores", &ShardServer::scores, py::arg("verifier"), py::arg("query"), py::arg("query_ids"), py::arg("docs"),
+           py::arg("expect") = "")
       .def("verifier_keys", &ShardServer::verifier_keys)
       .def("dense_lists", &ShardServer::dense_lists, py::arg("pooled"), py::arg("depth"), py::arg("ef_search") = 0,
-           py::arg("nprobe") = 0, py::arg("filter") = "", py::arg("now") = 0.0)
-      .def("tokens", &ShardServer::tokens, py::arg("docs"), py::arg("max_rows"))
-      .def("keys", &ShardServer::keys, py::arg("docs"))
+           py::arg("nprobe") = 0, py::arg("filter") = "", py::arg("now") = 0.0, py::arg("expect") = "")
+      .def("tokens", &ShardServer::tokens, py::arg("docs"), py::arg("max_rows"), py::arg("expect") = "")
+      .def("keys", &ShardServer::keys, py::arg("docs"), py::arg("expect") = "")
       .def_property_readonly("identity", &ShardServer::identity)
       .def("check_identity", &ShardServer::check_identity, py::arg("expected"),
-           "sieve.Error unless `expected` (the router's record of this shard; '' = none) is this copy's identity.")
+           "sieve.Error unless this replica can answer for the copy `expected` (the router's record of this shard; "
+           "'' = any): the one it serves, or one its set committed since.")
       .def("__len__", &ShardServer::size);
   m.def("shard_set_identities", &index::shard_set_identities, py::arg("path"),
         "Each shard's identity as the shard set at `path` records it, in shard order.");

@@ -164,17 +164,15 @@ std::unique_ptr<Index> open_plain(const std::string& dir, bool vectors) {
 namespace index {
 
 CompactReport compact_folder(const std::string& dir_in, const CompactOptions& opt, std::mutex* writer_mu,
-                             const std::function<void()>& after_swap) {
+                             const std::function<void()>& after_swap, const CompactHooks& hooks) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string dir = fs::path(dir_in).lexically_normal().string();
   if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
-  SIEVE_THROW_IF_NOT(!is_shard_set(dir), "'" << dir << "' is a shard set: compacting one is not supported yet "
-                                                  "(compact each shard's writes by rebuilding the set)");
   // One compaction at a time per index (the lock file goes with the old folder).
   WriteLock only_one(dir, "compact.lock",
                      "index '" + dir + "' is being compacted by another process or thread; try again when it is done");
-  const std::string staging = dir + ".compacting";
+  const std::string staging = dir + kCompactingSuffix;
   fs::remove_all(staging);  // what a crashed compaction left
   CompactReport rep;
   rep.bytes_before = folder_bytes(dir);
@@ -195,6 +193,7 @@ CompactReport compact_folder(const std::string& dir_in, const CompactOptions& op
   // Phase 2: under the locks, the writes committed since, then the exchange.
   std::unique_lock<std::mutex> in_process;
   if (writer_mu != nullptr) in_process = std::unique_lock<std::mutex>(*writer_mu);
+  const std::shared_ptr<void> outer = hooks.phase2_lock ? hooks.phase2_lock() : nullptr;
   WriteLock lock(dir);
   const Manifest latest = read_manifest(dir, kManifestFile);
   std::vector<uint32_t> deleted;
@@ -210,6 +209,7 @@ CompactReport compact_folder(const std::string& dir_in, const CompactOptions& op
   const Manifest done = out.finish(latest, opt, deleted);
   write_manifest(staging, kManifestFile, done);
   sync_dir(staging);
+  if (hooks.before_swap) hooks.before_swap(staging, done);
   rep.documents_before = latest.documents;
   rep.documents = done.documents - done.deleted;
   rep.removed = latest.documents - rep.documents;
@@ -223,6 +223,7 @@ CompactReport compact_folder(const std::string& dir_in, const CompactOptions& op
 }  // namespace index
 
 CompactReport compact_index(const std::string& dir, const CompactOptions& opt) {
+  if (is_shard_set(dir)) return index::compact_shard_set(dir, opt, nullptr, nullptr);
   return index::compact_folder(dir, opt, nullptr, nullptr);
 }
 

@@ -59,6 +59,17 @@ void Bitmap::resize(size_t n) {
   w_.resize((n + 63) / 64, 0);
 }
 
+size_t Bitmap::next_set(size_t from) const {
+  if (from >= n_) return n_;
+  size_t i = from >> 6;
+  uint64_t w = w_[i] & (~uint64_t{0} << (from & 63));
+  while (w == 0) {
+    if (++i >= w_.size()) return n_;
+    w = w_[i];
+  }
+  return std::min(n_, i * 64 + static_cast<size_t>(__builtin_ctzll(w)));
+}
+
 std::vector<uint32_t> Bitmap::ones(size_t first) const {
   std::vector<uint32_t> out;
   for (size_t i = first >> 6; i < w_.size(); ++i) {

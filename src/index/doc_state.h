@@ -35,6 +35,8 @@ class Bitmap {
   /// Grows to `n` bits (new bits clear).
   void resize(size_t n);
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(w_.data()); }
+  /// The first set bit at or after `from`; size() when there is none.
+  size_t next_set(size_t from) const;
   /// The set bits, ascending; with `first`, only those from bit `first` on.
   std::vector<uint32_t> ones(size_t first = 0) const;
 

@@ -5,6 +5,7 @@
 // until compaction rewrites the index without them.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "core/file_util.h"
@@ -21,8 +22,8 @@
 namespace sieve {
 namespace index {
 
-void commit_manifest(const std::string& dir, const Manifest& m) {
-  write_manifest(dir, kManifestFile, m);
+void commit_manifest(const std::string& dir, const Manifest& m, const std::string& name) {
+  write_manifest(dir, name, m);
   sync_dir(dir);
 }
 
@@ -59,6 +60,28 @@ void check_batch(std::vector<Document>& docs) {
 }
 
 
+void refuse_missing(const std::vector<std::string>& missing) {
+  if (missing.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", '" : "'") + missing[i] + "'";
+  if (missing.size() > 5) list += ", ...";
+  SIEVE_THROW(missing.size() << " of the ids to delete " << (missing.size() == 1 ? "is" : "are")
+                             << " not in the index (" << list
+                             << "); nothing was deleted (missing_ok / --missing-ok deletes the rest)");
+}
+
+void check_not_a_shard(const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path d = fs::absolute(fs::path(dir)).lexically_normal();
+  if (!d.has_filename()) d = d.parent_path();
+  const std::string set = d.parent_path().string(), name = d.filename().string();
+  if (!is_shard_set(set)) return;
+  for (const ShardEntry& e : read_shard_set_manifest(set).shards)
+    SIEVE_THROW_IF_NOT(e.dir != name, "'" << dir << "' is a shard of the shard set '" << set
+                                          << "': write through the set (a write to one shard alone would leave the "
+                                             "set refusing it)");
+}
+
 std::vector<uint32_t> resolve_deletes(const Index& snap, const std::vector<std::string>& ids, bool missing_ok,
                                       DeleteReport& rep) {
   std::vector<uint32_t> docs;
@@ -69,14 +92,7 @@ std::vector<uint32_t> resolve_deletes(const Index& snap, const std::vector<std::
     if (d < 0) rep.missing.push_back(id);
     else docs.push_back(static_cast<uint32_t>(d));
   }
-  if (!rep.missing.empty() && !missing_ok) {
-    std::string list;
-    for (size_t i = 0; i < rep.missing.size() && i < 5; ++i) list += (i ? ", '" : "'") + rep.missing[i] + "'";
-    if (rep.missing.size() > 5) list += ", ...";
-    SIEVE_THROW(rep.missing.size() << " of the ids to delete " << (rep.missing.size() == 1 ? "is" : "are")
-                                   << " not in the index (" << list
-                                   << "); nothing was deleted (missing_ok / --missing-ok deletes the rest)");
-  }
+  if (!missing_ok) refuse_missing(rep.missing);
   std::sort(docs.begin(), docs.end());
   return docs;
 }
@@ -91,8 +107,7 @@ namespace {
 template <class Pick>
 DeleteReport delete_where(const std::string& dir, Pick&& pick) {
   SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
-  SIEVE_THROW_IF_NOT(!is_shard_set(dir), "'" << dir << "' is a shard set: deleting from one is not supported yet "
-                                                    "(rebuild it without the documents)");
+  check_not_a_shard(dir);
   WriteLock lock(dir);
   IndexOpenOptions o;
   o.load_encoder = false;
@@ -110,8 +125,20 @@ DeleteReport delete_where(const std::string& dir, Pick&& pick) {
 
 }  // namespace
 
+// A shard set's snapshot for a delete (no encoder, no vectors).
+static std::shared_ptr<const Index> set_for_delete(const std::string& dir) {
+  IndexOpenOptions o;
+  o.load_encoder = false;
+  o.load_vectors = false;
+  return Index::open(dir, o);
+}
+
 DeleteReport delete_documents(const std::string& dir, const std::vector<std::string>& ids, bool missing_ok) {
   SIEVE_THROW_IF_NOT(!ids.empty(), "no ids to delete");
+  if (is_shard_set(dir)) {
+    std::shared_ptr<const Index> snap = set_for_delete(dir);
+    return shard_set_remove(dir, snap, ids, missing_ok);
+  }
   return delete_where(dir, [&](const Index& snap, DeleteReport& rep) {
     return resolve_deletes(snap, ids, missing_ok, rep);
   });
@@ -120,6 +147,10 @@ DeleteReport delete_documents(const std::string& dir, const std::vector<std::str
 DeleteReport delete_matching(const std::string& dir, const Filter& filter) {
   SIEVE_THROW_IF_NOT(!filter.empty(), "an empty filter matches every document; to delete a whole index remove its "
                                       "folder");
+  if (is_shard_set(dir)) {
+    std::shared_ptr<const Index> snap = set_for_delete(dir);
+    return shard_set_remove_matching(dir, snap, filter);
+  }
   return delete_where(dir, [&](const Index& snap, DeleteReport&) { return snap.matching(filter, 0); });
 }
 

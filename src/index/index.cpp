@@ -42,9 +42,10 @@ uint64_t bytes_under(const fs::path& p) {
 
 class IndexImpl final : public Index {
  public:
-  IndexImpl(const std::string& dir, const IndexOpenOptions& opt) : dir_(dir) {
+  IndexImpl(const std::string& dir, const IndexOpenOptions& opt, const std::string& manifest = kManifestFile)
+      : dir_(dir) {
     SIEVE_THROW_IF_NOT(is_dir(dir), "index '" << dir << "' does not exist");
-    m_ = read_manifest(dir, kManifestFile);
+    m_ = read_manifest(dir, manifest);
     check_file(dir, m_.vectors);
     if (opt.load_vectors) {
       vectors_ = std::make_shared<FaissVectorIndex>(path_join(dir, m_.vectors.file), m_.dim);
@@ -106,6 +107,7 @@ class IndexImpl final : public Index {
 
   const IndexStats& stats() const override { return stats_; }
   const Manifest& manifest() const { return m_; }
+  const std::string& dir() const { return dir_; }
   size_t size() const override { return m_.documents; }
   Document document(uint32_t doc) const override {
     Document d = corpus_->get(doc);
@@ -562,6 +564,16 @@ int64_t find_stored(const Index& snapshot, const std::string& id) {
   return impl->find_stored(id);
 }
 
+std::unique_ptr<Index> open_index_at(const std::string& dir, const std::string& manifest, const IndexOpenOptions& opt) {
+  return std::make_unique<IndexImpl>(dir, opt, manifest);
+}
+
+const std::string& snapshot_dir(const Index& snapshot) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&snapshot);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->dir();
+}
+
 const Manifest& snapshot_manifest(const Index& snapshot) {
   const auto* impl = dynamic_cast<const IndexImpl*>(&snapshot);
   SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
@@ -612,7 +624,8 @@ std::optional<std::vector<float>> Index::shard_scores(const std::string&, const 
   return std::nullopt;
 }
 
-std::vector<float> ShardRemote::scores(size_t shard, const std::string&, const TokenStates&, const std::vector<uint32_t>&,
+std::vector<float> ShardRemote::scores(size_t shard, const std::string&, const std::string&, const TokenStates&,
+                                       const std::vector<uint32_t>&,
                                        std::chrono::steady_clock::time_point) const {
   throw ShardUnavailable("shard " + std::to_string(shard) + " does not score candidates (no verifier at the shards)");
 }

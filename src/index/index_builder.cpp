@@ -376,7 +376,8 @@ Writers open_add_writers(const std::string& dir, Manifest& m, bool checked = fal
 // Commits an add whose documents are durable in the logs and BM25: past the tail limit the
 // vector file is rewritten with every key (returned), then the manifest is replaced.
 std::shared_ptr<FaissVectorIndex> commit_add(const std::string& dir, Manifest& m, const IndexBuildOptions& opt,
-                                             BuildReport& rep) {
+                                             BuildReport& rep, const std::string& manifest = kManifestFile,
+                                             std::string* replaced_vectors = nullptr) {
   auto t_vectors = Clock::now();
   std::shared_ptr<FaissVectorIndex> vectors;
   const std::string old_vectors = m.vectors.file;
@@ -396,8 +397,11 @@ std::shared_ptr<FaissVectorIndex> commit_add(const std::string& dir, Manifest& m
     m.vector_documents = m.documents;
   }
   rep.vectors_seconds += seconds_since(t_vectors);
-  commit_manifest(dir, m);
-  if (old_vectors != m.vectors.file) fs::remove(path_join(dir, old_vectors));
+  commit_manifest(dir, m, manifest);
+  if (old_vectors != m.vectors.file) {
+    if (replaced_vectors != nullptr) *replaced_vectors = old_vectors;  // removed once the set commits
+    else fs::remove(path_join(dir, old_vectors));
+  }
   rep.documents = m.documents;
   return vectors;
 }
@@ -615,13 +619,40 @@ BuildReport build_index(const std::string& model_dir, const std::string& corpus_
   return rep;
 }
 
+namespace {
+
+// add_to_index on a shard set: the corpus read whole, then one set write (all of it or nothing).
+BuildReport add_file_to_shard_set(const std::string& dir, const std::string& corpus_path, const IndexBuildOptions& opt,
+                                  const EncoderOptions& enc_opt, const std::string& model_dir) {
+  IndexOpenOptions oo;
+  oo.model_dir = model_dir;
+  oo.encoder = enc_opt;
+  IndexWriter writer(dir, oo);
+  size_t text_id_offset = 0;  // plain-text documents continue after the largest numeric id
+  if (CorpusReader::resolve(corpus_path, opt.format) == CorpusFormat::Text) {
+    const std::shared_ptr<const Index> snap = writer.snapshot();
+    for (uint32_t i = 0; i < snap->size(); ++i) {
+      const std::string id = snap->document(i).id;
+      if (!id.empty() && id.size() < 19 && id.find_first_not_of("0123456789") == std::string::npos)
+        text_id_offset = std::max<size_t>(text_id_offset, std::stoull(id));
+    }
+  }
+  std::vector<Document> docs;
+  CorpusReader reader(corpus_path, opt.format, text_id_offset);
+  for (Document d; reader.next(d);) docs.push_back(std::move(d));
+  SIEVE_THROW_IF_NOT(!docs.empty(), "corpus '" << corpus_path << "' holds no documents");
+  return writer.add(docs, opt);
+}
+
+}  // namespace
+
 BuildReport add_to_index(const std::string& index_dir, const std::string& corpus_path, const IndexBuildOptions& opt,
                          const EncoderOptions& enc_opt, const std::string& model_dir) {
   auto t_start = Clock::now();
   check_ingest_options(opt);
   SIEVE_THROW_IF_NOT(is_dir(index_dir), "index '" << index_dir << "' does not exist");
-  SIEVE_THROW_IF_NOT(!is_shard_set(index_dir), "'" << index_dir << "' is a shard set: adding documents to one is not "
-                                                                 "supported (rebuild it with the new corpus)");
+  if (is_shard_set(index_dir)) return add_file_to_shard_set(index_dir, corpus_path, opt, enc_opt, model_dir);
+  check_not_a_shard(index_dir);
   SIEVE_THROW_IF_NOT(is_file(path_join(index_dir, kManifestFile)), "'" << index_dir << "' is not a sieve index");
   WriteLock lock(index_dir);
   Manifest m = read_manifest(index_dir, kManifestFile);
@@ -689,7 +720,7 @@ size_t vector_tail_limit(const IndexBuildOptions& opt, uint64_t documents) {
 
 Appended append_documents(const std::string& dir, Manifest& m, const std::vector<Document>& docs, const Encoder& enc,
                           const IndexBuildOptions& opt, BuildReport& rep, bool logs_checked,
-                          const std::vector<uint32_t>& replaced) {
+                          const std::vector<uint32_t>& replaced, const std::string& manifest) {
   check_ingest_options(opt);
   SIEVE_THROW_IF_NOT(enc.dim() == m.dim, "the encoder's dimension differs from the index's");
   check_key_grid(m, enc.key_grid(), "added keys");
@@ -723,7 +754,7 @@ Appended append_documents(const std::string& dir, Manifest& m, const std::vector
     log_warn(std::to_string(rep.truncated) + " text(s) longer than " + std::to_string(enc.max_length()) +
              " tokens were truncated for the keys and token states (BM25 and the corpus store keep the whole text)");
   append_deletes(dir, m, replaced);  // an upsert's replaced documents go in the same commit
-  out.vectors = commit_add(dir, m, opt, rep);
+  out.vectors = commit_add(dir, m, opt, rep, manifest, manifest == kManifestFile ? nullptr : &out.replaced_vectors);
   return out;
 }
 

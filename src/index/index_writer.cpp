@@ -9,6 +9,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "index/ingest.h"
+#include "index/shard_set.h"
 #include "index/write_lock.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
@@ -37,6 +38,7 @@ bool same_commit(const Manifest& a, const Manifest& b) {
 
 struct IndexWriter::State {
   std::string dir;
+  bool set = false;  // a shard set (index/shard_set_writes.cpp)
   IndexOpenOptions open;
   std::mutex write_mu;                  // one add at a time
   mutable std::mutex snapshot_mu;       // guards `snapshot` (held only to copy or swap it)
@@ -47,11 +49,33 @@ struct IndexWriter::State {
     snapshot = std::move(next);
   }
   std::shared_ptr<const Index> current(const Manifest& m, std::string* note);
+  // A write to a shard set: serialised with this process's others, its new snapshot published
+  // (also the one reopened when another process had written, should the write then fail).
+  template <class Write>
+  auto on_set(Write&& write) {
+    std::lock_guard<std::mutex> writing(write_mu);
+    std::shared_ptr<const Index> snap;
+    {
+      std::lock_guard<std::mutex> lock(snapshot_mu);
+      snap = snapshot;
+    }
+    const std::shared_ptr<const Index> before = snap;
+    try {
+      auto rep = write(snap);
+      publish(snap);
+      return rep;
+    } catch (...) {
+      if (snap != before) publish(snap);
+      throw;
+    }
+  }
 };
 
 IndexWriter::IndexWriter(const std::string& dir, const IndexOpenOptions& opt) : s_(std::make_unique<State>()) {
   SIEVE_THROW_IF_NOT(opt.load_encoder, "an index writer needs the encoder (IndexOpenOptions::load_encoder)");
   s_->dir = dir;
+  s_->set = is_shard_set(dir);
+  if (!s_->set) check_not_a_shard(dir);
   s_->open = opt;
   s_->open.verify = false;  // reopening after another process's add checks what an open checks
   s_->snapshot = Index::open(dir, opt);
@@ -86,9 +110,7 @@ std::shared_ptr<const Index> IndexWriter::State::current(const Manifest& m, std:
 
 BuildReport IndexWriter::add(const std::vector<Document>& given, const IndexBuildOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
-  // A shard set is searched through a writer too (the service holds one), but never grows.
-  SIEVE_THROW_IF_NOT(!is_shard_set(s_->dir), "'" << s_->dir << "' is a shard set: adding documents to one is not "
-                                                    "supported (rebuild it with the new corpus)");
+  if (s_->set) return s_->on_set([&](std::shared_ptr<const Index>& snap) { return shard_set_add(s_->dir, snap, given, opt); });
   SIEVE_THROW_IF_NOT(!given.empty(), "no documents to add");
   std::vector<Document> docs = given;
   check_batch(docs);
@@ -124,8 +146,6 @@ BuildReport IndexWriter::upsert(const std::vector<Document>& docs, IndexBuildOpt
 
 template <class Pick>
 DeleteReport IndexWriter::delete_where(Pick&& pick) {
-  SIEVE_THROW_IF_NOT(!is_shard_set(s_->dir), "'" << s_->dir << "' is a shard set: deleting from one is not supported "
-                                                    "yet (rebuild it without the documents)");
   std::lock_guard<std::mutex> writing(s_->write_mu);
   WriteLock lock(s_->dir);
   Manifest m = read_manifest(s_->dir, kManifestFile);
@@ -144,16 +164,23 @@ DeleteReport IndexWriter::delete_where(Pick&& pick) {
 
 DeleteReport IndexWriter::remove(const std::vector<std::string>& ids, bool missing_ok) {
   SIEVE_THROW_IF_NOT(!ids.empty(), "no ids to delete");
+  if (s_->set)
+    return s_->on_set([&](std::shared_ptr<const Index>& snap) { return shard_set_remove(s_->dir, snap, ids, missing_ok); });
   return delete_where([&](const Index& snap, DeleteReport& rep) { return resolve_deletes(snap, ids, missing_ok, rep); });
 }
 
 DeleteReport IndexWriter::remove_matching(const Filter& filter) {
   SIEVE_THROW_IF_NOT(!filter.empty(), "an empty filter matches every document; to delete a whole index remove its "
                                       "folder");
+  if (s_->set)
+    return s_->on_set([&](std::shared_ptr<const Index>& snap) { return shard_set_remove_matching(s_->dir, snap, filter); });
   return delete_where([&](const Index& snap, DeleteReport&) { return snap.matching(filter, 0); });
 }
 
 CompactReport IndexWriter::compact(const CompactOptions& opt) {
+  if (s_->set)
+    return compact_shard_set(s_->dir, opt, &s_->write_mu,
+                             [this](std::shared_ptr<const Index> next) { s_->publish(std::move(next)); }, &s_->open);
   return compact_folder(s_->dir, opt, &s_->write_mu, [this] { s_->publish(Index::open(s_->dir, s_->open)); });
 }
 

@@ -49,8 +49,14 @@ XapianLexicalIndex::XapianLexicalIndex(const std::vector<std::string>& paths, co
   SIEVE_THROW_IF_NOT(!paths.empty(), "internal: a lexical index of no databases");
   db_ = std::make_unique<Xapian::Database>();
   for (const std::string& path : paths)
-    xapian_call("cannot open the lexical index '" + path + "' (damaged?)",
-                [&] { db_->add_database(Xapian::Database(path, Xapian::DB_BACKEND_GLASS)); });
+    xapian_call("cannot open the lexical index '" + path + "' (damaged?)", [&] {
+      const Xapian::Database one(path, Xapian::DB_BACKEND_GLASS);
+      uuids_.push_back(one.get_uuid());
+      db_->add_database(one);
+    });
+  for (size_t i = 0; i < uuids_.size(); ++i)
+    SIEVE_THROW_IF_NOT(!uuids_[i].empty() && std::count(uuids_.begin(), uuids_.end(), uuids_[i]) == 1,
+                       "the lexical index '" << paths[i] << "' has no UUID of its own (a copy of another shard's?)");
 }
 
 XapianLexicalIndex::~XapianLexicalIndex() = default;
@@ -62,25 +68,66 @@ uint32_t XapianLexicalIndex::doc_count() const {
 
 namespace {
 
-// Keeps documents a reader's manifests committed; an interrupted add can leave more in a database
-// until the next writer removes them. Xapian numbers the documents of n databases interleaved:
-// docid d is document (d - 1) / n of database (d - 1) % n.
-// With `allowed`, also only the documents a filter, deletions and expiry leave.
+// Keeps documents a reader's manifest committed (an interrupted add can leave more in the database
+// until the next writer removes them) and, with `allowed`, only the documents a filter, deletions
+// and expiry leave. One database: Xapian's docid is the internal id + 1.
 class CommittedOnly : public Xapian::MatchDecider {
  public:
-  CommittedOnly(const std::vector<uint32_t>& limits, const std::vector<const Bitmap*>& allowed)
-      : limits_(limits), allowed_(allowed) {}
+  CommittedOnly(uint32_t limit, const Bitmap* allowed) : limit_(limit), allowed_(allowed) {}
   bool operator()(const Xapian::Document& d) const override {
-    const Xapian::docid i = d.get_docid() - 1;
-    const size_t db = i % limits_.size(), doc = i / limits_.size();
-    if (doc >= limits_[db]) return false;
-    const Bitmap* a = allowed_.empty() ? nullptr : allowed_[db];
-    return a == nullptr || (doc < a->size() && a->test(doc));
+    const Xapian::docid doc = d.get_docid() - 1;
+    if (doc >= limit_) return false;
+    return allowed_ == nullptr || (doc < allowed_->size() && allowed_->test(doc));
   }
 
  private:
-  const std::vector<uint32_t>& limits_;
-  const std::vector<const Bitmap*>& allowed_;
+  uint32_t limit_;
+  const Bitmap* allowed_;
+};
+
+// The same rule over several databases, as a filter inside the match. A MatchDecider cannot apply
+// it there: Xapian 1.4 gives it each document with its docid in its own database, not which
+// database it is in. A posting source is cloned for each database and told which one (init), so
+// it yields that database's documents below its limit that its bitmap allows (docids are the
+// database's own: internal id + 1). Weight 0: it filters, the BM25 weights are the text query's.
+class AllowedDocuments : public Xapian::PostingSource {
+ public:
+  AllowedDocuments(const std::vector<std::string>& uuids, const std::vector<uint32_t>& limits,
+                   const std::vector<const Bitmap*>& allowed)
+      : uuids_(uuids), limits_(limits), allowed_(allowed) {}
+  Xapian::PostingSource* clone() const override { return new AllowedDocuments(uuids_, limits_, allowed_); }
+  std::string name() const override { return "sieve.AllowedDocuments"; }
+  void init(const Xapian::Database& db) override {
+    const std::string uuid = db.get_uuid();
+    const auto it = std::find(uuids_.begin(), uuids_.end(), uuid);
+    if (it == uuids_.end()) throw Xapian::InvalidArgumentError("a database this search did not open: " + uuid);
+    const size_t s = static_cast<size_t>(it - uuids_.begin());
+    bitmap_ = allowed_.empty() ? nullptr : allowed_[s];
+    limit_ = std::min<size_t>(limits_[s], db.get_lastdocid());
+    if (bitmap_ != nullptr) limit_ = std::min(limit_, bitmap_->size());
+    pos_ = kBefore;
+    set_maxweight(0);
+  }
+  Xapian::doccount get_termfreq_min() const override { return 0; }
+  Xapian::doccount get_termfreq_est() const override {
+    return static_cast<Xapian::doccount>(bitmap_ != nullptr ? std::min(bitmap_->count(), limit_) : limit_);
+  }
+  Xapian::doccount get_termfreq_max() const override { return static_cast<Xapian::doccount>(limit_); }
+  void next(double) override { seek(pos_ == kBefore ? 0 : pos_ + 1); }
+  void skip_to(Xapian::docid did, double) override {
+    if (pos_ == kBefore || did - 1 > pos_) seek(did - 1);
+  }
+  bool at_end() const override { return pos_ >= limit_; }
+  Xapian::docid get_docid() const override { return static_cast<Xapian::docid>(pos_ + 1); }
+
+ private:
+  static constexpr size_t kBefore = static_cast<size_t>(-1);
+  void seek(size_t from) { pos_ = from >= limit_ ? limit_ : bitmap_ != nullptr ? std::min(bitmap_->next_set(from), limit_) : from; }
+  std::vector<std::string> uuids_;
+  std::vector<uint32_t> limits_;
+  std::vector<const Bitmap*> allowed_;
+  const Bitmap* bitmap_ = nullptr;
+  size_t limit_ = 0, pos_ = kBefore;
 };
 
 }  // namespace
@@ -133,17 +180,20 @@ std::vector<ShardHit> XapianLexicalIndex::search_shards(const std::string& query
     std::vector<Xapian::Query> leaves;
     for (const auto& [term, wqf] : terms) leaves.emplace_back(term, wqf);
     const Xapian::Query q(Xapian::Query::OP_OR, leaves.begin(), leaves.end());
-    CommittedOnly decider(limits, allowed);
+    CommittedOnly decider(limits[0], allowed.empty() ? nullptr : allowed[0]);
+    // Several databases: the rule as a filter of the match (AllowedDocuments), not the decider.
+    AllowedDocuments source(uuids_, limits, allowed);
+    const Xapian::Query query = shards_ > 1 ? Xapian::Query(Xapian::Query::OP_FILTER, q, Xapian::Query(&source)) : q;
     // A writer in another process (index add) may commit while this reader is open; Xapian then
     // asks readers to reopen to the latest revision. Committed documents stay as they were.
     for (int attempt = 0;; ++attempt) {
       try {
         Xapian::Enquire enquire(*db_);
-        enquire.set_query(q);
+        enquire.set_query(query);
         // Xapian's BM25Weight(k1, k2, k3, b, min_normlen): k2 = 0 and k3 = 1 give the classic formula.
         enquire.set_weighting_scheme(Xapian::BM25Weight(params_.k1, 0, 1, params_.b, kMinNormLen));
         enquire.set_docid_order(Xapian::Enquire::ASCENDING);
-        Xapian::MSet mset = enquire.get_mset(0, want, nullptr, &decider);
+        Xapian::MSet mset = enquire.get_mset(0, want, nullptr, shards_ > 1 ? nullptr : &decider);
         std::vector<unsigned> ids;
         std::vector<double> xapian;
         for (auto it = mset.begin(); it != mset.end(); ++it) {

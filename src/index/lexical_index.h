@@ -67,6 +67,7 @@ class XapianLexicalIndex : public LexicalIndex {
   static constexpr double kMinNormLen = 0.5;
   std::vector<double> rescore(const std::map<std::string, unsigned>& wqf, const std::vector<unsigned>& ids) const;
   std::unique_ptr<Xapian::Database> db_;
+  std::vector<std::string> uuids_;  // each database's, in order (several databases only)
   size_t shards_ = 1;
   Bm25Params params_;
   mutable std::mutex mu_;

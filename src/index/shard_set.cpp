@@ -17,8 +17,10 @@
 
 #include "core/checksum.h"
 #include "core/file_util.h"
+#include "core/log.h"
 #include "index/doc_state.h"
 #include "index/fan_out.h"
+#include "index/ingest.h"
 #include "index/lexical_index.h"
 #include "index/manifest.h"
 #include "index/token_store.h"
@@ -145,6 +147,8 @@ std::string check_shard_in_its_set(const std::string& shard_dir) {
   if (!is_shard_set(set)) return have;  // a shard served on its own
   for (const ShardEntry& e : read_shard_set_manifest(set).shards)
     if (e.dir == name) {
+      // Between a set write's commit and its last step the recorded copy lies beside manifest.json.
+      if (have != e.manifest_crc && find_shard_copy(shard_dir, e.manifest_crc)) return e.manifest_crc;
       SIEVE_THROW_IF_NOT(have == e.manifest_crc, "shard '" << name << "' is not the copy its set '" << set
                                                            << "' records (its manifest's digest is " << have
                                                            << ", the set's " << e.manifest_crc
@@ -160,28 +164,44 @@ using Clock = std::chrono::steady_clock;
 
 class ShardSetImpl final : public Index {
  public:
-  ShardSetImpl(const std::string& dir, const IndexOpenOptions& opt)
-      : dir_(dir), m_(read_shard_set_manifest(dir)), remote_(opt.remote) {
+  ShardSetImpl(const std::string& dir, const IndexOpenOptions& opt) : ShardSetImpl(dir, opt, read_shard_set_manifest(dir), {}) {}
+
+  // The set at manifest `m`; `given`: shards already open at the copies `m` records (a write's new
+  // snapshot shares the unchanged ones), the rest (null or missing) are opened here.
+  ShardSetImpl(const std::string& dir, const IndexOpenOptions& opt, ShardSetManifest m,
+               std::vector<std::shared_ptr<const Index>> given)
+      : dir_(dir), m_(std::move(m)), open_(opt), remote_(opt.remote) {
     IndexOpenOptions o = opt;
     if (remote_) {  // the shards' vectors and token states are served elsewhere
       pool_ = std::make_unique<ShardCallPool>();
       o.remote = nullptr;
       o.load_vectors = false;
     }
+    given.resize(m_.shards.size());
+    if (!o.encoder_instance)
+      for (const auto& g : given)
+        if (g && opt.load_encoder) o.encoder_instance = g->shared_encoder();
     std::vector<std::string> lexical_dirs;
-    for (const ShardEntry& e : m_.shards) {
+    for (size_t i = 0; i < m_.shards.size(); ++i) {
+      const ShardEntry& e = m_.shards[i];
       const std::string sd = path_join(dir, e.dir);
-      SIEVE_THROW_IF_NOT(is_dir(sd), "shard '" << e.dir << "' of shard set '" << dir << "' is missing");
-      const std::string mf = path_join(sd, kManifestFile);
-      SIEVE_THROW_IF_NOT(is_file(mf) && file_crc(mf) == e.manifest_crc,
-                         "shard '" << e.dir << "' of shard set '" << dir
-                                   << "' is not the one the set was committed with (changed or replaced since)");
-      auto shard = Index::open(sd, o);
+      std::shared_ptr<const Index> shard = given[i];
+      std::string where = sd;
+      if (!shard) {
+        SIEVE_THROW_IF_NOT(is_dir(sd), "shard '" << e.dir << "' of shard set '" << dir << "' is missing");
+        const std::optional<RecordedShard> at = find_recorded_shard(dir, e);
+        SIEVE_THROW_IF_NOT(at.has_value(), "shard '" << e.dir << "' of shard set '" << dir
+                                                   << "' is not the one the set was committed with (changed or replaced since)");
+        shard = open_shard_copy(*at, o);
+        where = at->dir;
+      } else {
+        where = snapshot_dir(*shard);
+      }
       SIEVE_THROW_IF_NOT(shard->size() == e.documents, "shard '" << e.dir << "' holds " << shard->size()
                                                                   << " documents, the set says " << e.documents);
       // One encoder for the set: the first shard loads it (and checks the model), the rest share it.
-      if (shards_.empty() && opt.load_encoder) o.encoder_instance = shard->shared_encoder();
-      lexical_dirs.push_back(path_join(sd, kLexicalDir));
+      if (!o.encoder_instance && opt.load_encoder) o.encoder_instance = shard->shared_encoder();
+      lexical_dirs.push_back(path_join(where, kLexicalDir));
       limits_.push_back(static_cast<uint32_t>(e.documents));
       shards_.push_back(std::move(shard));
     }
@@ -200,11 +220,19 @@ class ShardSetImpl final : public Index {
     stats_.file_bytes.emplace_back(kShardSetFile, fs::file_size(fs::path(dir) / kShardSetFile));
     stats_.bytes_on_disk = stats_.file_bytes.back().second;
     for (size_t i = 0; i < shards_.size(); ++i) {
-      stats_.tokens += shards_[i]->stats().tokens;
-      stats_.file_bytes.emplace_back(m_.shards[i].dir, shards_[i]->stats().bytes_on_disk);
-      stats_.bytes_on_disk += shards_[i]->stats().bytes_on_disk;
+      const IndexStats& si = shards_[i]->stats();
+      stats_.tokens += si.tokens;
+      stats_.deleted += si.deleted;
+      stats_.has_metadata = stats_.has_metadata || si.has_metadata;
+      stats_.file_bytes.emplace_back(m_.shards[i].dir, si.bytes_on_disk);
+      stats_.bytes_on_disk += si.bytes_on_disk;
     }
   }
+
+  const std::string& dir() const { return dir_; }
+  const ShardSetManifest& manifest() const { return m_; }
+  const std::vector<std::shared_ptr<const Index>>& shards() const { return shards_; }
+  const IndexOpenOptions& open_options() const { return open_; }
 
   const IndexStats& stats() const override { return stats_; }
   size_t size() const override { return m_.documents; }
@@ -245,7 +273,9 @@ class ShardSetImpl final : public Index {
     const auto& asked = g.asked;
     auto answers = fan_out<std::vector<TokenStates>>(
         *pool_, asked, deadline,
-        [remote = remote_, local, max_rows, deadline](size_t s) { return remote->tokens(s, local[s], max_rows, deadline); },
+        [remote = remote_, local, max_rows, deadline, ids = identities()](size_t s) {
+          return remote->tokens(s, ids[s], local[s], max_rows, deadline);
+        },
         shard_name());
     for (size_t a = 0; a < asked.size(); ++a) {
       const size_t s = asked[a];
@@ -266,8 +296,8 @@ class ShardSetImpl final : public Index {
     auto q = std::make_shared<const TokenStates>(query);
     auto answers = fan_out<std::vector<float>>(
         *pool_, asked, deadline,
-        [remote = remote_, local, verifier, q, deadline](size_t s) {
-          return remote->scores(s, verifier, *q, local[s], deadline);
+        [remote = remote_, local, verifier, q, deadline, ids = identities()](size_t s) {
+          return remote->scores(s, ids[s], verifier, *q, local[s], deadline);
         },
         shard_name());
     std::vector<float> out(docs.size());
@@ -301,7 +331,8 @@ class ShardSetImpl final : public Index {
     const ByShard g = by_shard(docs);
     const auto& local = g.local;
     auto answers = fan_out<std::vector<float>>(
-        *pool_, g.asked, deadline, [remote = remote_, local, deadline](size_t s) { return remote->keys(s, local[s], deadline); },
+        *pool_, g.asked, deadline,
+        [remote = remote_, local, deadline, ids = identities()](size_t s) { return remote->keys(s, ids[s], local[s], deadline); },
         shard_name());
     std::vector<float> out(docs.size() * m_.dim);
     for (size_t a = 0; a < g.asked.size(); ++a) {
@@ -356,8 +387,8 @@ class ShardSetImpl final : public Index {
         for (const ShardEntry& se : m_.shards) depths.push_back(std::min<size_t>(depth, se.documents));
         parts = fan_out<std::vector<Ranked>>(
             *pool_, asked, p.deadline,
-            [remote = remote_, pooled, n, dim, depths, p](size_t s) {
-              return remote->dense_lists(s, n, dim, pooled->data(), depths[s], p);
+            [remote = remote_, pooled, n, dim, depths, p, ids = identities()](size_t s) {
+              return remote->dense_lists(s, ids[s], n, dim, pooled->data(), depths[s], p);
             },
             shard_name());
         for (size_t a = 0; a < asked.size(); ++a)
@@ -449,11 +480,18 @@ class ShardSetImpl final : public Index {
   std::string dir_;
   ShardSetManifest m_;
   IndexStats stats_;
-  std::vector<std::unique_ptr<Index>> shards_;
+  IndexOpenOptions open_;  // what the set was opened with (a write's next snapshot opens so)
+  std::vector<std::shared_ptr<const Index>> shards_;
   std::vector<uint32_t> limits_;  // committed documents per shard (BM25 skips the rest)
   std::unique_ptr<XapianLexicalIndex> lexical_;
   std::shared_ptr<const Encoder> encoder_;
   std::shared_ptr<const ShardRemote> remote_;  // null: every shard is local
+  // Each shard's identity as this snapshot records it (what a remote call names).
+  std::vector<std::string> identities() const {
+    std::vector<std::string> out;
+    for (const ShardEntry& e : m_.shards) out.push_back(e.manifest_crc);
+    return out;
+  }
   // A shard's folder name, for messages.
   std::function<std::string(size_t)> shard_name() const {
     return [this](size_t s) { return m_.shards[s].dir; };
@@ -466,7 +504,58 @@ class ShardSetImpl final : public Index {
 }  // namespace
 
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt) {
-  return std::make_unique<ShardSetImpl>(dir, opt);
+  // A write of another process may commit while we open (the set's manifest replaced, then each
+  // prepared shard's manifest renamed): when opening fails and the set's manifest changed
+  // meanwhile, open the new state again.
+  const std::string path = path_join(dir, kShardSetFile);
+  for (int attempt = 0;; ++attempt) {
+    const std::string before = is_file(path) ? read_file(path) : "";
+    try {
+      return std::make_unique<ShardSetImpl>(dir, opt);
+    } catch (const Error&) {
+      if (attempt >= 3 || before.empty() || !is_file(path) || read_file(path) == before) throw;
+      log_info("shard set '" + dir + "' changed while opening; opening it again");
+    }
+  }
+}
+
+std::shared_ptr<const Index> shard_set_snapshot(const std::string& dir, const IndexOpenOptions& opt,
+                                                const ShardSetManifest& m,
+                                                std::vector<std::shared_ptr<const Index>> shards) {
+  return std::make_shared<ShardSetImpl>(dir, opt, m, std::move(shards));
+}
+
+namespace {
+const ShardSetImpl& as_set(const Index& set) {
+  const auto* impl = dynamic_cast<const ShardSetImpl*>(&set);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not a shard set of this library");
+  return *impl;
+}
+}  // namespace
+
+const ShardSetManifest& shard_set_manifest_of(const Index& set) { return as_set(set).manifest(); }
+const std::vector<std::shared_ptr<const Index>>& shards_of(const Index& set) { return as_set(set).shards(); }
+const IndexOpenOptions& shard_set_open_options(const Index& set) { return as_set(set).open_options(); }
+
+std::unique_ptr<Index> open_shard_copy(const RecordedShard& at, const IndexOpenOptions& opt) {
+  return open_index_at(at.dir, at.manifest, opt);
+}
+
+std::optional<RecordedShard> find_recorded_shard(const std::string& set_dir, const ShardEntry& e) {
+  return find_shard_copy(path_join(set_dir, e.dir), e.manifest_crc);
+}
+
+std::optional<RecordedShard> find_shard_copy(const std::string& shard_dir, const std::string& identity) {
+  std::string sd = shard_dir;
+  while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
+  const auto matches = [&](const std::string& dir, const char* name) {
+    const std::string f = path_join(dir, name);
+    return is_file(f) && file_crc(f) == identity;
+  };
+  if (matches(sd, kManifestFile)) return RecordedShard{sd, kManifestFile};
+  if (matches(sd, kNextManifestFile)) return RecordedShard{sd, kNextManifestFile};
+  if (matches(sd + kCompactingSuffix, kManifestFile)) return RecordedShard{sd + kCompactingSuffix, kManifestFile};
+  return std::nullopt;
 }
 
 }  // namespace index

@@ -5,8 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <functional>
 
 #include "index/fusion.h"
 #include "sieve/index.h"
@@ -59,6 +63,62 @@ std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOpt
 /// documents p's filter, deletions and expiry allow.
 std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* pooled, size_t depth,
                                 const SearchParams& p);
+
+/// A set's snapshot at manifest `m` whose shards are `shards` (opened at the copies `m` records;
+/// null entries are opened here): what a write publishes, sharing the shards it did not change.
+std::shared_ptr<const Index> shard_set_snapshot(const std::string& dir, const IndexOpenOptions& opt,
+                                                const ShardSetManifest& m,
+                                                std::vector<std::shared_ptr<const Index>> shards);
+/// What a shard-set snapshot (open_shard_set) was opened at: its manifest, its shards' snapshots,
+/// its open options. sieve::Error for another kind of Index.
+const ShardSetManifest& shard_set_manifest_of(const Index& set);
+const std::vector<std::shared_ptr<const Index>>& shards_of(const Index& set);
+const IndexOpenOptions& shard_set_open_options(const Index& set);
+
+/// Where a compaction writes the compacted copy of the index at `dir`: `dir` + this.
+constexpr const char* kCompactingSuffix = ".compacting";
+
+/// Where the copy of a shard that its set records lies: `dir` opened at `manifest` (its own
+/// manifest.json; between a set write's commit and its last step, the shard's manifest.next.json
+/// or the compacted folder beside it). nullopt when no copy there is the recorded one.
+struct RecordedShard {
+  std::string dir, manifest;
+};
+std::optional<RecordedShard> find_recorded_shard(const std::string& set_dir, const ShardEntry& e);
+/// The same for the shard at `shard_dir` and the identity `identity` (a shard replica asked for
+/// the copy a router's snapshot names).
+std::optional<RecordedShard> find_shard_copy(const std::string& shard_dir, const std::string& identity);
+/// Opens the copy `at` (one index, not a shard set).
+std::unique_ptr<Index> open_shard_copy(const RecordedShard& at, const IndexOpenOptions& opt);
+
+/// The shard a new id goes to (one the set does not store): FNV-1a 64 of the id's bytes, modulo
+/// the number of shards. An id the set stores (live, expired, not deleted) stays in its shard.
+size_t shard_of_new_id(const std::string& id, size_t shards);
+
+/// Completes what an interrupted write to the set at `dir` committed (the renames after the set's
+/// manifest) and discards what it had only prepared. The caller holds the set's write lock.
+void recover_shard_set(const std::string& dir);
+
+/// Writes to the set at `dir` (IndexWriter, the CLI, the server over a set): each is one
+/// transaction over the shards it touches, committed by the set's manifest (docs/formats.md,
+/// "Writes to a shard set"). `snap` is the caller's latest snapshot of the set (reopened when
+/// another process wrote since) and becomes the one after the write. The caller serialises
+/// writes of its process.
+BuildReport shard_set_add(const std::string& dir, std::shared_ptr<const Index>& snap, std::vector<Document> docs,
+                          const IndexBuildOptions& opt);
+DeleteReport shard_set_remove(const std::string& dir, std::shared_ptr<const Index>& snap,
+                              const std::vector<std::string>& ids, bool missing_ok);
+DeleteReport shard_set_remove_matching(const std::string& dir, std::shared_ptr<const Index>& snap, const Filter& filter);
+/// Compacts every shard with dead documents, one at a time, each exchange committed by the set's
+/// manifest; `writer_mu` (the writer's) is held while a shard's compaction carries over and
+/// commits, and `publish` receives each new snapshot of the set.
+CompactReport compact_shard_set(const std::string& dir, const CompactOptions& opt, std::mutex* writer_mu,
+                                const std::function<void(std::shared_ptr<const Index>)>& publish,
+                                const IndexOpenOptions* open = nullptr);
+
+/// A test's view of a set write's steps ("prepared": every shard prepared, before the set's
+/// manifest; "committed": after it, before the renames): called with the step's name when set.
+extern void (*shard_set_write_step)(const char* step);
 
 class Bitmap;
 /// The documents of one index (not a shard set) a search with `p` may return: live and passing

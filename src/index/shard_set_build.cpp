@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "index/corpus_reader.h"
 #include "index/manifest.h"
+#include "index/document_json.h"
 #include "index/shard_set.h"
 #include "index/vector_index.h"
 #include "sieve/error.h"
@@ -91,7 +92,7 @@ std::vector<std::string> split_corpus(const std::string& corpus_path, CorpusForm
       SIEVE_THROW_IF_NOT(f, "cannot write '" << tmp << "'");
       for (size_t i = begin; i < end; ++i) {
         SIEVE_THROW_IF_NOT(r.next(d), "corpus '" << corpus_path << "' changed while it was split");
-        f << nlohmann::json{{"_id", d.id}, {"title", d.title}, {"text", d.text}}.dump() << '\n';
+        f << document_json(d).dump() << '\n';  // metadata and expiry go with the document
       }
       SIEVE_THROW_IF_NOT(f.flush(), "cannot write '" << tmp << "' (disk full?)");
     }

@@ -71,16 +71,12 @@ void Service::maybe_compact() {
   });
 }
 
-void Service::check_writable(const char* what) const {
+void Service::check_writable() const {
   if (!snapshot()) throw HttpError(404, "not_found", "this server has no index (start it with --index)");
-  // A shard set takes no writes yet: the request conflicts with the index it serves.
-  if (is_shard_set(opt_.index_dir))
-    throw HttpError(409, "conflict", "'" + opt_.index_dir + "' is a shard set: " + what +
-                                         " is not supported on one yet (rebuild it)");
 }
 
 Response Service::add_documents(const std::string& body) {
-  check_writable("adding documents");
+  check_writable();
   const json j = parse_object(body, fields_of("/v1/documents"));
   if (!j.contains("documents") || !j.at("documents").is_array()) throw bad("'documents' must be an array of {\"_id\", \"title\", \"text\"}");
   const json& docs = j.at("documents");
@@ -124,7 +120,7 @@ Response Service::get_document(const std::string& id) const {
 }
 
 Response Service::put_document(const std::string& id, const std::string& body) {
-  check_writable("replacing a document");
+  check_writable();
   const json j = parse_object(body, fields_of("/v1/documents/{id}", "PUT"));
   std::vector<Document> batch = {document_of(j, "the document", id)};
   const BuildReport rep = index_->upsert(batch);
@@ -133,7 +129,7 @@ Response Service::put_document(const std::string& id, const std::string& body) {
 }
 
 Response Service::delete_document(const std::string& id) {
-  check_writable("deleting documents");
+  check_writable();
   try {
     const DeleteReport r = index_->remove({id});
     maybe_compact();
@@ -146,7 +142,7 @@ Response Service::delete_document(const std::string& id) {
 }
 
 Response Service::delete_documents(const std::string& body) {
-  check_writable("deleting documents");
+  check_writable();
   const json j = parse_object(body, fields_of("/v1/documents/delete"));
   // Strict as the spec: 'ids' a list, 'filter' an object, exactly one of them.
   const bool has_ids = j.contains("ids");

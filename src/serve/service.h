@@ -125,8 +125,8 @@ class Service {
   Response put_document(const std::string& id, const std::string& body);
   Response delete_document(const std::string& id);
   Response delete_documents(const std::string& body);
-  /// 404 without an index, 409 for a shard set (which takes no writes yet).
-  void check_writable(const char* what) const;
+  /// 404 without an index.
+  void check_writable() const;
   /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
   std::shared_ptr<const Index> snapshot() const;
   /// Through the batcher; with `route`, a truncated input is logged naming the route and the

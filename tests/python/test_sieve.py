@@ -185,8 +185,19 @@ def test_a_shard_set_opens_and_searches_as_one_index(model, tmp_path):
         assert shards.search(TEXTS, k=5, mode=mode) == one.search(TEXTS, k=5, mode=mode)
     assert (shards.keys() == one.keys()).all()
     np.testing.assert_array_equal(shards.tokens("d6"), one.tokens("d6"))
-    with pytest.raises(sieve.Error, match="shard set"):
-        shards.add([{"_id": "new", "text": "x"}])
+    # Written through the set, as the one index: the same answers after an add, an upsert and deletes.
+    def answers(ix):  # equal scores may come in either order (each orders ties by its own numbering)
+        return [sorted((round(h["score"], 5), h["id"]) for h in hits) for mode in ("dense", "bm25")
+                for hits in ix.search(TEXTS, k=5, mode=mode)]
+    for ix in (one, shards):
+        ix.add([{"_id": "new", "text": TEXTS[3] + " again", "metadata": {"kind": "new"}}])
+        ix.upsert([{"_id": "d6", "text": "the man bit the dog"}])
+        ix.delete(["d1"])
+        ix.delete(filter={"kind": "new"})
+    assert answers(shards) == answers(one)
+    assert len(shards) == len(one) == len(DOCS) - 1
+    reopened = sieve.Index.open(tmp_path / "set")
+    assert answers(reopened) == answers(one) and reopened.document("d6")["text"] == "the man bit the dog"
     with pytest.raises(ValueError, match="corpus file"):
         sieve.Index.build(DOCS, tmp_path / "x", model=model, shards=2)
 
@@ -557,8 +568,8 @@ def test_a_shard_answering_a_non_finite_score_is_refused_not_sorted(model, tmp_p
             self.servers = [_sieve.ShardServer(str(p)) for p in shards]
             self.nan = nan
 
-        def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None):
-            lists = self.servers[shard].dense_lists(pooled, depth, ef_search, nprobe)
+        def dense_lists(self, shard, pooled, depth, ef_search, nprobe, timeout_s=None, expect=""):
+            lists = self.servers[shard].dense_lists(pooled, depth, ef_search, nprobe, expect=expect)
             if self.nan:
                 ids, scores = lists[0]
                 scores = np.array(scores, dtype=np.float64)
@@ -566,11 +577,11 @@ def test_a_shard_answering_a_non_finite_score_is_refused_not_sorted(model, tmp_p
                 lists[0] = (ids, scores)
             return lists
 
-        def tokens(self, shard, docs, max_rows):
-            return self.servers[shard].tokens(docs, max_rows)
+        def tokens(self, shard, docs, max_rows, timeout_s=None, expect=""):
+            return self.servers[shard].tokens(docs, max_rows, expect=expect)
 
-        def keys(self, shard, docs):
-            return self.servers[shard].keys(docs)
+        def keys(self, shard, docs, timeout_s=None, expect=""):
+            return self.servers[shard].keys(docs, expect=expect)
 
     body = json.dumps({"query": TEXTS[0], "k": 3, "mode": "dense"}).encode()
     good = _sieve.Service(str(tmp_path / "set"), verifier="F1", remote=Remote(False), threads=1, workers=1)

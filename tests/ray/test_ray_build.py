@@ -108,6 +108,13 @@ def test_bad_input_leaves_nothing(world):
     with pytest.raises(ValueError, match="more than once"):
         sray.build(dup, world["dir"] / "dup-set", 2, world["model"])
     assert not os.path.exists(world["dir"] / "dup-set")
+    # Metadata is refused by name, never dropped (the local build keeps it).
+    meta = world["dir"] / "meta.jsonl"
+    meta.write_text("".join(json.dumps({"_id": f"m{i}", "text": "x y", "metadata": {"year": 2020 + i}}) + "\n"
+                            for i in range(4)))
+    with pytest.raises(ValueError, match="metadata"):
+        sray.build(meta, world["dir"] / "meta-set", 2, world["model"])
+    assert not os.path.exists(world["dir"] / "meta-set")
     with pytest.raises(FileExistsError):
         sray.build(world["corpus"], world["dir"] / "one", 2, world["model"])
     assert not sieve._sieve.is_shard_set(str(world["dir"] / "one"))

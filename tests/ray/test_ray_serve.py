@@ -60,9 +60,9 @@ def run(*args):
     return subprocess.run([CLI, *args], capture_output=True, text=True, check=True).stdout
 
 
-def http(url, path, body=None, timeout=60):
+def http(url, path, body=None, timeout=60, method=None):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url + path, data=data, method="GET" if body is None else "POST",
+    req = urllib.request.Request(url + path, data=data, method=method or ("GET" if body is None else "POST"),
                                  headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -146,32 +146,6 @@ def test_answers_equal_one_index(world):
         status, got = http(world["url"], path, body)
         want_status, want = reference(world, path, body)
         assert status == want_status and status in (400, 422) and json.loads(got) == json.loads(want), (path, got)
-    status, got = http(world["url"], "/v1/documents", {"documents": [{"_id": "new", "text": "x"}]})
-    assert status == 409 and "shard set" in json.loads(got)["error"]["message"]
-
-
-def test_the_router_keeps_the_service_contract(world):
-    """schemathesis against the router's own spec (GET /openapi.json), as tests/contract does
-    against sieve serve: every operation, generated valid and invalid bodies and the spec's links,
-    every check (no 5xx, responses match their schemas, errors are the documented JSON, undeclared
-    methods 405). A small fixed budget: the full run is tests/contract's, on one server."""
-    build = os.environ.get("SIEVE_BUILD_DIR") or os.path.dirname(os.path.abspath(CLI))
-    st = os.path.join(build, "contract-venv", "bin", "schemathesis")
-    if not os.path.exists(st):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{st} is missing (scripts/setup.sh --oracles installs it)")
-        pytest.skip(f"{st} is missing")
-    work = world["dir"] / "schemathesis"
-    work.mkdir(exist_ok=True)
-    r = subprocess.run([st, "run", world["url"] + "/openapi.json", "--checks", "all", "--max-examples", "15",
-                        "--seed", "20261205", "--phases", "examples,coverage,fuzzing,stateful", "--no-color"],
-                       cwd=work, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
-    # It exercised every operation it loaded, and the router's spec has its routes (not an empty spec).
-    loaded = re.search(r"Operations:\s*(\d+) selected / (\d+) total", r.stdout)
-    tested = re.search(r"Tested:\s*(\d+)", r.stdout)
-    assert loaded and tested and int(loaded.group(2)) >= 10, r.stdout[-3000:]
-    assert int(tested.group(1)) == int(loaded.group(1)) == int(loaded.group(2)), r.stdout[-3000:]
 
 
 def test_stage2_runs_at_the_shards(world):
@@ -184,6 +158,41 @@ def test_stage2_runs_at_the_shards(world):
     assert status == 200 and comparable(got) == comparable(reference(world, "/v1/search", body)[1])
     moved = router.bytes_received.remote().result(timeout_s=30) - before
     assert 0 < moved <= 20 * 4, moved
+
+
+def test_writes_through_the_router_are_seen_by_every_shard(world):
+    """Adds, an upsert and deletes through the router go to the shards that own the ids (the
+    library's set write on the set's folder); every search after a write's answer sees it on
+    every shard (the replicas open the copy the router's snapshot names) and equals one index
+    given the same writes."""
+    def same(method, path, body):
+        status, got = http(world["url"], path, body, method=method)
+        want_status, want, _, _ = world["one"].handle(method, path, b"" if body is None else json.dumps(body).encode(), {})
+        assert status == want_status == 200, (method, path, got)
+        return json.loads(got)
+
+    def searches_equal(when):
+        for _ in range(3):  # two replicas per shard: each is asked
+            for path, body in BODIES[:6]:
+                status, got = http(world["url"], path, body)
+                assert status == 200 and comparable(got) == comparable(reference(world, path, body)[1]), (when, body)
+
+    rng = random.Random(5)
+    new = [{"_id": f"w{i}", "text": " ".join(rng.choice(WORDS) for _ in range(12)), "metadata": {"kind": "w"}}
+           for i in range(12)]
+    got = same("POST", "/v1/documents", {"documents": new})
+    assert got["added"] == 12 and got["documents"] == 162
+    searches_equal("after an add")
+    # The new documents are found where they went (their own texts as dense queries).
+    status, out = http(world["url"], "/v1/search", {"queries": [d["text"] for d in new], "mode": "dense", "k": 1})
+    assert status == 200 and [r["hits"][0]["id"] for r in json.loads(out)["results"]] == [d["_id"] for d in new]
+    same("PUT", "/v1/documents/d60", {"text": "the man bit the dog under the green tree"})
+    same("DELETE", "/v1/documents/d100", None)
+    assert same("POST", "/v1/documents/delete", {"filter": {"kind": "w"}})["deleted"] == 12
+    searches_equal("after an upsert and deletes")
+    status, out = http(world["url"], "/v1/search", {"query": "the man bit the dog under the green tree", "mode": "dense", "k": 1})
+    assert status == 200 and json.loads(out)["results"][0]["hits"][0]["id"] == "d60"
+    assert http(world["url"], "/v1/documents/d100")[0] == 404
 
 
 def replicas_of(shard):
@@ -262,3 +271,28 @@ def test_a_killed_replica_is_replaced_and_no_request_after_fails(world):
     # failures in test_ray_units.py; their count is reported here.
     assert window and all(window), figures
     assert len(after) >= 4 and all(after), figures
+
+
+def test_the_router_keeps_the_service_contract(world):
+    """schemathesis against the router's own spec (GET /openapi.json), as tests/contract does
+    against sieve serve: every operation, generated valid and invalid bodies and the spec's links,
+    every check (no 5xx, responses match their schemas, errors are the documented JSON, undeclared
+    methods 405). A small fixed budget: the full run is tests/contract's, on one server. Last in
+    this file: its generated writes reach the set, after which it no longer equals the reference."""
+    build = os.environ.get("SIEVE_BUILD_DIR") or os.path.dirname(os.path.abspath(CLI))
+    st = os.path.join(build, "contract-venv", "bin", "schemathesis")
+    if not os.path.exists(st):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{st} is missing (scripts/setup.sh --oracles installs it)")
+        pytest.skip(f"{st} is missing")
+    work = world["dir"] / "schemathesis"
+    work.mkdir(exist_ok=True)
+    r = subprocess.run([st, "run", world["url"] + "/openapi.json", "--checks", "all", "--max-examples", "15",
+                        "--seed", "20261205", "--phases", "examples,coverage,fuzzing,stateful", "--no-color"],
+                       cwd=work, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+    # It exercised every operation it loaded, and the router's spec has its routes (not an empty spec).
+    loaded = re.search(r"Operations:\s*(\d+) selected / (\d+) total", r.stdout)
+    tested = re.search(r"Tested:\s*(\d+)", r.stdout)
+    assert loaded and tested and int(loaded.group(2)) >= 10, r.stdout[-3000:]
+    assert int(tested.group(1)) == int(loaded.group(1)) == int(loaded.group(2)), r.stdout[-3000:]

@@ -224,11 +224,14 @@ class ForwardingRemote final : public ShardRemote {
       IndexOpenOptions o;
       o.load_encoder = false;
       shards.push_back(Index::open(path_join(set, shard_dir_name(s)), o));
+      identities.push_back(index::shard_identity(path_join(set, shard_dir_name(s))));
     }
   }
-  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim, const float* pooled,
-                                                                   size_t depth, const SearchParams& p) const override {
+  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, const std::string& identity, size_t n,
+                                                                   size_t dim, const float* pooled, size_t depth,
+                                                                   const SearchParams& p) const override {
     ++dense_calls;
+    check(shard, identity);
     if (fail) throw ShardUnavailable("down");
     EXPECT_EQ(dim, shards[shard]->stats().dim);
     auto lists = index::dense_lists(*shards[shard], n, pooled, depth, p);
@@ -236,14 +239,16 @@ class ForwardingRemote final : public ShardRemote {
     if (nan && !lists[0].empty()) lists[0][0].second = std::nan("");
     return lists;
   }
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
-                                  std::chrono::steady_clock::time_point) const override {
+  std::vector<TokenStates> tokens(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                  size_t max_rows, std::chrono::steady_clock::time_point) const override {
     ++token_calls;
+    check(shard, identity);
     if (fail) throw ShardUnavailable("down");
     return shards[shard]->tokens_of(docs, max_rows);
   }
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+  std::vector<float> keys(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
                           std::chrono::steady_clock::time_point) const override {
+    check(shard, identity);
     std::vector<float> out;
     for (uint32_t d : docs) {
       auto k = shards[shard]->key(d);
@@ -252,9 +257,10 @@ class ForwardingRemote final : public ShardRemote {
     return out;
   }
   // Stage 2 at the shard, as a shard replica runs it (ShardScorer).
-  std::vector<float> scores(size_t shard, const std::string& key, const TokenStates& query,
+  std::vector<float> scores(size_t shard, const std::string& identity, const std::string& key, const TokenStates& query,
                             const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point) const override {
     ++score_calls;
+    check(shard, identity);
     try {
       auto out = scorers.at(shard)->score(key, query, docs);
       if (nan && !out.empty()) out[0] = std::nanf("");
@@ -264,11 +270,16 @@ class ForwardingRemote final : public ShardRemote {
     }
   }
   bool scores_at_shards() const override { return !scorers.empty(); }
+  // Every call names the copy its snapshot records: the one this remote opened.
+  void check(size_t shard, const std::string& identity) const {
+    EXPECT_EQ(identity, identities.at(shard)) << "shard " << shard;
+  }
   // Every shard scores with the token-map verifiers of `specs` (and the built-ins).
   void score_with(const std::vector<std::string>& specs, const VerifierContext& context) {
     for (const auto& s : shards) scorers.push_back(std::make_unique<ShardScorer>(s, specs, context));
   }
   std::vector<std::shared_ptr<const Index>> shards;
+  std::vector<std::string> identities;
   std::vector<std::unique_ptr<ShardScorer>> scorers;
   mutable std::atomic<size_t> dense_calls{0}, token_calls{0}, score_calls{0};
   bool fail = false, lie = false, nan = false;
@@ -279,8 +290,9 @@ class ForwardingRemote final : public ShardRemote {
 class GatedRemote final : public ShardRemote {
  public:
   explicit GatedRemote(const std::string& set) : inner(set) {}
-  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, size_t n, size_t dim, const float* pooled,
-                                                                   size_t depth, const SearchParams& p) const override {
+  std::vector<std::vector<std::pair<uint32_t, double>>> dense_lists(size_t shard, const std::string& identity, size_t n,
+                                                                   size_t dim, const float* pooled, size_t depth,
+                                                                   const SearchParams& p) const override {
     {
       std::unique_lock<std::mutex> lock(m);
       ++arrived;
@@ -292,7 +304,7 @@ class GatedRemote final : public ShardRemote {
       // Bounded too: a search that ignored its deadline gets its answer (and fails) rather than hang.
       if (hold) cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
     }
-    auto out = inner.dense_lists(shard, n, dim, pooled, depth, p);
+    auto out = inner.dense_lists(shard, identity, n, dim, pooled, depth, p);
     std::lock_guard<std::mutex> lock(m);
     ++finished;
     cv.notify_all();
@@ -318,20 +330,20 @@ class GatedRemote final : public ShardRemote {
     }
     const GatedRemote& r;
   };
-  std::vector<TokenStates> tokens(size_t shard, const std::vector<uint32_t>& docs, size_t max_rows,
-                                  std::chrono::steady_clock::time_point deadline) const override {
+  std::vector<TokenStates> tokens(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                  size_t max_rows, std::chrono::steady_clock::time_point deadline) const override {
     Stage2Call c(*this, deadline);
-    return inner.tokens(shard, docs, max_rows, deadline);
+    return inner.tokens(shard, identity, docs, max_rows, deadline);
   }
-  std::vector<float> keys(size_t shard, const std::vector<uint32_t>& docs,
+  std::vector<float> keys(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
                           std::chrono::steady_clock::time_point deadline) const override {
     Stage2Call c(*this, deadline);
-    return inner.keys(shard, docs, deadline);
+    return inner.keys(shard, identity, docs, deadline);
   }
-  std::vector<float> scores(size_t shard, const std::string& key, const TokenStates& query,
+  std::vector<float> scores(size_t shard, const std::string& identity, const std::string& key, const TokenStates& query,
                             const std::vector<uint32_t>& docs, std::chrono::steady_clock::time_point deadline) const override {
     Stage2Call c(*this, deadline);
-    return inner.scores(shard, key, query, docs, deadline);
+    return inner.scores(shard, identity, key, query, docs, deadline);
   }
   bool scores_at_shards() const override { return inner.scores_at_shards(); }
   // Waits (bounded) until every stage-2 call that arrived has returned.
@@ -741,8 +753,8 @@ TEST_F(ShardSetTest, SplitCutsAtChunksAndKeepsEveryDocumentInOrder) {
             std::string::npos);
 }
 
-// A set is written once and checked at every open: a damaged or changed manifest, a shard that
-// was rebuilt or removed, and adding documents are refused with the shard named.
+// A set is checked at every open: a damaged or changed manifest, a shard that was rebuilt or
+// removed, and a write to one shard alone are refused with the shard named.
 TEST_F(ShardSetTest, DamageAndChangesAreRefused) {
   const std::string src = *dir_ + "/dmg-src";
   build_shard_set(model_dir(), corpus_->path, src, 3, small_opts());
@@ -779,16 +791,17 @@ TEST_F(ShardSetTest, DamageAndChangesAreRefused) {
   IndexOpenOptions verify;
   verify.verify = true;
   EXPECT_NE(error_of([&] { Index::open(d, verify); }), "");
-  // Never extended: add_to_index and a writer's add refuse; the set is unchanged.
+  // Written through the set only: an add to one shard alone is refused; the set is unchanged.
   d = fresh("dmg-add");
   const std::string before = read_file(d + "/shardset.json");
-  EXPECT_NE(error_of([&] { add_to_index(d, write_jsonl(*dir_, "more.jsonl", make_docs(3, 900)), small_opts()); })
-                .find("shard set"),
+  const std::string shard_before = read_file(d + "/shard-001/manifest.json");
+  EXPECT_NE(error_of([&] { add_to_index(d + "/shard-001", write_jsonl(*dir_, "more.jsonl", make_docs(3, 900)), small_opts()); })
+                .find("write through the set"),
             std::string::npos);
-  IndexWriter w(d);
-  EXPECT_EQ(w.snapshot()->size(), 600u);
-  EXPECT_NE(error_of([&] { w.add(make_docs(3, 900)); }).find("shard set"), std::string::npos);
+  EXPECT_NE(error_of([&] { IndexWriter w(d + "/shard-001"); }).find("write through the set"), std::string::npos);
   EXPECT_EQ(read_file(d + "/shardset.json"), before);
+  EXPECT_EQ(read_file(d + "/shard-001/manifest.json"), shard_before);
+  EXPECT_EQ(Index::open(d)->size(), 600u);
   // An existing output is kept without force.
   EXPECT_NE(error_of([&] { build_shard_set(model_dir(), corpus_->path, src, 2, small_opts()); }).find("already exists"),
             std::string::npos);
@@ -873,9 +886,14 @@ TEST_F(ShardSetTest, CommandLineBuildsAndSearchesASet) {
   for (auto* j : {&ja, &jb})
     for (const char* timing : {"queries_per_second", "seconds", "index", "index_dir"}) j->erase(timing);
   EXPECT_EQ(ja, jb);
-  auto add = run_command(cli_path() + " index add --index " + out + " --corpus " + corpus_->path + " 2>&1");
-  EXPECT_NE(add.exit_code, 0);
-  EXPECT_NE(add.out.find("shard set"), std::string::npos) << add.out;
+  // Written through the set: the same corpus again is refused (its ids are held), new ones go in.
+  auto again = run_command(cli_path() + " index add --index " + out + " --corpus " + corpus_->path + " 2>&1");
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.out.find("already in the index"), std::string::npos) << again.out;
+  const std::string more = write_corpus(*dir_ + "/cli-more.jsonl", {{"cli-new", "", "a document added from the command line"}});
+  auto add = run_command(cli_path() + " index add --index " + out + " --corpus " + more + " 2>&1");
+  EXPECT_EQ(add.exit_code, 0) << add.out;
+  EXPECT_GE(Index::open(out)->find("cli-new"), 0);
 }
 
 }  // namespace
