@@ -33,8 +33,9 @@ from . import _sieve
 from . import eval  # noqa: A004 (sieve.eval, as the docs name it)
 from . import nearmiss
 from . import train
+from .cache import Cache
 
-__all__ = ["Error", "Encoder", "Index", "Verifier", "Filter", "check_metadata", "search_verified", "explain",
+__all__ = ["Error", "Encoder", "Index", "Verifier", "Filter", "Cache", "check_metadata", "search_verified", "explain",
            "set_threads", "default_model_dir", "models", "set_log_level", "eval", "nearmiss", "train"]
 
 

@@ -8,6 +8,7 @@ import numpy.typing as npt
 from . import eval as eval
 from . import nearmiss as nearmiss
 from . import train as train
+from .cache import Cache as Cache
 
 F32 = npt.NDArray[np.float32]
 Hit = Dict[str, Any]

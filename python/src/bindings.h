@@ -75,3 +75,4 @@ void bind_index(py::module_& m);  // python/src/index_bindings.cpp
 }  // namespace sieve_py
 
 void bind_serving(pybind11::module_& m);  // python/src/serve_bindings.cpp
+void bind_cache(pybind11::module_& m);  // python/src/cache_bindings.cpp

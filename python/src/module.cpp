@@ -394,4 +394,5 @@ PYBIND11_MODULE(_sieve, m) {
   m.def("set_threads", [](int n) { set_compute_threads(n); }, py::arg("threads"));
   m.def("threads", [] { return compute_threads(); });
   bind_serving(m);
+  bind_cache(m);
 }

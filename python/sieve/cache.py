@@ -1,0 +1,96 @@
+"""A semantic cache that never serves the answer to another question (docs/cache.md).
+
+    cache = sieve.Cache("answers/")                     # a folder; created by the first store
+    cache.store("does aspirin reduce fever?", "Yes: ...", scope={"model": "gpt-x"}, ttl_s=3600)
+    cache.lookup("does aspirin lower a fever?", scope={"model": "gpt-x"})   # a hit: {"answer", ...}
+    cache.lookup("does aspirin not reduce fever?", scope={"model": "gpt-x"})  # None: another question
+
+A lookup searches the entries of its scope (exactly that scope: no other's entry is ever seen),
+then the model's identity gate reads the best candidates: a hit is the best candidate the gate
+accepts, not the nearest one. Entries expire after their ttl_s. The library's SemanticCache
+(sieve/cache.h) does the work; this class converts.
+"""
+import os
+
+from . import _sieve
+
+
+class Cache:
+    """The cache in folder `path` (an index; created by the first store). `model`: the encoder
+    (default: the cache's, else the default model); `verifier`: the gate ("default": the model's
+    shipped one; "cosine" makes a cosine-threshold cache and needs `threshold`); `threshold`: the
+    gate's acceptance score (default: its calibrated one); `candidates`: stage-1 candidates the
+    gate reads; `scope_fields`: the fields a scope may name (default model, system, tenant)."""
+
+    def __init__(self, path, model=None, *, verifier="default", threshold=None, candidates=8, scope_fields=None,
+                 threads=0):
+        self.path = os.fspath(path)
+        self._impl = _sieve.Cache(self.path, model or "", verifier, threshold, candidates, list(scope_fields or []),
+                                  threads)
+
+    def store(self, prompt, answer, scope=None, ttl_s=None):
+        """Stores `answer` (a string, opaque to the cache) for `prompt` in `scope` (a dict of
+        strings), expiring after `ttl_s` seconds (None: never). Returns the entry's id; the same
+        prompt in the same scope has the same id, and storing it again replaces its answer."""
+        if not isinstance(answer, str):
+            raise TypeError("answer: a string (serialise other values first)")
+        return self._impl.store(prompt, answer, _scope(scope), _ttl(ttl_s))
+
+    def lookup(self, prompt, scope=None):
+        """None on a miss; on a hit {"answer", "id", "prompt", "score", "stage1_score",
+        "threshold"}: the cached prompt served, the gate's score and its threshold, and stage 1's."""
+        r = self._impl.lookup(prompt, _scope(scope))
+        if not r["hit"]:
+            return None
+        return {k: r[k] for k in ("answer", "id", "prompt", "score", "stage1_score", "threshold")}
+
+    def check(self, prompt, scope=None):
+        """The lookup's whole answer, hit or miss: {"hit", "id", "prompt", "answer", "score",
+        "stage1_score", "threshold", "candidates"} (on a miss the scores are the best candidate's)."""
+        return self._impl.lookup(prompt, _scope(scope))
+
+    def get(self, id):  # noqa: A002 (the entry's id)
+        """The live entry `id` ({"id", "prompt", "answer", "scope", "expires_at"}) or None."""
+        return self._impl.get(id)
+
+    def invalidate(self, ids=None, scope=None):
+        """Removes the entries `ids` (a string or a list; unknown ones are ignored), or every entry
+        whose scope has the values `scope` gives ({}: all of them). Returns how many went."""
+        if (ids is None) == (scope is None):
+            raise ValueError("give ids or a scope, not both and not neither")
+        if ids is not None:
+            return self._impl.invalidate([ids] if isinstance(ids, str) else list(ids))
+        return self._impl.invalidate_scope(_scope(scope))
+
+    def clear(self):
+        """Removes every entry; returns how many went."""
+        return self._impl.invalidate_scope({})
+
+    def __len__(self):
+        return len(self._impl)
+
+    @property
+    def threshold(self):
+        """The gate's threshold lookups use."""
+        return self._impl.threshold
+
+
+def _scope(scope):
+    if scope is None:
+        return {}
+    if not isinstance(scope, dict):
+        raise TypeError("scope: a dict of field -> string")
+    out = {}
+    for k, v in scope.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"scope.{k}: a string (scope values are compared exactly)")
+        out[k] = v
+    return out
+
+
+def _ttl(ttl_s):
+    if ttl_s is None:
+        return 0.0
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)):
+        raise TypeError("ttl_s: a number of seconds")
+    return float(ttl_s)

@@ -1,0 +1,70 @@
+"""sieve.Cache (issue 60): the Python face of the library's semantic cache. The fixture model with
+the F1 verifier at thresholds set here (the cache's logic; the real gate is tested in C++ and in
+the real-model test below); run with PYTHONPATH=build/python and SIEVE_CLI=build/sieve."""
+import os
+import subprocess
+
+import pytest
+
+import sieve
+
+CLI = os.environ.get("SIEVE_CLI", "build/sieve")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("cachemodel") / "m")
+    subprocess.run([CLI, "make-fixture", "--out", d, "--seed", "7"], check=True, capture_output=True)
+    return d
+
+
+def test_store_lookup_scope_and_invalidate(model, tmp_path):
+    c = sieve.Cache(tmp_path / "c", model=model, verifier="F1", threshold=0.99)
+    assert c.lookup("the dog bit the man") is None and len(c) == 0  # empty: a miss
+    id_ = c.store("the dog bit the man", "answer one", scope={"tenant": "a"})
+    hit = c.lookup("the dog bit the man", scope={"tenant": "a"})
+    assert hit["answer"] == "answer one" and hit["id"] == id_ and hit["prompt"] == "the dog bit the man"
+    assert hit["score"] >= hit["threshold"] == 0.99 and hit["stage1_score"] > 0.999
+    assert c.lookup("the dog bit the man", scope={"tenant": "b"}) is None  # another scope
+    assert c.lookup("the dog bit the man") is None
+    miss = c.check("the man bit the dog", scope={"tenant": "a"})
+    assert not miss["hit"] and miss["answer"] is None and miss["score"] < 0.99 and miss["candidates"] == 1
+    assert c.store("the dog bit the man", "answer two", scope={"tenant": "a"}) == id_  # replaced
+    assert c.get(id_)["answer"] == "answer two" and c.get(id_)["scope"] == {"tenant": "a"}
+    c.store("a red car", "x", scope={"tenant": "b"})
+    assert c.invalidate(scope={"tenant": "a"}) == 1 and c.get(id_) is None
+    assert c.invalidate(ids=["nope"]) == 0 and len(c) == 1
+    assert c.clear() == 1 and len(c) == 0
+
+
+def test_bad_input_names_the_field_and_stores_nothing(model, tmp_path):
+    c = sieve.Cache(tmp_path / "c", model=model, verifier="F1", threshold=0.5)
+    c.store("q", "a", ttl_s=60)
+    assert c.get(sieve._sieve.cache_entry_id("q", {}))["expires_at"] is not None
+    for call, words in [(lambda: c.store("", "a"), "prompt: empty"),
+                        (lambda: c.store("q", "a" * 50000), "answer:"),
+                        (lambda: c.store("q", "a", scope={"colour": "red"}), "scope.colour"),
+                        (lambda: c.store("q", "a", ttl_s=-1), "ttl_s"),
+                        (lambda: c.lookup("q", scope={"colour": "red"}), "scope.colour")]:
+        with pytest.raises(sieve.Error, match=words):
+            call()
+    with pytest.raises(TypeError, match="ttl_s"):
+        c.store("q", "a", ttl_s="soon")
+    with pytest.raises(TypeError, match="answer"):
+        c.store("q", {"not": "a string"})
+    with pytest.raises(ValueError, match="not both"):
+        c.invalidate()
+    assert len(c) == 1
+    with pytest.raises(sieve.Error, match="threshold"):
+        sieve.Cache(tmp_path / "cos", model=model, verifier="cosine")
+
+
+def test_the_real_gate_refuses_the_negated_question(tmp_path):
+    if not sieve.default_model_dir() or "MiniLM" not in sieve.default_model_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail("all-MiniLM-L6-v2 is not installed (scripts/setup.sh installs it)")
+        pytest.skip("all-MiniLM-L6-v2 is not installed")
+    c = sieve.Cache(tmp_path / "c")
+    c.store("does aspirin reduce fever?", "Yes: aspirin lowers a fever.", scope={"model": "gpt-x"})
+    assert c.lookup("does aspirin not reduce fever?", scope={"model": "gpt-x"}) is None
+    assert c.lookup("does aspirin lower a fever?", scope={"model": "gpt-x"})["answer"] == "Yes: aspirin lowers a fever."
