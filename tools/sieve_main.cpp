@@ -31,5 +31,6 @@ int main(int argc, char** argv) {
   sieve::cli::register_vocab(app);
   sieve::cli::register_model(app);
   sieve::cli::register_serve(app);
+  sieve::cli::register_cache(app);
   return sieve::cli::run_command_line(app, argc, argv);
 }

@@ -10,23 +10,32 @@ then the model's identity gate reads the best candidates: a hit is the best cand
 accepts, not the nearest one. Entries expire after their ttl_s. The library's SemanticCache
 (sieve/cache.h) does the work; this class converts.
 """
+import json
 import os
+import urllib.error
+import urllib.request
 
 from . import _sieve
 
 
 class Cache:
-    """The cache in folder `path` (an index; created by the first store). `model`: the encoder
-    (default: the cache's, else the default model); `verifier`: the gate ("default": the model's
-    shipped one; "cosine" makes a cosine-threshold cache and needs `threshold`); `threshold`: the
-    gate's acceptance score (default: its calibrated one); `candidates`: stage-1 candidates the
-    gate reads; `scope_fields`: the fields a scope may name (default model, system, tenant)."""
+    """The cache in folder `path` (an index; created by the first store), or the one a sieve server
+    serves when `path` is its URL ("http://host:8080", `sieve serve --cache DIR`; `api_key` for a
+    server with keys: a read key looks up, a write key stores). `model`: the encoder (default: the
+    cache's, else the default model); `verifier`: the gate ("default": the model's shipped one;
+    "cosine" makes a cosine-threshold cache and needs `threshold`); `threshold`: the gate's
+    acceptance score (default: its calibrated one); `candidates`: stage-1 candidates the gate
+    reads; `scope_fields`: the fields a scope may name (default model, system, tenant). Over a URL
+    those are the server's (its --cache-verifier, --cache-threshold)."""
 
     def __init__(self, path, model=None, *, verifier="default", threshold=None, candidates=8, scope_fields=None,
-                 threads=0):
-        self.path = os.fspath(path)
-        self._impl = _sieve.Cache(self.path, model or "", verifier, threshold, candidates, list(scope_fields or []),
-                                  threads)
+                 threads=0, api_key=None, timeout_s=30.0):
+        self.path = os.fspath(path) if not isinstance(path, str) else path
+        if self.path.startswith(("http://", "https://")):
+            self._impl = _Remote(self.path, api_key, timeout_s)
+        else:
+            self._impl = _sieve.Cache(self.path, model or "", verifier, threshold, candidates, list(scope_fields or []),
+                                      threads)
 
     def store(self, prompt, answer, scope=None, ttl_s=None):
         """Stores `answer` (a string, opaque to the cache) for `prompt` in `scope` (a dict of
@@ -94,3 +103,53 @@ def _ttl(ttl_s):
     if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)):
         raise TypeError("ttl_s: a number of seconds")
     return float(ttl_s)
+
+
+class _Remote:
+    """The cache routes of a sieve server (docs/server.md), with _sieve.Cache's methods; the
+    server's errors raise sieve.Error with its message (the field named)."""
+
+    def __init__(self, url, api_key, timeout_s):
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+
+    def _call(self, method, path, body=None, missing_ok=False):
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code == 404 and missing_ok:
+                return None
+            try:
+                message = json.loads(e.read())["error"]["message"]
+            except Exception:  # noqa: BLE001 (a body that is not the server's error JSON)
+                message = str(e)
+            raise _sieve.Error(f"{method} {path}: {e.code}: {message}") from None
+
+    def store(self, prompt, answer, scope, ttl_s):
+        return self._call("POST", "/v1/cache", {"prompt": prompt, "answer": answer, "scope": scope, "ttl_s": ttl_s})["id"]
+
+    def lookup(self, prompt, scope):
+        return self._call("POST", "/v1/cache/lookup", {"prompt": prompt, "scope": scope})
+
+    def get(self, id):  # noqa: A002
+        return self._call("GET", "/v1/cache/" + urllib.request.quote(id, safe=""), missing_ok=True)
+
+    def invalidate(self, ids):
+        return self._call("POST", "/v1/cache/delete", {"ids": ids})["deleted"] if ids else 0
+
+    def invalidate_scope(self, scope):
+        return self._call("POST", "/v1/cache/delete", {"scope": scope})["deleted"]
+
+    def __len__(self):
+        raise TypeError("len() of a cache served over HTTP: not available (GET /v1/info gives the server's state)")
+
+    @property
+    def threshold(self):
+        raise AttributeError("a cache served over HTTP reports its threshold with each lookup")

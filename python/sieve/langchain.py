@@ -24,14 +24,17 @@ import numpy as _np
 from . import Encoder, Filter, Index, _stores, search_verified
 
 try:
+    from langchain_core.caches import BaseCache
     from langchain_core.documents import Document
+    from langchain_core.load import dumps as _lc_dumps
+    from langchain_core.load import loads as _lc_loads
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
     from langchain_core.vectorstores.utils import maximal_marginal_relevance
 except ImportError as _e:  # pragma: no cover (the tests run with LangChain installed)
     raise ImportError("sieve.langchain needs LangChain's core package: pip install langchain-core") from _e
 
-__all__ = ["SieveEmbeddings", "SieveVectorStore"]
+__all__ = ["SieveEmbeddings", "SieveVectorStore", "SieveSemanticCache"]
 
 
 class SieveEmbeddings(Embeddings):
@@ -230,3 +233,39 @@ class SieveVectorStore(_stores.IndexStore, VectorStore):
         store = cls(path, embedding=embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
+
+
+class SieveSemanticCache(BaseCache):
+    """LangChain's LLM cache over sieve.Cache (docs/cache.md): a prompt is served the generations
+    stored for an earlier prompt that the identity gate accepts as the same question, never merely
+    the nearest one, and only for the same LLM configuration (`llm_string` is the entry's scope).
+
+        from langchain_core.globals import set_llm_cache
+        set_llm_cache(SieveSemanticCache("llm-cache"))
+
+    `path`: the cache's folder; `model`, `verifier`, `threshold`, `candidates`: as sieve.Cache's;
+    `ttl_s`: each entry's lifetime (None: kept until cleared)."""
+
+    def __init__(self, path, model=None, *, verifier="default", threshold=None, candidates=8, ttl_s=None):
+        from .cache import Cache
+        self.ttl_s = ttl_s
+        self._cache = Cache(path, model, verifier=verifier, threshold=threshold, candidates=candidates)
+
+    @staticmethod
+    def _scope(llm_string):
+        import hashlib
+        return {"model": hashlib.sha256(llm_string.encode("utf-8")).hexdigest()}
+
+    def lookup(self, prompt, llm_string):
+        hit = self._cache.lookup(prompt, self._scope(llm_string))
+        if hit is None:
+            return None
+        import json
+        return [_lc_loads(g) for g in json.loads(hit["answer"])]
+
+    def update(self, prompt, llm_string, return_val):
+        import json
+        self._cache.store(prompt, json.dumps([_lc_dumps(g) for g in return_val]), self._scope(llm_string), self.ttl_s)
+
+    def clear(self, **kwargs):
+        self._cache.clear()

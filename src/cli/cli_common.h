@@ -109,5 +109,6 @@ void register_corpus(CLI::App& app);
 void register_vocab(CLI::App& app);
 void register_model(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_cache(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -48,6 +48,12 @@ void register_serve(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "fast", "accurate", "cascade"}));
   cmd->add_option("--cross", o->s.cross, "The cross-encoder folder of --gate-mode accurate|cascade (default: "
                                          "MODEL_DIR/cross-encoder)");
+  cmd->add_option("--cache", o->s.cache_dir,
+                  "Serve a semantic cache from this folder at /v1/cache (docs/cache.md; created by the first store)");
+  cmd->add_option("--cache-verifier", o->s.cache_verifier, "The cache's gate (default: the model's shipped one)")
+      ->capture_default_str();
+  cmd->add_option("--cache-threshold", o->s.cache_threshold,
+                  "The cache's acceptance threshold (default: the gate's calibrated one; needed for cosine)");
   cmd->add_option("--host", o->h.host, "Address to bind (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->h.port, "Port (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key-file", o->api_key_file,

@@ -98,6 +98,8 @@ std::optional<KeyScope> scope_needed(const std::string& method, const std::strin
   if (path == "/metrics" || path == "/v1/info" || path == "/router/stats") return KeyScope::Admin;
   // Every write of documents: POST /v1/documents, POST /v1/documents/delete, PUT and DELETE of one.
   if (path.rfind("/v1/documents", 0) == 0 && method != "GET") return KeyScope::Write;
+  // The cache: a lookup reads; a store and every invalidation write.
+  if (path.rfind("/v1/cache", 0) == 0 && method != "GET" && path != "/v1/cache/lookup") return KeyScope::Write;
   return KeyScope::Read;
 }
 

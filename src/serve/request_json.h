@@ -35,6 +35,8 @@ json floats(const float* v, size_t n);
 /// name the place in the filter.
 Filter filter_of(const json& j);
 Response json_response(const json& j, int status = 200);
+/// /v1/cache/ID for an entry's id (not the literal {id}, lookup or delete).
+bool is_cache_entry_path(const std::string& path);
 /// The fields a route's JSON body may hold (the route table in service.cpp).
 const std::vector<std::string>& fields_of(const std::string& path, const std::string& method = "POST");
 

@@ -61,6 +61,11 @@ const std::vector<RouteSpec>& route_table() {
       {"/v1/documents/{id}", "DELETE", {}},
       {"/v1/documents/{id}", "GET", {}},
       {"/v1/documents/{id}", "PUT", {"title", "text", "metadata", "expires_at", "ttl_s"}},
+      {"/v1/cache", "POST", {"prompt", "answer", "scope", "ttl_s"}},
+      {"/v1/cache/lookup", "POST", {"prompt", "scope"}},
+      {"/v1/cache/delete", "POST", {"ids", "scope"}},
+      {"/v1/cache/{id}", "DELETE", {}},
+      {"/v1/cache/{id}", "GET", {}},
       {"/v1/explain", "POST", {"query", "candidate", "threshold", "timeout_ms"}},
       {"/v1/explain.svg", "GET", {}},
   };
@@ -98,14 +103,22 @@ std::string Service::allowed_method(const std::string& path) {
   std::string methods;
   for (const RouteSpec& r : route_table())
     if (r.path == path) methods += (methods.empty() ? "" : ", ") + r.method;
-  return methods.empty() ? "DELETE, GET, PUT" : methods;  // none: the document route, /v1/documents/{id}
+  if (!methods.empty()) return methods;
+  return is_cache_entry_path(path) ? "DELETE, GET" : "DELETE, GET, PUT";  // /v1/cache/{id}, /v1/documents/{id}
+}
+
+bool is_cache_entry_path(const std::string& path) {
+  static const std::string kPrefix = "/v1/cache/";
+  return path.size() > kPrefix.size() && path.compare(0, kPrefix.size(), kPrefix) == 0 && path != "/v1/cache/{id}" &&
+         path != "/v1/cache/lookup" && path != "/v1/cache/delete";
 }
 
 bool Service::allows(const std::string& path, const std::string& method) {
-  static const std::string kDocPrefix = "/v1/documents/";
+  static const std::string kDocPrefix = "/v1/documents/", kCachePrefix = "/v1/cache/";
   if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 && path != "/v1/documents/{id}" &&
       path != "/v1/documents/delete")
     return method == "GET" || method == "PUT" || method == "DELETE";
+  if (is_cache_entry_path(path)) return method == "GET" || method == "DELETE";
   for (const RouteSpec& r : route_table())
     if (r.path == path && r.method == method) return true;
   return false;
@@ -158,6 +171,14 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
     encoder_ = Encoder::load(resolve_model_dir(opt_.model_dir), opt_.encoder);
   }
   model_name_ = encoder_->info().dir;
+  if (!opt_.cache_dir.empty()) {
+    CacheOptions co;
+    co.model_dir = opt_.model_dir;
+    co.encoder = opt_.encoder;
+    co.verifier = opt_.cache_verifier;
+    co.threshold = opt_.cache_threshold;
+    cache_ = SemanticCache::open(opt_.cache_dir, co);
+  }
   // A verifier file is checked against the encoder that feeds it, with or without an index.
   const VerifierContext context{encoder_->info().dir,
                                 index_ ? index_->snapshot()->stats().model_identity : model_identity(encoder_->info().dir)};
@@ -285,6 +306,16 @@ class SlotHold {
 Response Service::route(const std::string& method, const std::string& path, const std::string& body,
                         const std::map<std::string, std::string>& query, Clock::time_point arrived) {
   static const std::string kDocPrefix = "/v1/documents/";
+  // One cache entry by id (/v1/cache/lookup and /v1/cache/delete are the POST routes).
+  if (is_cache_entry_path(path)) {
+    const std::string id = path.substr(std::string("/v1/cache/").size());
+    if (method == "GET") return cache_get(id);
+    if (method == "DELETE") return cache_delete(id);
+    throw HttpError(405, "method_not_allowed", "/v1/cache/{id} takes GET or DELETE, not " + method);
+  }
+  if (path == "/v1/cache" && method == "POST") return cache_store(body);
+  if (path == "/v1/cache/lookup" && method == "POST") return cache_lookup(body);
+  if (path == "/v1/cache/delete" && method == "POST") return cache_delete_batch(body);
   // One document by id. /v1/documents/delete is the batch delete (POST only): a document whose id
   // is "delete" is reached through the batch routes (POST /v1/documents, .../delete with its id).
   if (path.size() > kDocPrefix.size() && path.compare(0, kDocPrefix.size(), kDocPrefix) == 0 &&
@@ -301,7 +332,7 @@ Response Service::route(const std::string& method, const std::string& path, cons
     known = known || path == r.path;
     if (path == r.path && method == r.method) found = &r;
   }
-  if (!known || path == "/v1/documents/{id}") throw HttpError(404, "not_found", "no route " + path);
+  if (!known || path == "/v1/documents/{id}" || path == "/v1/cache/{id}") throw HttpError(404, "not_found", "no route " + path);
   if (!found) throw HttpError(405, "method_not_allowed", path + " takes " + allowed_method(path) + ", not " + method);
   if (path == "/health") return json_response({{"status", "ok"}});
   if (path == "/openapi.json") {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "serve/batcher.h"
 #include "serve/metrics.h"
 #include "sieve/encoder.h"
+#include "sieve/cache.h"
 #include "sieve/index.h"
 #include "sieve/pipeline.h"
 #include "sieve/verify.h"
@@ -52,6 +54,11 @@ struct ServeOptions {
   /// replaced and expired documents are this share of it and at least `compact_min_dead`; 0: never.
   double compact_dead_share = 0.3;
   size_t compact_min_dead = 1000;
+  /// The semantic cache served at /v1/cache (sieve/cache.h); empty: none (those routes are 404).
+  std::string cache_dir;
+  /// Its gate and threshold (CacheOptions::verifier, ::threshold); its model is model_dir's.
+  std::string cache_verifier = "default";
+  double cache_threshold = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Checks what can be checked before the (slow) load: the index and model folders exist. Throws
@@ -127,6 +134,13 @@ class Service {
   Response delete_documents(const std::string& body);
   /// 404 without an index.
   void check_writable() const;
+  // The cache routes (serve/cache_routes.cpp).
+  Response cache_store(const std::string& body);
+  Response cache_lookup(const std::string& body) const;
+  Response cache_get(const std::string& id) const;
+  Response cache_delete(const std::string& id);
+  Response cache_delete_batch(const std::string& body);
+  SemanticCache& cache() const;
   /// The index snapshot searches use now (a POST /v1/documents swaps in a newer one).
   std::shared_ptr<const Index> snapshot() const;
   /// Through the batcher; with `route`, a truncated input is logged naming the route and the
@@ -140,6 +154,7 @@ class Service {
   ServeOptions opt_;
   /// The index (when served): its snapshots for searches, its adds for POST /v1/documents.
   std::unique_ptr<IndexWriter> index_;
+  std::unique_ptr<SemanticCache> cache_;    ///< the cache (when served)
   std::shared_ptr<const Encoder> encoder_;  ///< shared by every snapshot
   ResolvedVerifier verifier_;
   /// F1, the relevance reranker, when verifier_ is the model's calibrated gate taken by default

@@ -65,7 +65,8 @@ class CacheImpl final : public SemanticCache {
     SIEVE_THROW_IF_NOT(answer.size() <= opt_.max_answer_bytes, "answer: " << answer.size() << " bytes, more than the "
                                                                           << opt_.max_answer_bytes << " a cache takes");
     check_scope(scope);
-    SIEVE_THROW_IF_NOT(std::isfinite(ttl_s) && ttl_s >= 0, "ttl_s: must be a number of seconds >= 0 (0: never expires)");
+    SIEVE_THROW_IF_NOT(std::isfinite(ttl_s) && ttl_s >= 0 && ttl_s <= 1e10,
+                       "ttl_s: must be a number of seconds from 0 (never expires) to 1e10");
     json meta = {{kAnswer, answer}, {kScope, canonical_scope(scope)}};
     for (const auto& [field, value] : scope) meta[kFieldPrefix + field] = value;
     Document d;

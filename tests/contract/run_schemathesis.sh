@@ -36,7 +36,7 @@ with open(sys.argv[1], "w") as f:
         f.write(f"d{i}\t{s} {rng.choice(verbs)} {o}\n")
 PY
 "$B/sieve" index build --corpus "$work/corpus.tsv" --out "$work/ix" > /dev/null 2>&1
-"$B/sieve" serve --index "$work/ix" --port 0 --max-texts 64 2> "$work/serve.log" &
+"$B/sieve" serve --index "$work/ix" --cache "$work/cache" --port 0 --max-texts 64 2> "$work/serve.log" &
 pid=$!
 port=""
 for _ in $(seq 600); do

@@ -68,3 +68,62 @@ def test_the_real_gate_refuses_the_negated_question(tmp_path):
     c.store("does aspirin reduce fever?", "Yes: aspirin lowers a fever.", scope={"model": "gpt-x"})
     assert c.lookup("does aspirin not reduce fever?", scope={"model": "gpt-x"}) is None
     assert c.lookup("does aspirin lower a fever?", scope={"model": "gpt-x"})["answer"] == "Yes: aspirin lowers a fever."
+
+
+def test_over_http_it_answers_as_the_local_cache(model, tmp_path):
+    """sieve.Cache("http://...") over `sieve serve --cache`: the same hits, misses, errors and removals."""
+    import re
+    import time
+    log = open(tmp_path / "serve.log", "w+")
+    server = subprocess.Popen([CLI, "serve", "--model", model, "--cache", str(tmp_path / "c"), "--cache-verifier", "F1",
+                               "--cache-threshold", "0.99", "--port", "0"], stderr=log, stdout=subprocess.DEVNULL)
+    try:
+        port = None
+        for _ in range(600):  # the server announces its port on its log when it is ready
+            log.seek(0)
+            text = log.read()
+            m = re.search(r"127\.0\.0\.1:(\d+)", text)
+            if m and "ready" in text:
+                port = m.group(1)
+                break
+            assert server.poll() is None, open(tmp_path / "serve.log").read()
+            time.sleep(0.1)
+        assert port, open(tmp_path / "serve.log").read()
+        c = sieve.Cache(f"http://127.0.0.1:{port}")
+        assert c.lookup("the dog bit the man") is None
+        id_ = c.store("the dog bit the man", "A", scope={"tenant": "t"}, ttl_s=600)
+        assert id_ == sieve._sieve.cache_entry_id("the dog bit the man", {"tenant": "t"})
+        hit = c.lookup("the dog bit the man", scope={"tenant": "t"})
+        assert hit["answer"] == "A" and hit["threshold"] == 0.99
+        assert c.lookup("the dog bit the man", scope={"tenant": "u"}) is None
+        assert c.lookup("the man bit the dog", scope={"tenant": "t"}) is None
+        assert c.get(id_)["scope"] == {"tenant": "t"} and c.get(id_)["expires_at"] is not None
+        with pytest.raises(sieve.Error, match="scope.colour"):
+            c.store("p", "a", scope={"colour": "red"})
+        assert c.invalidate(scope={"tenant": "t"}) == 1 and c.get(id_) is None
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_the_command_line(model, tmp_path):
+    import json
+
+    def cli(*args, code=0):
+        r = subprocess.run([CLI, "cache", *args, "--cache", str(tmp_path / "c"), "--model", model, "--verifier", "F1",
+                            "--threshold", "0.99"], capture_output=True, text=True)
+        assert r.returncode == code, r.stderr
+        return json.loads(r.stdout) if code == 0 else r.stderr
+
+    id_ = cli("store", "the dog bit the man", "A", "--scope", '{"tenant": "t"}', "--ttl-s", "600")["id"]
+    hit = cli("lookup", "the dog bit the man", "--scope", '{"tenant": "t"}')
+    assert hit["hit"] and hit["answer"] == "A" and hit["id"] == id_
+    assert not cli("lookup", "the man bit the dog", "--scope", '{"tenant": "t"}')["hit"]
+    assert not cli("lookup", "the dog bit the man")["hit"]
+    assert cli("get", id_)["scope"] == {"tenant": "t"}
+    assert cli("info")["entries"] == 1
+    assert "scope" in cli("lookup", "x", "--scope", "[1]", code=2)
+    assert "scope.colour" in cli("store", "x", "y", "--scope", '{"colour": "red"}', code=1)
+    assert "one of them" in cli("invalidate", code=2)
+    assert cli("invalidate", "--all")["deleted"] == 1 and cli("info")["entries"] == 0

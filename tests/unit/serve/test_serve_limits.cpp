@@ -221,6 +221,12 @@ TEST(Admission, KeysScopesLimitsAndTheBodyCapInOnePlace) {
   ASSERT_TRUE(wrong_scope.refusal);
   EXPECT_EQ(wrong_scope.refusal->status, 403);
   EXPECT_NE(wrong_scope.refusal->body.find("needs a key of scope 'write'"), std::string::npos);
+  // The cache: a lookup and an entry by id are reads; a store and every removal are writes.
+  EXPECT_EQ(scope_needed("POST", "/v1/cache/lookup"), KeyScope::Read);
+  EXPECT_EQ(scope_needed("GET", "/v1/cache/abc"), KeyScope::Read);
+  for (const auto& [m, p] : std::vector<std::pair<std::string, std::string>>{
+           {"POST", "/v1/cache"}, {"POST", "/v1/cache/delete"}, {"DELETE", "/v1/cache/abc"}})
+    EXPECT_EQ(scope_needed(m, p), KeyScope::Write) << m << " " << p;
   // Ray Serve's router's counters are the admin's, as /metrics.
   EXPECT_EQ(a.admit("GET", "/router/stats", "Bearer r-key", "10.0.0.1").refusal->status, 403);
   // The reader's own rate (1/s, burst 1): the first passes, the second is a 429 held for

@@ -385,7 +385,7 @@ TEST_F(ServeTest, OpenApiSpecDescribesEveryRouteAndNoOther) {
   std::map<std::string, std::string> allow;
   for (const auto& [path, method] : served) allow[path] += (allow[path].empty() ? "" : ", ") + method;
   for (const auto& [path, method] : served) {
-    const std::string p = path == "/v1/documents/{id}" ? "/v1/documents/d1" : path;
+    const std::string p = path == "/v1/documents/{id}" ? "/v1/documents/d1" : path == "/v1/cache/{id}" ? "/v1/cache/c1" : path;
     Response x = service_->handle(method, p, method == "POST" ? "{}" : "", {{"query", "a"}, {"candidate", "b"}});
     EXPECT_EQ(x.body.find("no route"), std::string::npos) << path << " " << x.body;
     EXPECT_NE(x.status, 405) << path;
@@ -403,6 +403,57 @@ TEST_F(ServeTest, OpenApiSpecDescribesEveryRouteAndNoOther) {
   EXPECT_EQ(service_->handle("POST", "/", embed).body, want);
   EXPECT_EQ(service_->handle("POST", "/invocations", embed).body, want);
   EXPECT_EQ(service_->handle("GET", "/v1/documents/{id}", "").status, 404);
+  EXPECT_EQ(service_->handle("GET", "/v1/cache/{id}", "").status, 404);
+}
+
+// The cache routes over the library's SemanticCache (docs/cache.md): a store, a hit only through
+// the gate and only in its scope, an entry read and removed by id, removal by scope; bad input is
+// a 422 naming the field with nothing stored; a server without --cache answers 404.
+TEST_F(ServeTest, TheCacheRoutes) {
+  const json none = json::parse(service_->handle("POST", "/v1/cache/lookup", R"({"prompt": "x"})").body);
+  EXPECT_NE(none["error"]["message"].get<std::string>().find("no cache"), std::string::npos) << none.dump();
+  ServeOptions o;
+  o.model_dir = *dir_ + "/model";
+  o.cache_dir = test::make_temp_dir("serve_cache") + "/c";
+  o.cache_verifier = "F1";
+  o.cache_threshold = 0.99;
+  o.encoder_workers = 1;
+  Service s(o);
+  auto call = [&](const std::string& method, const std::string& path, const json& body, int want = 200) {
+    Response r = s.handle(method, path, body.is_null() ? "" : body.dump());
+    EXPECT_EQ(r.status, want) << method << " " << path << " " << body.dump() << " -> " << r.body;
+    return json::parse(r.body);
+  };
+  EXPECT_FALSE(call("POST", "/v1/cache/lookup", {{"prompt", "the dog bit the man"}})["hit"]);  // empty: a miss
+  const std::string id =
+      call("POST", "/v1/cache", {{"prompt", "the dog bit the man"}, {"answer", "A"}, {"scope", {{"tenant", "t"}}}})["id"];
+  EXPECT_EQ(id, cache_entry_id("the dog bit the man", {{"tenant", "t"}}));
+  json hit = call("POST", "/v1/cache/lookup", {{"prompt", "the dog bit the man"}, {"scope", {{"tenant", "t"}}}});
+  EXPECT_TRUE(hit["hit"]);
+  EXPECT_EQ(hit["answer"], "A");
+  EXPECT_EQ(hit["id"], id);
+  EXPECT_EQ(hit["threshold"], 0.99);
+  EXPECT_FALSE(call("POST", "/v1/cache/lookup", {{"prompt", "the dog bit the man"}, {"scope", {{"tenant", "u"}}}})["hit"]);
+  json miss = call("POST", "/v1/cache/lookup", {{"prompt", "the man bit the dog"}, {"scope", {{"tenant", "t"}}}});
+  EXPECT_FALSE(miss["hit"]);
+  EXPECT_TRUE(miss["answer"].is_null());
+  EXPECT_LT(miss["score"].get<double>(), 0.99);
+  EXPECT_EQ(call("GET", "/v1/cache/" + id, nullptr)["scope"], json({{"tenant", "t"}}));
+  // Bad input: 422 naming the field, nothing stored.
+  for (const json& bad : {json{{"prompt", ""}, {"answer", "a"}}, json{{"prompt", "p"}, {"answer", "a"}, {"ttl_s", -1}},
+                          json{{"prompt", "p"}, {"answer", "a"}, {"scope", {{"colour", "red"}}}},
+                          json{{"prompt", "p"}, {"answer", "a"}, {"ttl_s", "soon"}}, json{{"prompt", "p"}, {"answer", 3}}})
+    call("POST", "/v1/cache", bad, bad.contains("answer") && !bad["answer"].is_string() ? 400 : 422);
+  call("POST", "/v1/cache/lookup", {{"prompt", "p"}, {"scope", {{"colour", "red"}}}}, 422);
+  call("POST", "/v1/cache/delete", {{"ids", {"a"}}, {"scope", json::object()}}, 400);
+  EXPECT_EQ(s.handle("GET", "/v1/cache/nope", "").status, 404);
+  // Removal by scope and by id.
+  call("POST", "/v1/cache", {{"prompt", "a red car"}, {"answer", "B"}, {"scope", {{"tenant", "u"}}}});
+  EXPECT_EQ(call("POST", "/v1/cache/delete", {{"scope", {{"tenant", "u"}}}})["deleted"], 1);
+  EXPECT_EQ(call("DELETE", "/v1/cache/" + id, nullptr)["deleted"], 1);
+  EXPECT_EQ(s.handle("DELETE", "/v1/cache/" + id, "").status, 404);
+  EXPECT_FALSE(call("POST", "/v1/cache/lookup", {{"prompt", "the dog bit the man"}, {"scope", {{"tenant", "t"}}}})["hit"]);
+  EXPECT_EQ(s.handle("PUT", "/v1/cache/" + id, "{}").status, 405);
 }
 
 TEST_F(ServeTest, BadInputTable) {

@@ -1,0 +1,95 @@
+// The semantic cache's routes (sieve/cache.h, docs/cache.md): POST /v1/cache stores an entry,
+// POST /v1/cache/lookup looks a prompt up, GET and DELETE /v1/cache/{id} read and remove one entry,
+// POST /v1/cache/delete removes entries by ids or by scope. Thin: the library decides; the cache's
+// refusals (sieve::Error naming the field) are the server's 422.
+#include <cmath>
+
+#include "serve/request_json.h"
+#include "serve/service.h"
+#include "sieve/cache.h"
+
+namespace sieve::serve {
+namespace {
+
+// A scope: a JSON object of strings (absent or null: the empty scope).
+CacheScope scope_of(const json& j) {
+  CacheScope out;
+  if (!j.contains("scope") || j.at("scope").is_null()) return out;
+  const json& s = j.at("scope");
+  if (!s.is_object()) throw too_much("'scope' must be an object of field -> string");
+  for (const auto& [k, v] : s.items()) {
+    if (!v.is_string()) throw too_much("scope." + k + ": a string (scope values are compared exactly)");
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::string required_string(const json& j, const char* field) {
+  if (!j.contains(field) || !j.at(field).is_string()) throw bad(std::string("'") + field + "' must be a string");
+  return j.at(field).get<std::string>();
+}
+
+json maybe(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
+
+}  // namespace
+
+SemanticCache& Service::cache() const {
+  if (!cache_) throw HttpError(404, "not_found", "this server has no cache (start it with --cache DIR)");
+  return *cache_;
+}
+
+Response Service::cache_store(const std::string& body) {
+  SemanticCache& c = cache();
+  const json j = parse_object(body, fields_of("/v1/cache"));
+  double ttl = 0;
+  if (j.contains("ttl_s") && !j.at("ttl_s").is_null()) {
+    if (!j.at("ttl_s").is_number()) throw too_much("ttl_s: a number of seconds");
+    ttl = j.at("ttl_s").get<double>();
+  }
+  const std::string id = c.store(required_string(j, "prompt"), required_string(j, "answer"), scope_of(j), ttl);
+  return json_response({{"id", id}});
+}
+
+Response Service::cache_lookup(const std::string& body) const {
+  const SemanticCache& c = cache();
+  const json j = parse_object(body, fields_of("/v1/cache/lookup"));
+  const CacheLookup r = c.lookup(required_string(j, "prompt"), scope_of(j));
+  return json_response({{"hit", r.hit},
+                        {"id", r.hit ? json(r.id) : json(nullptr)},
+                        {"prompt", r.hit ? json(r.prompt) : json(nullptr)},
+                        {"answer", r.hit ? json(r.answer) : json(nullptr)},
+                        {"score", maybe(r.score)},
+                        {"stage1_score", maybe(r.stage1_score)},
+                        {"threshold", maybe(r.threshold)},
+                        {"candidates", r.candidates}});
+}
+
+Response Service::cache_get(const std::string& id) const {
+  CacheEntry e;
+  if (!cache().get(id, &e)) throw HttpError(404, "not_found", "no cache entry '" + id + "'");
+  return json_response({{"id", e.id},
+                        {"prompt", e.prompt},
+                        {"answer", e.answer},
+                        {"scope", e.scope},
+                        {"expires_at", e.expires_at > 0 ? json(e.expires_at) : json(nullptr)}});
+}
+
+Response Service::cache_delete(const std::string& id) {
+  if (cache().invalidate({id}) == 0) throw HttpError(404, "not_found", "no cache entry '" + id + "'");
+  return json_response({{"deleted", 1}});
+}
+
+Response Service::cache_delete_batch(const std::string& body) {
+  SemanticCache& c = cache();
+  const json j = parse_object(body, fields_of("/v1/cache/delete"));
+  const bool has_ids = j.contains("ids") && !j.at("ids").is_null();
+  const bool has_scope = j.contains("scope") && !j.at("scope").is_null();
+  if (has_ids == has_scope) throw bad("give 'ids' (a list of entry ids) or 'scope' (an object), not both and not neither");
+  if (has_ids) {
+    if (!j.at("ids").is_array()) throw bad("'ids' must be a list of entry ids");
+    return json_response({{"deleted", c.invalidate(strings_of(j, "ids", true))}});
+  }
+  return json_response({{"deleted", c.invalidate_scope(scope_of(j))}});
+}
+
+}  // namespace sieve::serve
