@@ -32,9 +32,11 @@ struct CacheOptions {
   size_t candidates = 8;              ///< stage-1 candidates the gate reads
   /// The scope fields a store or lookup may name; another field is refused (sieve::Error).
   std::vector<std::string> scope_fields = {"model", "system", "tenant"};
-  size_t max_prompt_bytes = 16 * 1024;
-  /// An answer is stored with the entry's metadata, whose records hold at most 64 KiB.
-  size_t max_answer_bytes = 48 * 1024;
+  /// Limits in Unicode code points (as JSON Schema's maxLength counts). An answer is stored in the
+  /// entry's metadata, whose records hold at most 64 KiB (8,192 characters, escaped, fit).
+  size_t max_prompt_chars = 4096;
+  size_t max_answer_chars = 8192;
+  size_t max_scope_value_chars = 256;  ///< each scope value
   /// The time, in seconds since 1970 (expiry is counted on it); null: the system clock. Tests set it.
   std::function<double()> clock;
 };

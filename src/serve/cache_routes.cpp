@@ -82,13 +82,14 @@ Response Service::cache_delete(const std::string& id) {
 Response Service::cache_delete_batch(const std::string& body) {
   SemanticCache& c = cache();
   const json j = parse_object(body, fields_of("/v1/cache/delete"));
-  const bool has_ids = j.contains("ids") && !j.at("ids").is_null();
-  const bool has_scope = j.contains("scope") && !j.at("scope").is_null();
+  const bool has_ids = j.contains("ids"), has_scope = j.contains("scope");
   if (has_ids == has_scope) throw bad("give 'ids' (a list of entry ids) or 'scope' (an object), not both and not neither");
   if (has_ids) {
-    if (!j.at("ids").is_array()) throw bad("'ids' must be a list of entry ids");
+    if (!j.at("ids").is_array() || j.at("ids").empty()) throw bad("'ids' must be a non-empty list of entry ids");
     return json_response({{"deleted", c.invalidate(strings_of(j, "ids", true))}});
   }
+  // Never null for "everything": removing all entries takes {"scope": {}}.
+  if (!j.at("scope").is_object()) throw too_much("'scope' must be an object ({} removes every entry)");
   return json_response({{"deleted", c.invalidate_scope(scope_of(j))}});
 }
 

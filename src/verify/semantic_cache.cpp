@@ -34,6 +34,13 @@ constexpr const char* kFieldPrefix = "scope_";
 
 std::string canonical_scope(const CacheScope& scope) { return json(scope).dump(); }  // std::map: sorted keys
 
+// Unicode code points of UTF-8 text: the bytes that do not continue a sequence.
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (const unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 
 class CacheImpl final : public SemanticCache {
  public:
@@ -62,8 +69,9 @@ class CacheImpl final : public SemanticCache {
   std::string store(const std::string& prompt, const std::string& answer, const CacheScope& scope,
                     double ttl_s) override {
     check_prompt(prompt);
-    SIEVE_THROW_IF_NOT(answer.size() <= opt_.max_answer_bytes, "answer: " << answer.size() << " bytes, more than the "
-                                                                          << opt_.max_answer_bytes << " a cache takes");
+    SIEVE_THROW_IF_NOT(code_points(answer) <= opt_.max_answer_chars, "answer: " << code_points(answer)
+                                                                               << " characters, more than the "
+                                                                               << opt_.max_answer_chars << " a cache takes");
     check_scope(scope);
     SIEVE_THROW_IF_NOT(std::isfinite(ttl_s) && ttl_s >= 0 && ttl_s <= 1e10,
                        "ttl_s: must be a number of seconds from 0 (never expires) to 1e10");
@@ -185,12 +193,16 @@ class CacheImpl final : public SemanticCache {
   }
   void check_prompt(const std::string& prompt) const {
     SIEVE_THROW_IF_NOT(!prompt.empty(), "prompt: empty");
-    SIEVE_THROW_IF_NOT(prompt.size() <= opt_.max_prompt_bytes, "prompt: " << prompt.size() << " bytes, more than the "
-                                                                          << opt_.max_prompt_bytes << " a cache takes");
+    SIEVE_THROW_IF_NOT(code_points(prompt) <= opt_.max_prompt_chars, "prompt: " << code_points(prompt)
+                                                                              << " characters, more than the "
+                                                                              << opt_.max_prompt_chars << " a cache takes");
   }
   void check_scope(const CacheScope& scope) const {
     for (const auto& [field, value] : scope) {
-      (void)value;
+      const size_t chars = code_points(value);
+      SIEVE_THROW_IF_NOT(chars <= opt_.max_scope_value_chars,
+                         "scope." << field << ": " << chars << " characters, more than the "
+                                  << opt_.max_scope_value_chars << " a scope value may hold");
       SIEVE_THROW_IF_NOT(std::find(opt_.scope_fields.begin(), opt_.scope_fields.end(), field) != opt_.scope_fields.end(),
                          "scope." << field << ": not a scope field of this cache (its fields: " << [&] {
                            std::string all;

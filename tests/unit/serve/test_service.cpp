@@ -446,6 +446,8 @@ TEST_F(ServeTest, TheCacheRoutes) {
     call("POST", "/v1/cache", bad, bad.contains("answer") && !bad["answer"].is_string() ? 400 : 422);
   call("POST", "/v1/cache/lookup", {{"prompt", "p"}, {"scope", {{"colour", "red"}}}}, 422);
   call("POST", "/v1/cache/delete", {{"ids", {"a"}}, {"scope", json::object()}}, 400);
+  call("POST", "/v1/cache/delete", {{"ids", {"a"}}, {"scope", nullptr}}, 400);  // both named
+  call("POST", "/v1/cache/delete", {{"scope", nullptr}}, 422);  // never "everything" by accident
   EXPECT_EQ(s.handle("GET", "/v1/cache/nope", "").status, 404);
   // Removal by scope and by id.
   call("POST", "/v1/cache", {{"prompt", "a red car"}, {"answer", "B"}, {"scope", {{"tenant", "u"}}}});

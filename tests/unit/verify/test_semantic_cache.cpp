@@ -143,10 +143,14 @@ TEST(SemanticCache, BadInputIsRefusedByFieldAndStoresNothing) {
   auto c = fixture_cache(dir, 0.5);
   c->store("the dog bit the man", "a");
   test::expect_error([&] { c->store("", "a"); }, "prompt: empty");
-  test::expect_error([&] { c->store(std::string(20000, 'x'), "a"); }, "prompt:");
-  test::expect_error([&] { c->store("q", std::string(50000, 'x')); }, "answer:");
-  test::expect_error([&] { c->store("q", std::string(40000, '\x01')); }, "answer:");  // escaped past the record
+  test::expect_error([&] { c->store(std::string(4097, 'x'), "a"); }, "prompt: 4097 characters");
+  test::expect_error([&] { c->store("q", std::string(8193, 'x')); }, "answer: 8193 characters");
   test::expect_error([&] { c->store("q", "a", {{"colour", "red"}}); }, "scope.colour");
+  test::expect_error([&] { c->store("q", "a", {{"model", std::string(257, 'm')}}); }, "scope.model: 257 characters");
+  test::expect_error([&] { c->lookup("q", {{"model", std::string(257, 'm')}}); }, "scope.model");
+  std::string wide;  // 256 characters of 3 bytes each: within the limit (it counts characters, as JSON Schema)
+  for (int i = 0; i < 256; ++i) wide += "\xe2\x82\xac";
+  EXPECT_FALSE(c->lookup("q", {{"model", wide}}).hit);
   test::expect_error([&] { c->store("q", "a", {}, -1); }, "ttl_s");
   test::expect_error([&] { c->store("q", "a", {}, std::nan("")); }, "ttl_s");
   test::expect_error([&] { c->lookup("q", {{"colour", "red"}}); }, "scope.colour");
