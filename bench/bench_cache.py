@@ -16,8 +16,9 @@ the same pairs (docs/benchmarks.md, "Semantic cache").
    - cosine at redisvl's SemanticCache default (distance_threshold 0.1: cos >= 0.9);
    - cosine at the threshold whose true-hit rate on the set equals sieve's ("matched");
    - sieve: the default model's shipped gate at its calibrated threshold (the fast gate).
-3. QQP whole: every eval first question stored in one sieve.Cache, every second one looked up:
-   false hits now also count another cached question served (another question on the topic).
+3. QQP whole: every eval first question stored in one sieve.Cache, every second one looked up
+   (and, for the cosine caches, the dense top 1 of the same entries at their thresholds): false
+   hits now also count another cached question served (another question on the topic).
 4. Lookup latency (p50 / p99, one thread) and store throughput of sieve.Cache at `--entries`
    entries (dictionary sentences), beside the cosine cache's lookup (the same index, dense top 1).
 One JSON object per line on stdout; the last, "summary", holds per set each cache's rates.
@@ -134,12 +135,14 @@ def pairwise(name, rows, enc, gate):
     return out
 
 
-def qqp_whole(work, rows, model_dir):
-    """Every first question cached at once; each second looked up against all of them."""
+def qqp_whole(work, rows, thresholds):
+    """Every first question cached at once; each second looked up against all of them, by sieve
+    and by the cosine caches (the dense top 1 of the same entries, a hit at cos >= t)."""
     d = os.path.join(work, "qqp-cache")
     shutil.rmtree(d, ignore_errors=True)
     cache = sieve.Cache(d, threads=1)
     firsts = list(dict.fromkeys(r[0] for r in rows))
+    by_id = {sieve._sieve.cache_entry_id(q, {}): q for q in firsts}
     dup = {}
     for a, b, _, label in rows:
         if label == 1:
@@ -148,22 +151,29 @@ def qqp_whole(work, rows, model_dir):
     for q in firsts:
         cache.store(q, q)  # the answer names the question it answers
     store_s = time.perf_counter() - t0
-    true_hits = false_hits = pos = neg = 0
+    ix = sieve.Index.open(d)
+    names = ["sieve"] + [f"cosine_{name}" for name in thresholds]
+    true_hits = dict.fromkeys(names, 0)
+    false_hits = dict.fromkeys(names, 0)
+    pos = 0
     times = []
     for a, b, _, label in rows:
         t1 = time.perf_counter()
         hit = cache.lookup(b)
         times.append((time.perf_counter() - t1) * 1000)
-        right = hit is not None and hit["answer"] in dup.get(b, ())
-        if label == 1:
-            pos += 1
-            true_hits += int(right)
-        else:
-            neg += 1
-        false_hits += int(hit is not None and not right)
-    out = {"entries": len(firsts), "lookups": len(rows), "true_hit": true_hits / max(1, pos),
-           "false_hit_per_lookup": false_hits / len(rows), "store_per_second": len(firsts) / store_s,
+        served = {"sieve": None if hit is None else hit["answer"]}
+        top = ix.search(b, k=1, mode="dense")
+        for name, t in thresholds.items():
+            served[f"cosine_{name}"] = by_id[top[0]["id"]] if top and top[0]["score"] >= t else None
+        pos += label == 1
+        for name, q in served.items():
+            right = q is not None and q in dup.get(b, ())
+            true_hits[name] += int(right and label == 1)
+            false_hits[name] += int(q is not None and not right)
+    out = {"entries": len(firsts), "lookups": len(rows), "store_per_second": len(firsts) / store_s,
            "lookup_p50_ms": float(np.percentile(times, 50)), "lookup_p99_ms": float(np.percentile(times, 99))}
+    for name in names:
+        out[name] = {"true_hit": true_hits[name] / max(1, pos), "false_hit_per_lookup": false_hits[name] / len(rows)}
     emit(case="qqp_populated", **out)
     return out
 
@@ -222,7 +232,9 @@ def main():
                          for k in ("sieve", "cosine_gptcache_0.6", "cosine_redisvl_0.9", "cosine_matched")}
         m, s = r["cosine_matched"].get("false_hit"), r["sieve"]["false_hit"]
         summary[name]["sieve_false_hits_over_matched_cosine"] = (s / m) if m else None
-    summary["qqp_populated"] = qqp_whole(args.work, sets["qqp"], model)
+    matched = summary["qqp"]["cosine_matched"].get("threshold")
+    summary["qqp_populated"] = qqp_whole(args.work, sets["qqp"], {"gptcache_0.6": GPTCACHE_COS,
+                                                                   "redisvl_0.9": REDISVL_COS, "matched": matched})
     summary["latency"] = [latency(args.work, n, args.queries) for n in args.entries]
     emit(case="summary", **summary)
 
