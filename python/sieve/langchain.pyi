@@ -1,7 +1,9 @@
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
+from langchain_core.caches import BaseCache
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.outputs import Generation
 from langchain_core.vectorstores import VectorStore
 
 from . import Encoder, Index, Verifier
@@ -46,3 +48,11 @@ class SieveVectorStore(VectorStore):
     @classmethod
     def from_texts(cls, texts: List[str], embedding: Optional[Embeddings] = ..., metadatas: Optional[List[dict]] = ...,
                    *, ids: Optional[List[str]] = ..., path: Any = ..., **kwargs: Any) -> "SieveVectorStore": ...
+
+class SieveSemanticCache(BaseCache):
+    ttl_s: Optional[float]
+    def __init__(self, path: Any, model: Optional[str] = ..., *, verifier: str = ..., threshold: Optional[float] = ...,
+                 candidates: int = ..., ttl_s: Optional[float] = ...) -> None: ...
+    def lookup(self, prompt: str, llm_string: str) -> Optional[Sequence[Generation]]: ...
+    def update(self, prompt: str, llm_string: str, return_val: Sequence[Generation]) -> None: ...
+    def clear(self, **kwargs: Any) -> None: ...

@@ -1,0 +1,13 @@
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+from gptcache.similarity_evaluation import SimilarityEvaluation
+
+class SieveGateEvaluation(SimilarityEvaluation):
+    threshold: float
+    dim: int
+    def __init__(self, verifier: str = ..., model: Optional[str] = ...) -> None: ...
+    def evaluation(self, src_dict: Dict[str, Any], cache_dict: Dict[str, Any], **_: Any) -> float: ...
+    def range(self) -> Tuple[float, float]: ...
+
+def sieve_embedding(model: Optional[str] = ...) -> Callable[..., np.ndarray]: ...
