@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sieve/encoder.h"
+#include "sieve/index.h"
 
 namespace sieve {
 
@@ -84,6 +85,10 @@ class SemanticCache {
   /// Removes every entry whose scope has the values of `scope` for the fields it names (all of
   /// them for an empty scope); returns how many.
   virtual size_t invalidate_scope(const CacheScope& scope) = 0;
+  /// Rewrites the cache's index without its expired, replaced and invalidated entries, which stay
+  /// on disk, invisible, until then (expiry read at the cache's clock); lookups and stores go on
+  /// meanwhile. Nothing stored yet: an empty report.
+  virtual CompactReport compact() = 0;
   /// Live entries.
   virtual size_t size() const = 0;
   virtual const CacheOptions& options() const = 0;

@@ -75,6 +75,14 @@ class Cache:
         """Removes every entry; returns how many went."""
         return self._impl.invalidate_scope({})
 
+    def compact(self):
+        """Rewrites the cache without its expired, replaced and invalidated entries (they stay on
+        disk, invisible, until then); returns {"documents_before", "documents", "removed",
+        "bytes_before", "bytes_after", "seconds"}. Local caches only (a server's is its own)."""
+        if isinstance(self._impl, _Remote):
+            raise TypeError("compact() of a cache served over HTTP: the server compacts its own")
+        return self._impl.compact()
+
     def __len__(self):
         return len(self._impl)
 

@@ -93,6 +93,22 @@ void bind_cache(py::module_& m) {
             return c.invalidate_scope(scope);
           },
           py::arg("scope"))
+      .def("compact",
+           [](sieve::SemanticCache& c) {
+             sieve::CompactReport r;
+             {
+               py::gil_scoped_release nogil;
+               r = c.compact();
+             }
+             py::dict d;
+             d["documents_before"] = r.documents_before;
+             d["documents"] = r.documents;
+             d["removed"] = r.removed;
+             d["bytes_before"] = r.bytes_before;
+             d["bytes_after"] = r.bytes_after;
+             d["seconds"] = r.seconds;
+             return d;
+           })
       .def("__len__", &sieve::SemanticCache::size)
       .def_property_readonly("threshold", &sieve::SemanticCache::threshold);
   m.def("cache_entry_id", &sieve::cache_entry_id, py::arg("prompt"), py::arg("scope") = sieve::CacheScope{});

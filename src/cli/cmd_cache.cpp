@@ -124,6 +124,18 @@ void register_cache(CLI::App& app) {
   }
   {
     auto f = std::make_shared<CacheFlags>();
+    auto* cmd = group->add_subcommand("compact", "Rewrite the cache without its expired, replaced and invalidated entries");
+    add_cache_flags(cmd, *f);
+    on_run(cmd, [f] {
+      const CompactReport r = open_cache(*f)->compact();
+      const nlohmann::json j = {{"documents_before", r.documents_before}, {"documents", r.documents},
+                                {"removed", r.removed}, {"bytes_before", r.bytes_before},
+                                {"bytes_after", r.bytes_after}, {"seconds", r.seconds}};
+      std::printf("%s\n", j.dump().c_str());
+    });
+  }
+  {
+    auto f = std::make_shared<CacheFlags>();
     auto* cmd = group->add_subcommand("info", "Print the live entries, the gate and its threshold");
     add_cache_flags(cmd, *f);
     on_run(cmd, [f] {

@@ -164,6 +164,19 @@ class CacheImpl final : public SemanticCache {
     return writer_->remove_matching(Filter::parse(f.dump())).deleted;
   }
 
+  CompactReport compact() override {
+    IndexWriter* w = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(create_mu_);
+      if (!writer_ && exists()) open_writer(model_dir_);
+      w = writer_.get();  // never replaced once made
+    }
+    if (w == nullptr) return {};
+    CompactOptions co;
+    co.now = now();
+    return w->compact(co);
+  }
+
   size_t size() const override {
     const std::shared_ptr<const Index> ix = snapshot();
     return ix ? ix->matching(Filter{}, now()).size() : 0;

@@ -35,6 +35,8 @@ def test_store_lookup_scope_and_invalidate(model, tmp_path):
     assert c.invalidate(scope={"tenant": "a"}) == 1 and c.get(id_) is None
     assert c.invalidate(ids=["nope"]) == 0 and len(c) == 1
     assert c.clear() == 1 and len(c) == 0
+    report = c.compact()  # the invalidated and replaced entries leave the disk
+    assert report["documents"] == 0 and report["removed"] == report["documents_before"] >= 3
 
 
 def test_bad_input_names_the_field_and_stores_nothing(model, tmp_path):
@@ -127,3 +129,4 @@ def test_the_command_line(model, tmp_path):
     assert "scope.colour" in cli("store", "x", "y", "--scope", '{"colour": "red"}', code=1)
     assert "one of them" in cli("invalidate", code=2)
     assert cli("invalidate", "--all")["deleted"] == 1 and cli("info")["entries"] == 0
+    assert cli("compact")["removed"] == 1

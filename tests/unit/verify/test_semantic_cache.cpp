@@ -55,6 +55,8 @@ TEST(SemanticCache, AnEmptyCacheMissesAndCreatesNothing) {
   EXPECT_EQ(r.threshold, 0.5);
   EXPECT_EQ(c->size(), 0u);
   EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(c->compact().documents_before, 0u);  // nothing stored: nothing to do
+  EXPECT_FALSE(fs::exists(dir));
   CacheEntry e;
   EXPECT_FALSE(c->get("x", &e));
   EXPECT_EQ(c->invalidate({"x"}), 0u);
@@ -136,6 +138,13 @@ TEST(SemanticCache, EntriesExpireOnTime) {
   EXPECT_NE(r.answer, "short-lived");  // the other entry may serve it (threshold -inf), never the expired one
   EXPECT_FALSE(c->get(id, &e));
   EXPECT_EQ(c->size(), 1u);
+  // Compaction removes the expired entry for good; the live one still serves.
+  const CompactReport compacted = c->compact();
+  EXPECT_EQ(compacted.documents_before, 2u);
+  EXPECT_EQ(compacted.documents, 1u);
+  EXPECT_EQ(compacted.removed, 1u);
+  EXPECT_EQ(c->lookup("small river under the tree").answer, "kept");
+  EXPECT_EQ(fixture_cache(dir, -1e9, &clock)->compact().removed, 0u);
 }
 
 TEST(SemanticCache, BadInputIsRefusedByFieldAndStoresNothing) {
