@@ -69,6 +69,7 @@ SearchParams search_params(size_t k, const std::string& mode, const SearchRecomm
 // A hit with hit_json's keys (HitKeys), plus "doc" (the row number) and None where JSON omits.
 py::dict hit_dict(const Hit& h, size_t rank);
 py::dict report_dict(const BuildReport& r);
+py::dict compact_dict(const CompactReport& r);
 
 void bind_index(py::module_& m);  // python/src/index_bindings.cpp
 

@@ -100,14 +100,7 @@ void bind_cache(py::module_& m) {
                py::gil_scoped_release nogil;
                r = c.compact();
              }
-             py::dict d;
-             d["documents_before"] = r.documents_before;
-             d["documents"] = r.documents;
-             d["removed"] = r.removed;
-             d["bytes_before"] = r.bytes_before;
-             d["bytes_after"] = r.bytes_after;
-             d["seconds"] = r.seconds;
-             return d;
+             return compact_dict(r);
            })
       .def("__len__", &sieve::SemanticCache::size)
       .def_property_readonly("threshold", &sieve::SemanticCache::threshold);

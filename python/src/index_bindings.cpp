@@ -147,6 +147,17 @@ BuildReport interruptible(IndexBuildOptions& opt, F&& run) {
   }
 }
 
+py::dict compact_dict(const CompactReport& r) {
+  py::dict d;
+  d["documents_before"] = r.documents_before;
+  d["documents"] = r.documents;
+  d["removed"] = r.removed;
+  d["bytes_before"] = r.bytes_before;
+  d["bytes_after"] = r.bytes_after;
+  d["seconds"] = r.seconds;
+  return d;
+}
+
 py::dict report_dict(const BuildReport& r) {
   py::dict d;
   d["documents"] = r.documents;
@@ -340,14 +351,7 @@ void bind_index(py::module_& m) {
                py::gil_scoped_release release;
                r = w.compact();
              }
-             py::dict d;
-             d["documents_before"] = r.documents_before;
-             d["documents"] = r.documents;
-             d["removed"] = r.removed;
-             d["bytes_before"] = r.bytes_before;
-             d["bytes_after"] = r.bytes_after;
-             d["seconds"] = r.seconds;
-             return d;
+             return compact_dict(r);
            })
       .def("delete",
            [](PyIndex& i, const std::vector<std::string>& ids, const std::string& filter, bool missing_ok) {
