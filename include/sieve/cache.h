@@ -96,6 +96,15 @@ class SemanticCache {
   virtual double threshold() const = 0;
 };
 
+/// A scope from JSON text, an object of field -> string (what the server's bodies and
+/// `sieve cache --scope` give); sieve::Error naming the place ("scope.model: ...") otherwise.
+CacheScope cache_scope_from_json(const std::string& json);
+/// The JSON every face answers: a lookup {"hit", "id", "prompt", "answer", "score", "stage1_score",
+/// "threshold", "candidates"} (null where a miss has none); an entry {"id", "prompt", "answer",
+/// "scope", "expires_at"}.
+std::string cache_lookup_json(const CacheLookup& r);
+std::string cache_entry_json(const CacheEntry& e);
+
 /// The id of `prompt` in `scope` (what store returns): a SHA-256 over the scope's canonical form
 /// and the prompt, 32 hex digits.
 std::string cache_entry_id(const std::string& prompt, const CacheScope& scope);

@@ -163,13 +163,12 @@ class ShardServer {
   // `verifiers`: the router's stage-2 specs (ShardScorer holds their token-map verifiers);
   // `model`: the encoder's folder they are checked against (default: the shard's).
   ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model)
-      : dir_(dir), verifiers_(verifiers), model_(model) {
+      : dir_(dir), verifiers_(verifiers), model_(model),
+        copies_(dir, [this](const std::string& id, const index::RecordedShard& at) { return open_copy(id, at); }) {
     // Before it serves: the copy its set records (a rebuilt shard under an old set is refused).
     const std::string identity = index::check_shard_in_its_set(dir);
-    const std::optional<index::RecordedShard> at = index::find_shard_copy(dir, identity);
-    SIEVE_THROW_IF_NOT(at.has_value(), "shard '" << dir << "' changed while it was opened; start it again");
-    copies_.push_back(open_copy(identity, *at));
-    SIEVE_THROW_IF_NOT(index::shard_identity(dir) == identity, "shard '" << dir << "' changed while it was opened; start it again");
+    copies_.get(identity);
+    SIEVE_THROW_IF_NOT(index::find_shard_copy(dir, identity), "shard '" << dir << "' changed while it was opened; start it again");
   }
 
   // Stage 2 here (ShardScorer::score).
@@ -257,7 +256,7 @@ class ShardServer {
   size_t size() const { return copy("")->index->size(); }
 
   // The identity of the latest copy this replica opened (index::shard_identity).
-  std::string identity() const { return copy("")->identity; }
+  std::string identity() const { return copies_.latest(); }
   // sieve.Error unless this replica can answer for copy `expected` ("" = any): the one it serves,
   // or one the set committed since (opened here then).
   void check_identity(const std::string& expected) const { copy(expected); }
@@ -268,7 +267,6 @@ class ShardServer {
     std::shared_ptr<const Index> index;
     std::unique_ptr<ShardScorer> scorer;
   };
-  static constexpr size_t kCopiesKept = 3;
 
   std::shared_ptr<const Copy> open_copy(const std::string& identity, const index::RecordedShard& at) const {
     auto c = std::make_shared<Copy>();
@@ -282,27 +280,12 @@ class ShardServer {
         VerifierContext{model_.empty() ? c->index->stats().model_path : model_, c->index->stats().model_identity});
     return c;
   }
-  // The copy named `expected` ("" = the latest), opened when the set has committed it since.
-  std::shared_ptr<const Copy> copy(const std::string& expected) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (expected.empty()) return copies_.front();
-    for (const auto& c : copies_)
-      if (c->identity == expected) return c;
-    const std::optional<index::RecordedShard> at = index::find_shard_copy(dir_, expected);
-    SIEVE_THROW_IF_NOT(at.has_value(), "this replica serves another copy of the shard (its manifest's digest is "
-                                           << copies_.front()->identity << ", the router's set records " << expected
-                                           << ", which is not on disk here): the shard was rebuilt or replaced; restart "
-                                              "the application on one set");
-    copies_.insert(copies_.begin(), open_copy(expected, *at));
-    if (copies_.size() > kCopiesKept) copies_.pop_back();
-    return copies_.front();
-  }
+  std::shared_ptr<const Copy> copy(const std::string& expected) const { return copies_.get(expected); }
 
   std::string dir_;
   std::vector<std::string> verifiers_;
   std::string model_;
-  mutable std::mutex mu_;  // guards copies_ (newest first)
-  mutable std::vector<std::shared_ptr<const Copy>> copies_;
+  mutable index::ShardCopies<Copy> copies_;  // declared last: its opener reads the members above
 };
 
 }  // namespace

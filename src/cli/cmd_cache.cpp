@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "index/document_json.h"
 #include "sieve/cache.h"
 #include "sieve/error.h"
 
@@ -34,24 +35,15 @@ std::unique_ptr<SemanticCache> open_cache(const CacheFlags& f) {
   return SemanticCache::open(f.dir, o);
 }
 
+// --scope: a malformed one is a usage error (exit 2) in the library's words.
 CacheScope scope_flag(const std::string& text) {
-  CacheScope out;
-  if (text.empty()) return out;
-  nlohmann::json j;
+  if (text.empty()) return {};
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    throw UsageError("--scope: not JSON (a JSON object of strings)");
+    return cache_scope_from_json(text);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--scope: ") + e.what());
   }
-  if (!j.is_object()) throw UsageError("--scope: a JSON object of strings");
-  for (const auto& [k, v] : j.items()) {
-    if (!v.is_string()) throw UsageError("--scope: scope." + k + " must be a string");
-    out[k] = v.get<std::string>();
-  }
-  return out;
 }
-
-nlohmann::json maybe(double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); }
 
 }  // namespace
 
@@ -66,16 +58,7 @@ void register_cache(CLI::App& app) {
     cmd->add_option("prompt", *prompt, "The prompt")->required();
     on_run(cmd, [f, prompt] {
       const CacheScope scope = scope_flag(f->scope);
-      const CacheLookup r = open_cache(*f)->lookup(*prompt, scope);
-      const nlohmann::json j = {{"hit", r.hit},
-                                {"id", r.hit ? nlohmann::json(r.id) : nlohmann::json(nullptr)},
-                                {"prompt", r.hit ? nlohmann::json(r.prompt) : nlohmann::json(nullptr)},
-                                {"answer", r.hit ? nlohmann::json(r.answer) : nlohmann::json(nullptr)},
-                                {"score", maybe(r.score)},
-                                {"stage1_score", maybe(r.stage1_score)},
-                                {"threshold", maybe(r.threshold)},
-                                {"candidates", r.candidates}};
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", cache_lookup_json(open_cache(*f)->lookup(*prompt, scope)).c_str());
     });
   }
   {
@@ -101,9 +84,7 @@ void register_cache(CLI::App& app) {
     on_run(cmd, [f, id] {
       CacheEntry e;
       if (!open_cache(*f)->get(*id, &e)) throw Error("no cache entry '" + *id + "'");
-      const nlohmann::json j = {{"id", e.id},       {"prompt", e.prompt}, {"answer", e.answer},
-                                {"scope", e.scope}, {"expires_at", e.expires_at > 0 ? nlohmann::json(e.expires_at) : nlohmann::json(nullptr)}};
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", cache_entry_json(e).c_str());
     });
   }
   {
@@ -127,11 +108,7 @@ void register_cache(CLI::App& app) {
     auto* cmd = group->add_subcommand("compact", "Rewrite the cache without its expired, replaced and invalidated entries");
     add_cache_flags(cmd, *f);
     on_run(cmd, [f] {
-      const CompactReport r = open_cache(*f)->compact();
-      const nlohmann::json j = {{"documents_before", r.documents_before}, {"documents", r.documents},
-                                {"removed", r.removed}, {"bytes_before", r.bytes_before},
-                                {"bytes_after", r.bytes_after}, {"seconds", r.seconds}};
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", index::compact_report_json(open_cache(*f)->compact()).dump().c_str());
     });
   }
   {
@@ -140,7 +117,7 @@ void register_cache(CLI::App& app) {
     add_cache_flags(cmd, *f);
     on_run(cmd, [f] {
       auto c = open_cache(*f);
-      const nlohmann::json j = {{"entries", c->size()}, {"verifier", c->options().verifier}, {"threshold", maybe(c->threshold())},
+      const nlohmann::json j = {{"entries", c->size()}, {"verifier", c->options().verifier}, {"threshold", c->threshold()},
                                 {"scope_fields", c->options().scope_fields}};
       std::printf("%s\n", j.dump().c_str());
     });

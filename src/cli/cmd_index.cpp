@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "index/document_json.h"
 #include "sieve/model.h"
 #include "sieve/index.h"
 
@@ -178,11 +179,7 @@ void register_index(CLI::App& app) {
                    "and writes go on meanwhile; the folders are exchanged in one step at the end)");
     cmd->add_option("--index", *index, "Index directory")->required();
     on_run(cmd, [index] {
-      const CompactReport r = compact_index(*index);
-      nlohmann::json j = {{"documents_before", r.documents_before}, {"documents", r.documents},
-                          {"removed", r.removed},                   {"bytes_before", r.bytes_before},
-                          {"bytes_after", r.bytes_after},           {"seconds", r.seconds}};
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", index::compact_report_json(compact_index(*index)).dump().c_str());
     });
   }
   {

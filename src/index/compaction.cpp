@@ -30,14 +30,6 @@ using namespace sieve::index;
 
 namespace {
 
-uint64_t folder_bytes(const std::string& dir) {
-  uint64_t n = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec)) n += it->file_size(ec);
-  return n;
-}
-
 // The logs of the index at `dir` as manifest `m` commits them.
 struct Source {
   Source(const std::string& dir, const Manifest& m)
@@ -162,6 +154,14 @@ std::unique_ptr<Index> open_plain(const std::string& dir, bool vectors) {
 }  // namespace
 
 namespace index {
+
+uint64_t folder_bytes(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec)) n += it->file_size(ec);
+  return n;
+}
 
 CompactReport compact_folder(const std::string& dir_in, const CompactOptions& opt, std::mutex* writer_mu,
                              const std::function<void()>& after_swap, const CompactHooks& hooks) {

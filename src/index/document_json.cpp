@@ -35,4 +35,9 @@ nlohmann::json document_json(const Document& doc) {
   return j;
 }
 
+nlohmann::json compact_report_json(const CompactReport& r) {
+  return {{"documents_before", r.documents_before}, {"documents", r.documents}, {"removed", r.removed},
+          {"bytes_before", r.bytes_before},         {"bytes_after", r.bytes_after}, {"seconds", r.seconds}};
+}
+
 }  // namespace sieve::index

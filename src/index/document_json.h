@@ -16,4 +16,8 @@ void read_document_extras(const nlohmann::json& j, Document& doc, double now);
 /// {"_id", "title", "text"} and, when set, "metadata" (the object) and "expires_at" (seconds).
 nlohmann::json document_json(const Document& doc);
 
+/// A compaction's report as the CLI prints it: {"documents_before", "documents", "removed",
+/// "bytes_before", "bytes_after", "seconds"}.
+nlohmann::json compact_report_json(const CompactReport& r);
+
 }  // namespace sieve::index

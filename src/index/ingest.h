@@ -69,6 +69,9 @@ std::vector<uint32_t> resolve_deletes(const Index& snap, const std::vector<std::
 /// compact_index's work; with `writer_mu` (an IndexWriter's), the final step (carrying over the
 /// writes committed meanwhile, the exchange) holds it too, and `after_swap` runs before it is
 /// released (the writer publishes the compacted snapshot there).
+/// Bytes of the regular files under `dir` (what a compaction reports before and after).
+uint64_t folder_bytes(const std::string& dir);
+
 /// A shard set's compaction of one shard adds two steps: `phase2_lock` (called before the index's
 /// own lock is taken, its result held to the end: the set's lock) and `before_swap` (called with
 /// the staging folder once it holds the complete compacted index, before the exchange: the set

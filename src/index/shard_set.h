@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "index/fusion.h"
+#include "sieve/error.h"
 #include "sieve/index.h"
 
 namespace sieve::index {
@@ -88,6 +89,47 @@ std::optional<RecordedShard> find_recorded_shard(const std::string& set_dir, con
 /// The same for the shard at `shard_dir` and the identity `identity` (a shard replica asked for
 /// the copy a router's snapshot names).
 std::optional<RecordedShard> find_shard_copy(const std::string& shard_dir, const std::string& identity);
+/// The copies of one shard a shard server answers from, by identity: the one it opened, and those
+/// its set commits later, opened (`open`) the first time a caller names them (find_shard_copy);
+/// the last `kept` are kept for searches still under way on an older snapshot of the set. A copy
+/// that is neither held nor on disk is refused (sieve::Error: another set's or a rebuilt shard).
+/// Thread-safe. `Copy` is what the server holds per copy (the index and its scorer).
+template <class Copy>
+class ShardCopies {
+ public:
+  using Open = std::function<std::shared_ptr<const Copy>(const std::string& identity, const RecordedShard& at)>;
+  ShardCopies(std::string shard_dir, Open open, size_t kept = 3)
+      : dir_(std::move(shard_dir)), open_(std::move(open)), kept_(kept) {}
+  /// The copy named `identity` ("" = the latest opened).
+  std::shared_ptr<const Copy> get(const std::string& identity) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, c] : copies_)
+      if (identity.empty() || id == identity) return c;
+    const std::optional<RecordedShard> at = find_shard_copy(dir_, identity);
+    SIEVE_THROW_IF_NOT(at.has_value(), "this replica serves another copy of the shard '"
+                                           << dir_ << "' (its latest is " << latest_identity()
+                                           << ", the caller's set records " << identity
+                                           << ", which is not on disk here): the shard was rebuilt or replaced; "
+                                              "restart the application on one set");
+    copies_.insert(copies_.begin(), {identity, open_(identity, *at)});
+    if (copies_.size() > kept_) copies_.pop_back();
+    return copies_.front().second;
+  }
+  /// The identity of the latest copy opened ("" before the first).
+  std::string latest() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_identity();
+  }
+
+ private:
+  std::string latest_identity() const { return copies_.empty() ? "" : copies_.front().first; }
+  std::string dir_;
+  Open open_;
+  size_t kept_;
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, std::shared_ptr<const Copy>>> copies_;  // newest first
+};
+
 /// Opens the copy `at` (one index, not a shard set).
 std::unique_ptr<Index> open_shard_copy(const RecordedShard& at, const IndexOpenOptions& opt);
 

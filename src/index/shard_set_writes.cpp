@@ -365,14 +365,7 @@ CompactReport compact_shard_set(const std::string& dir, const CompactOptions& op
     const std::string sd = path_join(dir, first.shards[s].dir);
     const Manifest sm = read_manifest(sd, kManifestFile);
     if (sm.deleted == 0 && !sm.has_metadata) {  // nothing dead, nothing that expires: nothing to remove
-      const uint64_t bytes = [&] {
-        uint64_t b = 0;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(sd, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec))
-          if (it->is_regular_file(ec)) b += it->file_size(ec);
-        return b;
-      }();
+      const uint64_t bytes = folder_bytes(sd);
       rep.bytes_before += bytes;
       rep.bytes_after += bytes;
       rep.documents_before += sm.documents;

@@ -2,7 +2,7 @@
 // POST /v1/cache/lookup looks a prompt up, GET and DELETE /v1/cache/{id} read and remove one entry,
 // POST /v1/cache/delete removes entries by ids or by scope. Thin: the library decides; the cache's
 // refusals (sieve::Error naming the field) are the server's 422.
-#include <cmath>
+#include <utility>
 
 #include "serve/request_json.h"
 #include "serve/service.h"
@@ -11,17 +11,10 @@
 namespace sieve::serve {
 namespace {
 
-// A scope: a JSON object of strings (absent or null: the empty scope).
+// A scope: a JSON object of strings (absent or null: the empty scope; the library's words else).
 CacheScope scope_of(const json& j) {
-  CacheScope out;
-  if (!j.contains("scope") || j.at("scope").is_null()) return out;
-  const json& s = j.at("scope");
-  if (!s.is_object()) throw too_much("'scope' must be an object of field -> string");
-  for (const auto& [k, v] : s.items()) {
-    if (!v.is_string()) throw too_much("scope." + k + ": a string (scope values are compared exactly)");
-    out[k] = v.get<std::string>();
-  }
-  return out;
+  if (!j.contains("scope") || j.at("scope").is_null()) return {};
+  return cache_scope_from_json(j.at("scope").dump());
 }
 
 std::string required_string(const json& j, const char* field) {
@@ -29,7 +22,11 @@ std::string required_string(const json& j, const char* field) {
   return j.at(field).get<std::string>();
 }
 
-json maybe(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
+Response json_text(std::string body) {
+  Response r;
+  r.body = std::move(body);
+  return r;
+}
 
 }  // namespace
 
@@ -53,25 +50,13 @@ Response Service::cache_store(const std::string& body) {
 Response Service::cache_lookup(const std::string& body) const {
   const SemanticCache& c = cache();
   const json j = parse_object(body, fields_of("/v1/cache/lookup"));
-  const CacheLookup r = c.lookup(required_string(j, "prompt"), scope_of(j));
-  return json_response({{"hit", r.hit},
-                        {"id", r.hit ? json(r.id) : json(nullptr)},
-                        {"prompt", r.hit ? json(r.prompt) : json(nullptr)},
-                        {"answer", r.hit ? json(r.answer) : json(nullptr)},
-                        {"score", maybe(r.score)},
-                        {"stage1_score", maybe(r.stage1_score)},
-                        {"threshold", maybe(r.threshold)},
-                        {"candidates", r.candidates}});
+  return json_text(cache_lookup_json(c.lookup(required_string(j, "prompt"), scope_of(j))));
 }
 
 Response Service::cache_get(const std::string& id) const {
   CacheEntry e;
   if (!cache().get(id, &e)) throw HttpError(404, "not_found", "no cache entry '" + id + "'");
-  return json_response({{"id", e.id},
-                        {"prompt", e.prompt},
-                        {"answer", e.answer},
-                        {"scope", e.scope},
-                        {"expires_at", e.expires_at > 0 ? json(e.expires_at) : json(nullptr)}});
+  return json_text(cache_entry_json(e));
 }
 
 Response Service::cache_delete(const std::string& id) {

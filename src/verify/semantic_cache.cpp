@@ -236,6 +236,48 @@ class CacheImpl final : public SemanticCache {
 
 }  // namespace
 
+CacheScope cache_scope_from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    SIEVE_THROW("scope: not JSON (an object of field -> string)");
+  }
+  SIEVE_THROW_IF_NOT(j.is_object(), "scope: an object of field -> string");
+  CacheScope out;
+  for (const auto& [k, v] : j.items()) {
+    SIEVE_THROW_IF_NOT(v.is_string(), "scope." << k << ": a string (scope values are compared exactly)");
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+namespace {
+json maybe_number(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
+}  // namespace
+
+std::string cache_lookup_json(const CacheLookup& r) {
+  const auto when_hit = [&](const std::string& v) { return r.hit ? json(v) : json(nullptr); };
+  return json{{"hit", r.hit},
+              {"id", when_hit(r.id)},
+              {"prompt", when_hit(r.prompt)},
+              {"answer", when_hit(r.answer)},
+              {"score", maybe_number(r.score)},
+              {"stage1_score", maybe_number(r.stage1_score)},
+              {"threshold", maybe_number(r.threshold)},
+              {"candidates", r.candidates}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string cache_entry_json(const CacheEntry& e) {
+  return json{{"id", e.id},
+              {"prompt", e.prompt},
+              {"answer", e.answer},
+              {"scope", e.scope},
+              {"expires_at", e.expires_at > 0 ? json(e.expires_at) : json(nullptr)}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string cache_entry_id(const std::string& prompt, const CacheScope& scope) {
   const std::string key = canonical_scope(scope) + "\n" + prompt;
   return sha256_hex(key.data(), key.size()).substr(0, 32);

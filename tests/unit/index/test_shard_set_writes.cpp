@@ -253,6 +253,40 @@ TEST_F(ShardSetWrites, AShardThatCannotBeWrittenFailsTheBatchWithNothingApplied)
   EXPECT_EQ(after->document(static_cast<uint32_t>(after->find("d4"))).text, batch[0].text);
 }
 
+// A shard server's copies (index::ShardCopies, what a Ray shard replica holds): after a write to
+// the set, the copy the new set records is opened when first named, the old one still answers
+// for searches on the old snapshot, and a copy that is on no disk is refused.
+TEST_F(ShardSetWrites, AShardServerFollowsTheCopiesItsSetCommits) {
+  build_shard_set(model_dir(), corpus_, dir_ + "/set", 3, small_opts());
+  const std::string shard = dir_ + "/set/shard-000";
+  size_t opened = 0;
+  index::ShardCopies<Index> copies(shard, [&](const std::string&, const index::RecordedShard& at) {
+    ++opened;
+    IndexOpenOptions o;
+    o.load_encoder = false;
+    return std::shared_ptr<const Index>(index::open_shard_copy(at, o));
+  });
+  const std::string before = index::shard_identity(shard);
+  const auto old_copy = copies.get(before);
+  EXPECT_EQ(old_copy->size(), 32u);
+  IndexWriter w(dir_ + "/set");
+  std::vector<Document> add = docs_with_metadata(1, 8000, 3);
+  add[0].id = "d1";  // an upsert of shard 0's document: shard 0 gets a new copy
+  w.upsert(add);
+  const std::string after = index::shard_identity(shard);
+  ASSERT_NE(after, before);
+  EXPECT_EQ(index::shard_set_identities(dir_ + "/set")[0], after);
+  EXPECT_EQ(copies.get(before), old_copy);  // held: no reopening
+  const auto new_copy = copies.get(after);
+  EXPECT_EQ(opened, 2u);
+  EXPECT_EQ(new_copy->size(), 33u);
+  EXPECT_EQ(new_copy->find("d1"), 32);  // the new copy serves the replacement...
+  EXPECT_EQ(old_copy->find("d1"), 1);   // ...the old one the document it replaced
+  EXPECT_EQ(copies.latest(), after);
+  EXPECT_EQ(copies.get(""), new_copy);
+  EXPECT_NE(error_of([&] { copies.get("deadbeef"); }).find("not on disk"), std::string::npos);
+}
+
 // --- a process that dies mid-write ------------------------------------------------------------
 // Each write runs in a process of its own (shard_set_crash_child) that exits at once (no cleanup,
 // as a kill -9) at one step of the commit.
