@@ -112,6 +112,20 @@ size_t TokenCodec::code_size() const { return index_->sa_code_size(); }
 
 void TokenCodec::train(size_t n, const float* x) {
   if (index_->is_trained) return;
+  // A scalar quantizer's range per dimension comes from the sample. From a handful of documents (a
+  // cache created by its first entry, an index by its first small add) it is far too narrow, and
+  // every later document would be clamped into it: all-MiniLM-L6-v2's token states of a second
+  // short question then lost up to 0.19 a component, and the gate misjudged them. The rows are
+  // unit vectors (components in [-1, 1]), so below kRangeSample rows the range spans at least that.
+  std::vector<float> widened;
+  if (dynamic_cast<faiss::IndexScalarQuantizer*>(index_.get()) != nullptr && n < kRangeSample) {
+    const size_t d = dim();
+    widened.assign(x, x + n * d);
+    widened.resize((n + 2) * d, 1.0f);
+    std::fill(widened.end() - static_cast<std::ptrdiff_t>(d), widened.end(), -1.0f);
+    x = widened.data();
+    n += 2;
+  }
   // FAISS's k-means on PQ's 4-dimensional sub-vectors ran 2-3x slower with two OpenMP threads
   // than with one (the parallel regions are too small), so training runs single-threaded.
   ScopedOmpThreads one_thread(1);

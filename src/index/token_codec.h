@@ -30,8 +30,11 @@ class TokenCodec {
   ~TokenCodec();
 
   bool trained() const;
-  /// Trains on `n` vectors (throws sieve::Error when there are too few for this codec).
+  /// Trains on `n` vectors (throws sieve::Error when there are too few for this codec). A scalar
+  /// quantizer trained on fewer than kRangeSample rows spans at least [-1, 1] in every dimension
+  /// (the range of unit rows) instead of the sample's own narrow range.
   void train(size_t n, const float* x);
+  static constexpr size_t kRangeSample = 1024;
   size_t dim() const;
   size_t code_size() const;
   void encode(size_t n, const float* x, uint8_t* codes) const;

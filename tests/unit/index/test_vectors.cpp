@@ -469,6 +469,34 @@ TEST(TokenCodec, OwnDecodeEqualsFaissDecode) {
   }
 }
 
+// A cache is created by its first entry, an index may be by a small first add: the scalar
+// quantizer then trains on a few token states. Later documents' states must not be clamped into
+// that sample's narrow range: every encoder token state decodes within one step of [-1, 1]'s
+// 8-bit grid (widened by the 10% margin), however few rows the codec was trained on.
+TEST(TokenCodec, AScalarQuantizerTrainedOnAFewRowsKeepsLaterRowsInRange) {
+  const Tokens& t = encoder_tokens();
+  ASSERT_GT(t.n, TokenCodec::kRangeSample);
+  for (size_t rows : {size_t{7}, size_t{64}, TokenCodec::kRangeSample - 1}) {
+    auto c = TokenCodec::create("SQ8", t.d);
+    c->train(rows, t.x.data());  // the first document(s) only
+    std::vector<uint8_t> codes(t.n * c->code_size());
+    c->encode(t.n, t.x.data(), codes.data());
+    std::vector<float> dec(t.n * t.d);
+    c->decode(t.n, codes.data(), dec.data());
+    float max_err = 0;
+    for (size_t i = 0; i < dec.size(); ++i) max_err = std::max(max_err, std::abs(dec[i] - t.x[i]));
+    EXPECT_LT(max_err, 2.2f / 255.f) << rows << " training rows";  // half a step of a 2.2-wide range, and more
+  }
+  // From kRangeSample rows on, the sample's own range (finer): the codec is not widened there.
+  auto c = TokenCodec::create("SQ8", t.d);
+  c->train(std::min(t.n, TokenCodec::kRangeSample), t.x.data());
+  std::vector<uint8_t> codes(t.d);
+  std::vector<float> ones(t.d, 1.0f), dec(t.d);
+  c->encode(1, ones.data(), codes.data());
+  c->decode(1, codes.data(), dec.data());
+  EXPECT_LT(*std::min_element(dec.begin(), dec.end()), 0.9f);  // clamped: the trained range is narrower
+}
+
 TEST(TokenCodec, PqNeedsEnoughTrainingTokens) {
   auto c = TokenCodec::create("PQ8", 32);
   std::vector<float> x = clustered(100, 32, 4, 0.3f, 10);
