@@ -91,6 +91,10 @@ class SemanticCache {
   virtual CompactReport compact() = 0;
   /// Live entries.
   virtual size_t size() const = 0;
+  /// Entries on disk that no lookup sees (replaced, invalidated, expired at the cache's clock):
+  /// what compact() would remove. `sieve serve --cache` compacts on its own past
+  /// --compact-dead-share of them (and at least --compact-min-dead).
+  virtual size_t dead() const = 0;
   virtual const CacheOptions& options() const = 0;
   /// The threshold lookups use (the option, else the gate's calibrated one).
   virtual double threshold() const = 0;

@@ -84,7 +84,14 @@ class Cache:
         return self._impl.compact()
 
     def __len__(self):
+        """Live entries (of a server's cache: what its GET /v1/info reports)."""
         return len(self._impl)
+
+    @property
+    def dead(self):
+        """Entries on disk that no lookup sees (replaced, invalidated, expired): what compact()
+        removes. A server compacts its cache on its own past --compact-dead-share of them."""
+        return self._impl.dead
 
     @property
     def threshold(self):
@@ -155,9 +162,19 @@ class _Remote:
     def invalidate_scope(self, scope):
         return self._call("POST", "/v1/cache/delete", {"scope": scope})["deleted"]
 
+    def _info(self):
+        info = self._call("GET", "/v1/info").get("cache")
+        if not info:
+            raise _sieve.Error("GET /v1/info: this server has no cache (start it with --cache DIR)")
+        return info
+
     def __len__(self):
-        raise TypeError("len() of a cache served over HTTP: not available (GET /v1/info gives the server's state)")
+        return int(self._info()["entries"])
+
+    @property
+    def dead(self):
+        return int(self._info()["dead"])
 
     @property
     def threshold(self):
-        raise AttributeError("a cache served over HTTP reports its threshold with each lookup")
+        return float(self._info()["threshold"])

@@ -103,6 +103,7 @@ void bind_cache(py::module_& m) {
              return compact_dict(r);
            })
       .def("__len__", &sieve::SemanticCache::size)
+      .def_property_readonly("dead", &sieve::SemanticCache::dead)
       .def_property_readonly("threshold", &sieve::SemanticCache::threshold);
   m.def("cache_entry_id", &sieve::cache_entry_id, py::arg("prompt"), py::arg("scope") = sieve::CacheScope{});
 }

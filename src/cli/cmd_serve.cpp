@@ -88,7 +88,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-body", o->h.max_body, "Largest request body in bytes (larger: 413)")->capture_default_str();
   cmd->add_option("--max-texts", o->s.max_texts, "Texts, pairs or queries per request (more: 422)")->capture_default_str();
   cmd->add_option("--compact-dead-share", o->s.compact_dead_share,
-                  "Compact the index in the background once deleted, replaced and expired documents are this share "
+                  "Compact the index (and the --cache) in the background once deleted, replaced and expired documents are this share "
                   "of it (and at least --compact-min-dead); 0 = never (then `sieve index compact`)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));

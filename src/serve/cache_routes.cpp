@@ -35,6 +35,13 @@ SemanticCache& Service::cache() const {
   return *cache_;
 }
 
+void Service::maybe_compact_cache() {
+  if (opt_.compact_dead_share <= 0 || cache_compaction_.running) return;
+  const size_t dead = cache_->dead(), live = cache_->size();
+  if (!compaction_due(dead, dead + live, opt_.compact_dead_share, opt_.compact_min_dead)) return;
+  start_compaction(cache_compaction_, "cache", dead, [this] { return cache_->compact(); });
+}
+
 Response Service::cache_store(const std::string& body) {
   SemanticCache& c = cache();
   const json j = parse_object(body, fields_of("/v1/cache"));
@@ -44,6 +51,7 @@ Response Service::cache_store(const std::string& body) {
     ttl = j.at("ttl_s").get<double>();
   }
   const std::string id = c.store(required_string(j, "prompt"), required_string(j, "answer"), scope_of(j), ttl);
+  maybe_compact_cache();  // a replaced answer, or entries expired since, may call for it
   return json_response({{"id", id}});
 }
 
@@ -61,6 +69,7 @@ Response Service::cache_get(const std::string& id) const {
 
 Response Service::cache_delete(const std::string& id) {
   if (cache().invalidate({id}) == 0) throw HttpError(404, "not_found", "no cache entry '" + id + "'");
+  maybe_compact_cache();
   return json_response({{"deleted", 1}});
 }
 
@@ -71,11 +80,15 @@ Response Service::cache_delete_batch(const std::string& body) {
   if (has_ids == has_scope) throw bad("give 'ids' (a list of entry ids) or 'scope' (an object), not both and not neither");
   if (has_ids) {
     if (!j.at("ids").is_array() || j.at("ids").empty()) throw bad("'ids' must be a non-empty list of entry ids");
-    return json_response({{"deleted", c.invalidate(strings_of(j, "ids", true))}});
+    const size_t n = c.invalidate(strings_of(j, "ids", true));
+    maybe_compact_cache();
+    return json_response({{"deleted", n}});
   }
   // Never null for "everything": removing all entries takes {"scope": {}}.
   if (!j.at("scope").is_object()) throw too_much("'scope' must be an object ({} removes every entry)");
-  return json_response({{"deleted", c.invalidate_scope(scope_of(j))}});
+  const size_t n = c.invalidate_scope(scope_of(j));
+  maybe_compact_cache();
+  return json_response({{"deleted", n}});
 }
 
 }  // namespace sieve::serve

@@ -49,26 +49,34 @@ json delete_json(const DeleteReport& r) {  // (the routes call maybe_compact aft
 
 }  // namespace
 
+bool compaction_due(size_t dead, size_t total, double share, size_t min_dead) {
+  return share > 0 && dead > 0 && dead >= min_dead && static_cast<double>(dead) >= share * static_cast<double>(total);
+}
+
+void Service::start_compaction(Background& b, const std::string& what, size_t dead,
+                               std::function<CompactReport()> compact) {
+  std::lock_guard<std::mutex> lock(compact_mu_);
+  if (b.running.exchange(true)) return;
+  if (b.thread.joinable()) b.thread.join();  // the last one, finished
+  b.thread = std::thread([&b, what, dead, compact = std::move(compact)] {
+    try {
+      const CompactReport r = compact();
+      log_info("compacted the " + what + " in the background: " + std::to_string(r.removed) + " dead entries removed, " +
+               std::to_string(r.bytes_before - std::min(r.bytes_before, r.bytes_after)) + " bytes returned");
+      ++b.done;
+    } catch (const std::exception& e) {
+      log_warn("background compaction of the " + what + "'s " + std::to_string(dead) + " dead entries failed: " + e.what());
+    }
+    b.running = false;
+  });
+}
+
 void Service::maybe_compact() {
-  if (opt_.compact_dead_share <= 0 || compacting_) return;
+  if (opt_.compact_dead_share <= 0 || index_compaction_.running) return;
   const std::shared_ptr<const Index> ix = snapshot();
   const size_t dead = ix->stats().deleted;  // deleted and replaced (expired ones go too, uncounted)
-  if (dead < opt_.compact_min_dead || static_cast<double>(dead) < opt_.compact_dead_share * static_cast<double>(ix->size()))
-    return;
-  std::lock_guard<std::mutex> lock(compact_mu_);
-  if (compacting_.exchange(true)) return;
-  if (compactor_.joinable()) compactor_.join();  // the last one, finished
-  compactor_ = std::thread([this, dead] {
-    try {
-      const CompactReport r = index_->compact();
-      log_info("compacted the index in the background: " + std::to_string(r.removed) + " dead documents removed, " +
-               std::to_string(r.bytes_before - std::min(r.bytes_before, r.bytes_after)) + " bytes returned");
-      ++compactions_;
-    } catch (const std::exception& e) {
-      log_warn(std::string("background compaction of ") + std::to_string(dead) + " dead documents failed: " + e.what());
-    }
-    compacting_ = false;
-  });
+  if (!compaction_due(dead, ix->size(), opt_.compact_dead_share, opt_.compact_min_dead)) return;
+  start_compaction(index_compaction_, "index", dead, [this] { return index_->compact(); });
 }
 
 void Service::check_writable() const {

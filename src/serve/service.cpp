@@ -202,7 +202,8 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
 
 Service::~Service() {
   std::lock_guard<std::mutex> lock(compact_mu_);
-  if (compactor_.joinable()) compactor_.join();  // a compaction under way finishes (or fails) first
+  for (Background* b : {&index_compaction_, &cache_compaction_})
+    if (b->thread.joinable()) b->thread.join();  // a compaction under way finishes (or fails) first
 }
 
 std::shared_ptr<const Index> Service::snapshot() const { return index_ ? index_->snapshot() : nullptr; }
@@ -414,13 +415,17 @@ Response Service::info() const {
     j["model"]["identity"] = s.model_identity;
     j["index"] = {{"path", opt_.index_dir}, {"documents", index->size()}, {"tokens", s.tokens},
                   {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec},
-                  {"deleted", s.deleted}, {"compacting", compacting_.load()}, {"compactions", compactions_.load()}};
+                  {"deleted", s.deleted}, {"compacting", index_compaction_.running.load()}, {"compactions", index_compaction_.done.load()}};
     j["defaults"] = {{"mode", search_mode_name(rec_.mode)}, {"fusion", fusion_name(rec_.fusion)},
                      {"rrf_k", rec_.rrf_k}, {"dense_weight", rec_.dense_weight},
                      {"dense_weight_slope", rec_.weight_slope}, {"k", 10}, {"candidates", 100}};
   } else {
     j["index"] = nullptr;
   }
+  if (cache_)
+    j["cache"] = {{"path", opt_.cache_dir}, {"entries", cache_->size()}, {"dead", cache_->dead()},
+                  {"threshold", cache_->threshold()}, {"compacting", cache_compaction_.running.load()},
+                  {"compactions", cache_compaction_.done.load()}};
   return json_response(j);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
@@ -199,12 +200,25 @@ class Service {
 
   RequestMetrics requests_;
 
+  /// A compaction the server runs on its own, in the background (the index's, the cache's).
+  struct Background {
+    std::thread thread;  // the running (or last) one; guarded by compact_mu_
+    std::atomic<bool> running{false};
+    std::atomic<size_t> done{0};
+  };
   /// Starts a background compaction when the dead share calls for one and none is running.
   void maybe_compact();
-  std::mutex compact_mu_;     // guards compactor_
-  std::thread compactor_;     // the running (or last) background compaction
-  std::atomic<bool> compacting_{false};
-  std::atomic<size_t> compactions_{0};
+  /// The same for the cache (after a store that replaced or an invalidation; expired entries count).
+  void maybe_compact_cache();
+  /// Runs `compact` on `b`'s thread unless one runs; `what` names it in the log.
+  void start_compaction(Background& b, const std::string& what, size_t dead,
+                        std::function<CompactReport()> compact);
+  std::mutex compact_mu_;
+  Background index_compaction_, cache_compaction_;
 };
+
+/// The server's rule for compacting on its own: at least `min_dead` dead of `total` and at least
+/// `share` of them (share <= 0: never). One rule for the index and for the cache.
+bool compaction_due(size_t dead, size_t total, double share, size_t min_dead);
 
 }  // namespace sieve::serve

@@ -181,6 +181,10 @@ class CacheImpl final : public SemanticCache {
     const std::shared_ptr<const Index> ix = snapshot();
     return ix ? ix->matching(Filter{}, now()).size() : 0;
   }
+  size_t dead() const override {
+    const std::shared_ptr<const Index> ix = snapshot();
+    return ix ? ix->size() - std::min(ix->size(), ix->matching(Filter{}, now()).size()) : 0;
+  }
   const CacheOptions& options() const override { return opt_; }
   double threshold() const override { return threshold_; }
 

@@ -29,14 +29,17 @@ def test_store_lookup_scope_and_invalidate(model, tmp_path):
     assert c.lookup("the dog bit the man") is None
     miss = c.check("the man bit the dog", scope={"tenant": "a"})
     assert not miss["hit"] and miss["answer"] is None and miss["score"] < 0.99 and miss["candidates"] == 1
+    assert c.dead == 0
     assert c.store("the dog bit the man", "answer two", scope={"tenant": "a"}) == id_  # replaced
     assert c.get(id_)["answer"] == "answer two" and c.get(id_)["scope"] == {"tenant": "a"}
+    assert c.dead == 1 and len(c) == 1  # the first answer stays on disk until compact()
     c.store("a red car", "x", scope={"tenant": "b"})
     assert c.invalidate(scope={"tenant": "a"}) == 1 and c.get(id_) is None
     assert c.invalidate(ids=["nope"]) == 0 and len(c) == 1
     assert c.clear() == 1 and len(c) == 0
     report = c.compact()  # the invalidated and replaced entries leave the disk
     assert report["documents"] == 0 and report["removed"] == report["documents_before"] >= 3
+    assert c.dead == 0
 
 
 def test_bad_input_names_the_field_and_stores_nothing(model, tmp_path):
@@ -78,7 +81,8 @@ def test_over_http_it_answers_as_the_local_cache(model, tmp_path):
     import time
     log = open(tmp_path / "serve.log", "w+")
     server = subprocess.Popen([CLI, "serve", "--model", model, "--cache", str(tmp_path / "c"), "--cache-verifier", "F1",
-                               "--cache-threshold", "0.99", "--port", "0"], stderr=log, stdout=subprocess.DEVNULL)
+                               "--cache-threshold", "0.99", "--compact-dead-share", "0.5", "--compact-min-dead", "3", "--port", "0"],
+                              stderr=log, stdout=subprocess.DEVNULL)
     try:
         port = None
         for _ in range(600):  # the server announces its port on its log when it is ready
@@ -103,6 +107,22 @@ def test_over_http_it_answers_as_the_local_cache(model, tmp_path):
         with pytest.raises(sieve.Error, match="scope.colour"):
             c.store("p", "a", scope={"colour": "red"})
         assert c.invalidate(scope={"tenant": "t"}) == 1 and c.get(id_) is None
+        assert len(c) == 0 and c.dead == 1 and c.threshold == 0.99  # /v1/info's cache
+        # Past --compact-dead-share (0.5) and --compact-min-dead (3) the server compacts on its own:
+        # after the third store, two answers replaced and one entry removed: three dead, one live.
+        for answer in ("B1", "B2"):
+            c.store("is the sky blue?", answer)
+        assert c.dead == 3 - 1 and c._impl._info()["compactions"] == 0  # not yet: 2 < --compact-min-dead
+        c.store("is the sky blue?", "B3")
+        info = None
+        for _ in range(600):  # the server's own report of the compaction, not a time guess
+            info = c._impl._info()
+            if info["compactions"] >= 1 and not info["compacting"]:
+                break
+            time.sleep(0.1)
+        assert info["compactions"] == 1, info
+        assert len(c) == 1 and c.dead == 0
+        assert c.lookup("is the sky blue?")["answer"] == "B3"
     finally:
         server.terminate()
         server.wait(timeout=30)

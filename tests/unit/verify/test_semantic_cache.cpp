@@ -133,7 +133,9 @@ TEST(SemanticCache, EntriesExpireOnTime) {
   clock.t += 59;
   EXPECT_EQ(c->lookup("blue bird on the stone").answer, "short-lived");
   EXPECT_EQ(c->size(), 2u);
+  EXPECT_EQ(c->dead(), 0u);
   clock.t += 1;  // its instant
+  EXPECT_EQ(c->dead(), 1u);  // expired: on disk, dead (what compaction removes)
   const CacheLookup r = c->lookup("blue bird on the stone");
   EXPECT_NE(r.answer, "short-lived");  // the other entry may serve it (threshold -inf), never the expired one
   EXPECT_FALSE(c->get(id, &e));
@@ -143,6 +145,7 @@ TEST(SemanticCache, EntriesExpireOnTime) {
   EXPECT_EQ(compacted.documents_before, 2u);
   EXPECT_EQ(compacted.documents, 1u);
   EXPECT_EQ(compacted.removed, 1u);
+  EXPECT_EQ(c->dead(), 0u);
   EXPECT_EQ(c->lookup("small river under the tree").answer, "kept");
   EXPECT_EQ(fixture_cache(dir, -1e9, &clock)->compact().removed, 0u);
 }
