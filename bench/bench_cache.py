@@ -37,10 +37,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "build", "python"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import sieve  # noqa: E402
-from bench_filter import emit, sentences  # noqa: E402
+from bench_filter import distinct_lines, emit, sentences  # noqa: E402
 
 CLI = os.path.join(ROOT, "build", "sieve")
-SETS = ["qqp", "qtwins", "mrpc", "paws", "condaqa", "cannot", "mixed"]
+SETS = ["qqp", "qtwins", "mrpc", "paws", "condaqa", "cannot", "mixed", "sts", "long", "longq"]
 QNEAR = "question_negation,wh_swap,question_role_swap,number_change,entity_swap"
 GPTCACHE_COS = 0.6   # similarity_threshold 0.8 of max_distance 4 over squared L2 of unit keys
 REDISVL_COS = 0.9    # distance_threshold 0.1 of cosine distance
@@ -84,6 +84,24 @@ def make_sets(work):
                     a, b, cat = line.rstrip("\n").split("\t")[:3]
                     out.write(f"{a}\t{b}\tqtwin_{cat}\t0\n")
         os.rename(twins + ".tmp", twins)
+    sts = os.path.join(sets_dir, "sts-eval.tsv")  # STS Benchmark test's clear ends, as the recipe's sts-eval
+    if not os.path.exists(sts):
+        with open(os.path.join(ROOT, "..", "shared", "data", "pairs", "stsb-test.tsv"), encoding="utf-8") as f, \
+                open(sts + ".tmp", "w", encoding="utf-8") as out:
+            next(f)
+            out.write("sentence1\tsentence2\tcategory\tlabel\n")
+            for line in f:
+                p = line.rstrip("\r\n").split("\t")  # (some of the files end their lines with CR LF)
+                if len(p) >= 3 and (float(p[0]) >= 4 or float(p[0]) <= 2):
+                    same = float(p[0]) >= 4
+                    out.write(f"{p[1]}\t{p[2]}\tsts_{'same' if same else 'different'}\t{int(same)}\n")
+        os.rename(sts + ".tmp", sts)
+    for name, sources, count in (("long", ["qqp", "qtwins", "mrpc"], 800), ("longq", ["qqp"], 533)):
+        path = os.path.join(sets_dir, f"{name}-eval.tsv")  # multi-sentence pairs, as the recipe's
+        if not os.path.exists(path):
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "long-pairs.py"), "--pairs",
+                            *[os.path.join(sets_dir, f"{s}-eval.tsv") for s in sources], "--count", str(count),
+                            "--seed", "42", "--out", path], check=True, stderr=subprocess.DEVNULL)
     return {s: read_pairs(os.path.join(sets_dir, f"{s}-eval.tsv")) for s in SETS
             if os.path.exists(os.path.join(sets_dir, f"{s}-eval.tsv"))}
 
@@ -95,6 +113,25 @@ def rates(accepted, labels):
     return {"true_hit": float((accepted & labels).sum() / pos) if pos else None,
             "false_hit": float((accepted & ~labels).sum() / neg) if neg else None,
             "positives": int(pos), "negatives": int(neg)}
+
+
+def roc_auc(scores, labels):
+    """ROC-AUC by ranks (ties count one half); None with one class only."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if not pos or not neg:
+        return None
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    s = scores[order]
+    i = 0
+    while i < len(s):
+        j = i
+        while j < len(s) and s[j] == s[i]:
+            j += 1
+        ranks[order[i:j]] = (i + 1 + j) / 2.0
+        i = j
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
 def matched_threshold(cos, labels, target):
@@ -113,7 +150,7 @@ def pairwise(name, rows, enc, gate):
     ka, kb = enc.encode(a), enc.encode(b)
     cos = np.sum(ka * kb, axis=1)
     scores = np.asarray(gate.score(list(zip(b, a))), dtype=np.float64)  # the lookup against the cached one
-    out = {"set": name, "pairs": len(rows)}
+    out = {"set": name, "pairs": len(rows), "roc_auc": {"sieve": roc_auc(scores, labels), "cosine": roc_auc(cos, labels)}}
     sieve_acc = scores >= gate.threshold
     out["sieve"] = rates(sieve_acc, labels)
     out["cosine_gptcache_0.6"] = rates(cos >= GPTCACHE_COS, labels)
@@ -178,20 +215,62 @@ def qqp_whole(work, rows, thresholds):
     return out
 
 
-def latency(work, entries, queries):
+def prompts(work, need):
+    """`need` distinct prompts: the dictionary sentences, then (past their ~444k) their rewrites and
+    near-misses by `sieve nearmiss generate`, as bench/bench_scale.sh makes its million documents."""
+    path = os.path.join(work, "dict", "sentences.txt")
+    if not os.path.exists(path):
+        sentences(work, 1)
+    seen, out = set(), []
+    with open(path, encoding="utf-8") as f:
+        distinct_lines(f, need, seen, out)
+    if len(out) >= need:
+        return out
+    variants = os.path.join(work, "dict", "variants.tsv")
+    if not os.path.exists(variants):
+        lines = os.path.join(work, "dict", "lines.txt")
+        with open(lines, "w", encoding="utf-8") as f:
+            f.writelines(t + "\n" for t in out)
+        subprocess.run([CLI, "nearmiss", "generate", "-i", lines, "-o", variants[:-4] + ".tmp.tsv", "--kinds",
+                        "negation,role_swap,binding_swap,spatial_flip,antonym,passive_role_swap,synonym,passive,"
+                        "contraction,coordination,possessive,adverb_move,determiner,negated_antonym"],
+                       check=True, stdout=subprocess.DEVNULL)
+        os.rename(variants[:-4] + ".tmp.tsv", variants)
+    with open(variants, encoding="utf-8") as f:
+        next(f)
+        distinct_lines((line.split("\t")[1] if "\t" in line else "" for line in f), need, seen, out)
+    if len(out) < need:
+        sys.exit(f"bench_cache: only {len(out)} distinct prompts can be made; ask for fewer --entries")
+    return out
+
+
+def read_through(folder):
+    """Reads every file of `folder` once (the page cache then holds what fits): a warm cache."""
+    for r, _, fs in os.walk(folder):
+        for name in fs:
+            with open(os.path.join(r, name), "rb") as f:
+                while f.read(1 << 24):
+                    pass
+
+
+def latency(work, entries, queries, warm=False):
     d = os.path.join(work, f"lat-{entries}")
-    texts = sentences(work, entries + queries)
+    texts = prompts(work, entries + queries)
     if not os.path.exists(d):
         t0 = time.perf_counter()
         docs = [{"_id": sieve._sieve.cache_entry_id(t, {}), "text": t,
                  "metadata": {"answer": "a" * 200, "scope": "{}"}} for t in texts[:entries]]
+        sieve.set_threads(0)  # the build on every core; lookups are timed on one thread
         sieve.Index.build(docs, d + ".tmp", vector_factory="HNSW32", open=False, force=True)
+        sieve.set_threads(1)
         os.rename(d + ".tmp", d)
         emit(case="latency_build", entries=entries, seconds=time.perf_counter() - t0)
+    if warm:
+        read_through(d)
     cache = sieve.Cache(d, threads=1)
     ix = sieve.Index.open(d)
     qs = texts[entries:entries + queries]
-    out = {"entries": entries}
+    out = {"entries": entries, "warm": warm}
     for name, fn in (("sieve", lambda q: cache.check(q)), ("cosine", lambda q: ix.search(q, k=1, mode="dense"))):
         fn(qs[0])
         times = []
@@ -217,6 +296,10 @@ def main():
     ap.add_argument("--work", default="/tmp/sieve_bench_cache")
     ap.add_argument("--entries", type=int, nargs="*", default=[10000])
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--latency-only", action="store_true",
+                    help="only part 4 (lookup latency, store throughput, bytes per entry)")
+    ap.add_argument("--warm", action="store_true",
+                    help="read each latency cache's files once before timing (the page cache holds what fits)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     sieve.set_threads(1)
@@ -224,18 +307,23 @@ def main():
     enc = sieve.Encoder.load(model)
     gate = sieve.Verifier.load("default", model=model)
     emit(case="setup", model=model, gate=gate.kind, threshold=gate.threshold)
-    sets = make_sets(args.work)
     summary = {}
+    if args.latency_only:
+        summary["latency"] = [latency(args.work, n, args.queries, args.warm) for n in args.entries]
+        emit(case="summary", **summary)
+        return
+    sets = make_sets(args.work)
     for name, rows in sets.items():
         r = pairwise(name, rows, enc, gate)
         summary[name] = {k: {kk: r[k].get(kk) for kk in ("true_hit", "false_hit", "threshold") if kk in r[k]}
                          for k in ("sieve", "cosine_gptcache_0.6", "cosine_redisvl_0.9", "cosine_matched")}
+        summary[name]["roc_auc"] = r["roc_auc"]
         m, s = r["cosine_matched"].get("false_hit"), r["sieve"]["false_hit"]
         summary[name]["sieve_false_hits_over_matched_cosine"] = (s / m) if m else None
     matched = summary["qqp"]["cosine_matched"].get("threshold")
     summary["qqp_populated"] = qqp_whole(args.work, sets["qqp"], {"gptcache_0.6": GPTCACHE_COS,
                                                                    "redisvl_0.9": REDISVL_COS, "matched": matched})
-    summary["latency"] = [latency(args.work, n, args.queries) for n in args.entries]
+    summary["latency"] = [latency(args.work, n, args.queries, args.warm) for n in args.entries]
     emit(case="summary", **summary)
 
 

@@ -44,21 +44,28 @@ def emit(**kv):
     print(json.dumps(kv), flush=True)
 
 
+def distinct_lines(lines, need, seen=None, out=None):
+    """Appends the non-empty, stripped, not yet seen `lines` to `out` until it holds `need`."""
+    seen = set() if seen is None else seen
+    out = [] if out is None else out
+    for line in lines:
+        line = line.strip()
+        if len(out) >= need:
+            break
+        if line and line not in seen:
+            seen.add(line)
+            out.append(line)
+    return out
+
+
 def sentences(work, need):
     """`need` distinct dictionary sentences (sieve corpus build), cached in WORK."""
     path = os.path.join(work, "dict", "sentences.txt")
     if not os.path.exists(path):
         subprocess.run([os.path.join(ROOT, "build", "sieve"), "corpus", "build", "--out", os.path.join(work, "dict")],
                        check=True, stdout=subprocess.DEVNULL)
-    seen, out = set(), []
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and line not in seen:
-                seen.add(line)
-                out.append(line)
-                if len(out) >= need:
-                    break
+        out = distinct_lines(f, need)
     if len(out) < need:
         sys.exit(f"bench_filter: only {len(out)} distinct sentences; ask for fewer --docs")
     return out

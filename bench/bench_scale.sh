@@ -32,9 +32,9 @@ if [[ ! -f "$corpus" ]]; then
     awk -v n="$DOCS" 'NR <= n' "$WORK/lines.txt" > "$corpus.tmp"
   else
     if [[ ! -f "$WORK/variants.tsv" ]]; then
-      "$S" nearmiss generate -i "$WORK/lines.txt" -o "$WORK/variants.tsv.tmp" \
+      "$S" nearmiss generate -i "$WORK/lines.txt" -o "$WORK/variants.tmp.tsv" \
         --kinds negation,role_swap,binding_swap,spatial_flip,antonym,passive_role_swap,synonym,passive,contraction,coordination,possessive,adverb_move,determiner,negated_antonym >&2
-      mv "$WORK/variants.tsv.tmp" "$WORK/variants.tsv"
+      mv "$WORK/variants.tmp.tsv" "$WORK/variants.tsv"
     fi
     total=$(($(wc -l < "$WORK/variants.tsv") - 1))
     need=$((DOCS - lines))
