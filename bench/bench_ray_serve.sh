@@ -7,6 +7,8 @@
 # every query alike. Ray Serve runs twice: stage 2 at the router (token states cross the wire) and
 # at the shards (scores do), with the stage-2 bytes per query of each. One JSON line per case.
 #   bench/bench_ray_serve.sh [SECONDS_PER_CASE=10] [WORK=/tmp/sieve_bench_ray_serve]
+# Before Ray: the native shard path (issue 61), SHARDS `sieve shard serve` processes under
+# `sieve serve --shard-url` (NATIVE=0 skips it; RAY=0 skips Ray Serve).
 # Needs wrk and jq (scripts/setup.sh --bench) and build/ray-venv (scripts/setup.sh --oracles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ SHARDS="${SHARDS:-3}"
 for tool in wrk jq curl; do
   command -v $tool >/dev/null || { echo "bench_ray_serve: $tool is not installed (scripts/setup.sh --bench)" >&2; exit 1; }
 done
-[[ -x "$PY" ]] || { echo "bench_ray_serve: $PY is missing (scripts/setup.sh --oracles)" >&2; exit 1; }
+[[ "${RAY:-1}" == 0 || -x "$PY" ]] || { echo "bench_ray_serve: $PY is missing (scripts/setup.sh --oracles)" >&2; exit 1; }
 mkdir -p "$WORK"
 corpus="$DATA/retrieval/scifact/corpus.jsonl"
 if [[ -n "${DOCS:-}" ]]; then head -n "$DOCS" "$corpus" > "$WORK/corpus.jsonl"; corpus="$WORK/corpus.jsonl"; fi
@@ -62,6 +64,37 @@ for _ in $(seq 600); do grep -q ready "$WORK/serve.log" && break; sleep 0.2; don
 answers > "$WORK/answers-one.jsonl"
 load "sieve serve" 1
 stop
+
+# The native shard path (issue 61): SHARDS `sieve shard serve` processes and `sieve serve --shard-url`
+# over them, on this machine (NATIVE=0 skips it).
+SPIDS=()
+stop_shards() { for p in "${SPIDS[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done; SPIDS=(); }
+trap 'stop; stop_shards' EXIT
+if [[ "${NATIVE:-1}" == 1 ]]; then
+  urls=()
+  for ((i = 0; i < SHARDS; i++)); do
+    sport=$((PORT + 10 + i))
+    "$S" shard serve --index "$(printf '%s/set/shard-%03d' "$WORK" "$i")" --port "$sport" 2> "$WORK/shard-$i.log" &
+    SPIDS+=($!)
+    urls+=(--shard-url "http://127.0.0.1:$sport")
+  done
+  for ((i = 0; i < SHARDS; i++)); do
+    for _ in $(seq 600); do grep -q ready "$WORK/shard-$i.log" && break; sleep 0.2; done
+  done
+  "$S" serve --index "$WORK/set" "${urls[@]}" --port "$PORT" 2> "$WORK/serve-native.log" &
+  PID=$!
+  for _ in $(seq 600); do grep -q ready "$WORK/serve-native.log" && break; sleep 0.2; done
+  answers > "$WORK/answers-native.jsonl"
+  if cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-native.jsonl"; then
+    echo "{\"check\": \"answers equal\", \"server\": \"native shards\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
+  else
+    echo "{\"check\": \"answers differ\", \"server\": \"native shards\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$WORK/answers-native.jsonl" | grep -c '^<' || true)}"
+  fi
+  load "sieve serve over sieve shard serve" "$SHARDS"
+  stop
+  stop_shards
+fi
+[[ "${RAY:-1}" == 1 ]] || exit 0
 
 # Ray Serve twice: stage 2 at the router (the candidates' token states cross the wire: before
 # issue 45) and at the shards (only their scores do: the default). Stage-2 bytes per query are

@@ -32,5 +32,6 @@ int main(int argc, char** argv) {
   sieve::cli::register_model(app);
   sieve::cli::register_serve(app);
   sieve::cli::register_cache(app);
+  sieve::cli::register_shard(app);
   return sieve::cli::run_command_line(app, argc, argv);
 }

@@ -20,6 +20,7 @@
 #include "index/shard_set.h"
 #include "serve/admission.h"
 #include "serve/service.h"
+#include "serve/shard_service.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 #include "sieve/shard_scorer.h"
@@ -153,30 +154,20 @@ class PyShardRemote final : public ShardRemote {
   bool scores_;  // target.scores_at_shards, read once
 };
 
-// One shard of a set, opened whole and without an encoder: what a shard replica answers. Every
-// call names the copy it means (the router's snapshot's record, `expect`; "" = the latest this
-// replica opened): after a write to the set, the replica opens the copy named the first time it is
-// asked for (index::find_shard_copy), and keeps the copies it served last for the router's
-// searches still under way on an older snapshot.
+// One shard of a set, as a Ray shard replica answers it: the library's ShardService (the same
+// one `sieve shard serve` runs), with NumPy arrays in and out.
 class ShardServer {
  public:
-  // `verifiers`: the router's stage-2 specs (ShardScorer holds their token-map verifiers);
-  // `model`: the encoder's folder they are checked against (default: the shard's).
+  // `verifiers`: the router's stage-2 specs; `model`: the encoder's folder they are checked
+  // against (default: the shard's).
   ShardServer(const std::string& dir, const std::vector<std::string>& verifiers, const std::string& model)
-      : dir_(dir), verifiers_(verifiers), model_(model),
-        copies_(dir, [this](const std::string& id, const index::RecordedShard& at) { return open_copy(id, at); }) {
-    // Before it serves: the copy its set records (a rebuilt shard under an old set is refused).
-    const std::string identity = index::check_shard_in_its_set(dir);
-    copies_.get(identity);
-    SIEVE_THROW_IF_NOT(index::find_shard_copy(dir, identity), "shard '" << dir << "' changed while it was opened; start it again");
-  }
+      : s_(dir, verifiers, model) {}
 
   // Stage 2 here (ShardScorer::score).
   py::array_t<float> scores(const std::string& key, py::array_t<float, py::array::c_style | py::array::forcecast> query,
                             const std::vector<int32_t>& query_ids, const std::vector<uint32_t>& docs,
                             const std::string& expect) const {
-    const auto c = copy(expect);
-    const size_t dim = c->index->stats().dim;
+    const size_t dim = s_.dim();
     SIEVE_THROW_IF_NOT(query.ndim() == 2 && static_cast<size_t>(query.shape(1)) == dim,
                        "the query's token states must be an n x " << dim << " array");
     TokenStates q;
@@ -186,21 +177,19 @@ class ShardServer {
     std::vector<float> out;
     {
       py::gil_scoped_release nogil;
-      out = c->scorer->score(key, q, docs);
+      out = s_.scores(expect, key, q, docs);
     }
     py::array_t<float> a(static_cast<py::ssize_t>(out.size()));
     std::copy(out.begin(), out.end(), a.mutable_data());
     return a;
   }
 
-  std::vector<std::string> verifier_keys() const { return copy("")->scorer->keys(); }
+  std::vector<std::string> verifier_keys() const { return s_.verifier_keys(); }
 
   py::list dense_lists(py::array_t<float, py::array::c_style | py::array::forcecast> pooled, size_t depth,
                        int ef_search, int nprobe, const std::string& filter, double now, const std::string& expect) const {
-    const auto c = copy(expect);
-    const Index& ix = *c->index;
-    SIEVE_THROW_IF_NOT(pooled.ndim() == 2 && static_cast<size_t>(pooled.shape(1)) == ix.stats().dim,
-                       "pooled keys must be an n x " << ix.stats().dim << " array");
+    SIEVE_THROW_IF_NOT(pooled.ndim() == 2 && static_cast<size_t>(pooled.shape(1)) == s_.dim(),
+                       "pooled keys must be an n x " << s_.dim() << " array");
     SearchParams p;
     p.ef_search = ef_search;
     p.nprobe = nprobe;
@@ -210,7 +199,7 @@ class ShardServer {
     std::vector<Ranked> lists;
     {
       py::gil_scoped_release nogil;
-      lists = index::dense_lists(ix, n, pooled.data(), std::min<size_t>(depth, ix.size()), p);
+      lists = s_.dense_lists(expect, n, pooled.data(), depth, p);
     }
     py::list out;
     for (const Ranked& r : lists) {
@@ -226,13 +215,12 @@ class ShardServer {
   }
 
   py::list tokens(const std::vector<uint32_t>& docs, size_t max_rows, const std::string& expect) const {
-    const auto c = copy(expect);
     std::vector<TokenStates> got;
     {
       py::gil_scoped_release nogil;
-      got = c->index->tokens_of(docs, max_rows);
+      got = s_.tokens(expect, docs, max_rows);
     }
-    const auto dim = static_cast<py::ssize_t>(c->index->stats().dim);
+    const auto dim = static_cast<py::ssize_t>(s_.dim());
     py::list out;
     for (const TokenStates& t : got) {
       py::array_t<float> a({static_cast<py::ssize_t>(t.length), dim});
@@ -243,49 +231,21 @@ class ShardServer {
   }
 
   py::array_t<float> keys(const std::vector<uint32_t>& docs, const std::string& expect) const {
-    const auto c = copy(expect);
-    const size_t dim = c->index->stats().dim;
-    py::array_t<float> a({static_cast<py::ssize_t>(docs.size()), static_cast<py::ssize_t>(dim)});
-    for (size_t i = 0; i < docs.size(); ++i) {
-      std::vector<float> k = c->index->key(docs[i]);
-      std::copy(k.begin(), k.end(), a.mutable_data() + i * dim);
-    }
+    const std::vector<float> k = s_.keys(expect, docs);
+    py::array_t<float> a({static_cast<py::ssize_t>(docs.size()), static_cast<py::ssize_t>(s_.dim())});
+    std::copy(k.begin(), k.end(), a.mutable_data());
     return a;
   }
 
-  size_t size() const { return copy("")->index->size(); }
+  size_t size() const { return s_.size(); }
 
   // The identity of the latest copy this replica opened (index::shard_identity).
-  std::string identity() const { return copies_.latest(); }
-  // sieve.Error unless this replica can answer for copy `expected` ("" = any): the one it serves,
-  // or one the set committed since (opened here then).
-  void check_identity(const std::string& expected) const { copy(expected); }
+  std::string identity() const { return s_.identity(); }
+  // sieve.Error unless this replica can answer for copy `expected` ("" = any).
+  void check_identity(const std::string& expected) const { s_.size(expected); }
 
  private:
-  struct Copy {
-    std::string identity;
-    std::shared_ptr<const Index> index;
-    std::unique_ptr<ShardScorer> scorer;
-  };
-
-  std::shared_ptr<const Copy> open_copy(const std::string& identity, const index::RecordedShard& at) const {
-    auto c = std::make_shared<Copy>();
-    IndexOpenOptions o;
-    o.load_encoder = false;
-    c->identity = identity;
-    c->index = index::open_shard_copy(at, o);
-    SIEVE_THROW_IF_NOT(c->index->stats().shards == 1, "'" << dir_ << "' is a shard set, not one shard of it");
-    c->scorer = std::make_unique<ShardScorer>(
-        c->index, verifiers_,
-        VerifierContext{model_.empty() ? c->index->stats().model_path : model_, c->index->stats().model_identity});
-    return c;
-  }
-  std::shared_ptr<const Copy> copy(const std::string& expected) const { return copies_.get(expected); }
-
-  std::string dir_;
-  std::vector<std::string> verifiers_;
-  std::string model_;
-  mutable index::ShardCopies<Copy> copies_;  // declared last: its opener reads the members above
+  serve::ShardService s_;
 };
 
 }  // namespace

@@ -110,5 +110,6 @@ void register_vocab(CLI::App& app);
 void register_model(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_cache(CLI::App& app);
+void register_shard(CLI::App& app);
 
 }  // namespace sieve::cli

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "cli/cli_common.h"
+#include "index/shard_set.h"
 #include "serve/http_server.h"
+#include "serve/shard_http.h"
 #include "sieve/error.h"
 #include "sieve/model.h"
 
@@ -32,6 +34,7 @@ void register_serve(CLI::App& app) {
     serve::HttpOptions h;
     DeviceFlags dev;
     std::string api_key_file;
+    std::vector<std::string> shard_urls;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
@@ -108,6 +111,9 @@ void register_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(kPositive);
   cmd->add_option("--connections", o->h.connection_threads, "Requests served at once (threads)")->capture_default_str();
+  cmd->add_option("--shard-url", o->shard_urls,
+                  "With --index SET: each shard served by `sieve shard serve` at this address (http://HOST:PORT), "
+                  "one per shard in the set's order; the shards' vectors are then not loaded here");
   cmd->add_option("--search-slots", o->s.search_slots,
                   "Searches computed at once; more wait for a slot (0 = the compute threads)")
       ->capture_default_str();
@@ -117,6 +123,15 @@ void register_serve(CLI::App& app) {
     if (!o->s.model_dir.empty()) o->s.model_dir = resolve_model_dir(o->s.model_dir);
     if (!o->api_key_file.empty()) o->h.api_keys = serve::read_api_keys(o->api_key_file);
     o->s.encoder = o->dev.options();
+    if (!o->shard_urls.empty()) {
+      SIEVE_THROW_IF_NOT(!o->s.index_dir.empty() && is_shard_set(o->s.index_dir),
+                         "--shard-url needs --index SET, a shard set (its shards are what the addresses serve)");
+      const size_t shards = index::read_shard_set_manifest(o->s.index_dir).shards.size();
+      SIEVE_THROW_IF_NOT(o->shard_urls.size() == shards, "the set '" << o->s.index_dir << "' has " << shards
+                                                             << " shards: give one --shard-url for each, in order, not "
+                                                             << o->shard_urls.size());
+      o->s.remote = std::make_shared<serve::HttpShardRemote>(o->shard_urls);
+    }
     serve::check_serve_options(o->s);  // before announcing an address that would then fail
     // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
     // writes the signal number to a pipe (async-signal-safe, whichever thread it lands on); a

@@ -36,6 +36,15 @@ inline void write_text_index(const std::string& dir, uint64_t seed) {
   build_index(dir + "/model", dir + "/c.tsv", dir + "/ix");
 }
 
+/// A service over `index_dir` with one encoder worker and F1 as its verifier.
+inline ServeOptions f1_options(const std::string& index_dir) {
+  ServeOptions o;
+  o.encoder_workers = 1;
+  o.verifier = "F1";
+  o.index_dir = index_dir;
+  return o;
+}
+
 /// The service over write_text_index's index at DIR/ix, with one encoder worker.
 inline ServeOptions text_index_service(const std::string& dir) {
   ServeOptions o;

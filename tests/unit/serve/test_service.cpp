@@ -847,10 +847,7 @@ TEST(ServeShardSet, AnswersEqualOneIndexBeforeAndAfterWrites) {
   bo.chunk_docs = 8;
   build_index(dir + "/model", dir + "/c.tsv", dir + "/one", bo);
   build_shard_set(dir + "/model", dir + "/c.tsv", dir + "/set", 3, bo);
-  ServeOptions o;
-  o.encoder_workers = 1;
-  o.verifier = "F1";
-  o.index_dir = dir + "/one";
+  ServeOptions o = test_util::f1_options(dir + "/one");
   Service one(o);
   o.index_dir = dir + "/set";
   Service set(o);

@@ -1,0 +1,243 @@
+// The shard protocol's bodies (serve/shard_wire.h).
+#include "serve/shard_wire.h"
+
+#include <cstring>
+#include <limits>
+
+#include "sieve/error.h"
+
+namespace sieve::serve::shard_wire {
+namespace {
+
+class Writer {
+ public:
+  Writer() { u32(kMagic); }
+  void u32(uint32_t v) { raw(&v, 4); }
+  void i32(int32_t v) { raw(&v, 4); }
+  void f64(double v) { raw(&v, 8); }
+  void str(const std::string& s) {
+    u32(count(s.size()));
+    out_ += s;
+  }
+  void floats(const float* p, size_t n) { raw(p, n * sizeof(float)); }
+  void u32s(const std::vector<uint32_t>& v) {
+    u32(count(v.size()));
+    raw(v.data(), v.size() * 4);
+  }
+  std::string take() { return std::move(out_); }
+  static uint32_t count(size_t n) {
+    SIEVE_THROW_IF_NOT(n <= std::numeric_limits<uint32_t>::max(), "a shard message of more than 2^32 items");
+    return static_cast<uint32_t>(n);
+  }
+
+ private:
+  // (sieve runs on little-endian machines only: x86-64 and AArch64)
+  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& body, const char* what) : s_(body), what_(what) {
+    SIEVE_THROW_IF_NOT(u32() == kMagic, what_ << ": not a sieve shard message of version 1");
+  }
+  uint32_t u32() { return get<uint32_t>(); }
+  int32_t i32() { return get<int32_t>(); }
+  double f64() { return get<double>(); }
+  std::string str() {
+    const size_t n = u32();
+    need(n);
+    std::string out = s_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  void floats(float* p, size_t n) {
+    SIEVE_THROW_IF_NOT(n <= (s_.size() - pos_) / sizeof(float), what_ << ": truncated");
+    std::memcpy(p, s_.data() + pos_, n * sizeof(float));
+    pos_ += n * sizeof(float);
+  }
+  std::vector<uint32_t> u32s() {
+    const size_t n = u32();
+    SIEVE_THROW_IF_NOT(n <= (s_.size() - pos_) / 4, what_ << ": truncated");
+    std::vector<uint32_t> v(n);
+    std::memcpy(v.data(), s_.data() + pos_, n * 4);
+    pos_ += n * 4;
+    return v;
+  }
+  // `rows` x `cols` floats (their count checked against the body before allocating).
+  std::vector<float> matrix(size_t rows, size_t cols) {
+    fits(rows * cols, sizeof(float));
+    std::vector<float> v(rows * cols);
+    floats(v.data(), v.size());
+    return v;
+  }
+  // Checks that a count of `n` items of `bytes` each can still be in the body (before allocating).
+  void fits(size_t n, size_t bytes) { SIEVE_THROW_IF_NOT(bytes == 0 || n <= (s_.size() - pos_) / bytes, what_ << ": truncated"); }
+  void done() const { SIEVE_THROW_IF_NOT(pos_ == s_.size(), what_ << ": " << s_.size() - pos_ << " trailing bytes"); }
+
+ private:
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  void need(size_t n) const { SIEVE_THROW_IF_NOT(n <= s_.size() - pos_, what_ << ": truncated"); }
+  const std::string& s_;
+  const char* what_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string encode(const DenseRequest& r) {
+  SIEVE_THROW_IF_NOT(r.pooled.size() == size_t{r.n} * r.dim, "dense request: " << r.n << " x " << r.dim << " keys expected");
+  Writer w;
+  w.u32(r.n);
+  w.u32(r.dim);
+  w.u32(r.depth);
+  w.i32(r.ef_search);
+  w.i32(r.nprobe);
+  w.f64(r.now);
+  w.str(r.filter);
+  w.floats(r.pooled.data(), r.pooled.size());
+  return w.take();
+}
+
+DenseRequest decode_dense_request(const std::string& body) {
+  Reader rd(body, "dense request");
+  DenseRequest r;
+  r.n = rd.u32();
+  r.dim = rd.u32();
+  r.depth = rd.u32();
+  r.ef_search = rd.i32();
+  r.nprobe = rd.i32();
+  r.now = rd.f64();
+  r.filter = rd.str();
+  SIEVE_THROW_IF_NOT(r.dim > 0 || r.n == 0, "dense request: keys of width 0");
+  r.pooled = rd.matrix(r.n, r.dim);
+  rd.done();
+  return r;
+}
+
+std::string encode_lists(const Lists& lists) {
+  Writer w;
+  w.u32(Writer::count(lists.size()));
+  for (const auto& l : lists) {
+    w.u32(Writer::count(l.size()));
+    for (const auto& [id, score] : l) {
+      w.u32(id);
+      w.f64(score);
+    }
+  }
+  return w.take();
+}
+
+Lists decode_lists(const std::string& body) {
+  Reader rd(body, "dense answer");
+  const uint32_t n = rd.u32();
+  rd.fits(n, 4);
+  Lists out(n);
+  for (auto& l : out) {
+    const uint32_t m = rd.u32();
+    rd.fits(m, 12);
+    l.reserve(m);
+    for (uint32_t j = 0; j < m; ++j) {
+      const uint32_t id = rd.u32();
+      l.emplace_back(id, rd.f64());
+    }
+  }
+  rd.done();
+  return out;
+}
+
+std::string encode(const DocsRequest& r) {
+  Writer w;
+  w.u32(r.max_rows);
+  w.u32s(r.docs);
+  return w.take();
+}
+
+DocsRequest decode_docs_request(const std::string& body) {
+  Reader rd(body, "documents request");
+  DocsRequest r;
+  r.max_rows = rd.u32();
+  r.docs = rd.u32s();
+  rd.done();
+  return r;
+}
+
+std::string encode_states(const std::vector<TokenStates>& states, uint32_t dim) {
+  Writer w;
+  w.u32(dim);
+  w.u32(Writer::count(states.size()));
+  for (const TokenStates& t : states) {
+    SIEVE_THROW_IF_NOT(t.values.size() == t.length * dim, "token states of width " << dim << " expected");
+    w.u32(Writer::count(t.length));
+    w.floats(t.values.data(), t.values.size());
+  }
+  return w.take();
+}
+
+std::vector<TokenStates> decode_states(const std::string& body) {
+  Reader rd(body, "token states");
+  const uint32_t dim = rd.u32(), n = rd.u32();
+  rd.fits(n, 4);
+  std::vector<TokenStates> out(n);
+  for (TokenStates& t : out) {
+    t.length = rd.u32();
+    t.values = rd.matrix(t.length, dim);
+  }
+  rd.done();
+  return out;
+}
+
+std::string encode_floats(const std::vector<float>& values) {
+  Writer w;
+  w.u32(Writer::count(values.size()));
+  w.floats(values.data(), values.size());
+  return w.take();
+}
+
+std::vector<float> decode_floats(const std::string& body) {
+  Reader rd(body, "floats");
+  std::vector<float> out = rd.matrix(rd.u32(), 1);
+  rd.done();
+  return out;
+}
+
+std::string encode(const ScoresRequest& r) {
+  SIEVE_THROW_IF_NOT(r.query.values.size() == r.query.length * r.dim, "scores request: token states of width " << r.dim);
+  SIEVE_THROW_IF_NOT(r.query.ids.empty() || r.query.ids.size() == r.query.length, "scores request: one id per token");
+  Writer w;
+  w.str(r.verifier);
+  w.u32(r.dim);
+  w.u32(Writer::count(r.query.length));
+  w.floats(r.query.values.data(), r.query.values.size());
+  w.u32(Writer::count(r.query.ids.size()));
+  for (int32_t id : r.query.ids) w.i32(id);
+  w.u32s(r.docs);
+  return w.take();
+}
+
+ScoresRequest decode_scores_request(const std::string& body) {
+  Reader rd(body, "scores request");
+  ScoresRequest r;
+  r.verifier = rd.str();
+  r.dim = rd.u32();
+  r.query.length = rd.u32();
+  r.query.values = rd.matrix(r.query.length, r.dim);
+  const uint32_t ids = rd.u32();
+  SIEVE_THROW_IF_NOT(ids == 0 || ids == r.query.length, "scores request: " << ids << " ids for " << r.query.length
+                                                                           << " token states");
+  rd.fits(ids, 4);
+  r.query.ids.resize(ids);
+  for (auto& id : r.query.ids) id = rd.i32();
+  r.docs = rd.u32s();
+  rd.done();
+  return r;
+}
+
+}  // namespace sieve::serve::shard_wire
