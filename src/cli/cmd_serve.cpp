@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "cli/cli_common.h"
-#include "index/shard_set.h"
 #include "serve/http_server.h"
 #include "serve/shard_http.h"
 #include "sieve/error.h"
@@ -35,6 +34,8 @@ void register_serve(CLI::App& app) {
     DeviceFlags dev;
     std::string api_key_file;
     std::vector<std::string> shard_urls;
+    std::string shard_membership;
+    std::shared_ptr<serve::HttpShardRemote> shard_remote;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
@@ -113,7 +114,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--connections", o->h.connection_threads, "Requests served at once (threads)")->capture_default_str();
   cmd->add_option("--shard-url", o->shard_urls,
                   "With --index SET: each shard served by `sieve shard serve` at this address (http://HOST:PORT), "
-                  "one per shard in the set's order; the shards' vectors are then not loaded here");
+                  "one per shard in the set's order; URL,URL,... for a shard's replicas (a call that fails on one "
+                  "is tried on the next). The shards' vectors are then not loaded here");
+  cmd->add_option("--shard-membership", o->shard_membership,
+                  "With --index SET: the shards' replicas from this file, {\"shards\": [[URL, ...], ...]}, instead "
+                  "of --shard-url; SIGHUP re-reads it (Ray's deployment rewrites it as replicas come and go)");
   cmd->add_option("--search-slots", o->s.search_slots,
                   "Searches computed at once; more wait for a slot (0 = the compute threads)")
       ->capture_default_str();
@@ -123,14 +128,10 @@ void register_serve(CLI::App& app) {
     if (!o->s.model_dir.empty()) o->s.model_dir = resolve_model_dir(o->s.model_dir);
     if (!o->api_key_file.empty()) o->h.api_keys = serve::read_api_keys(o->api_key_file);
     o->s.encoder = o->dev.options();
-    if (!o->shard_urls.empty()) {
-      SIEVE_THROW_IF_NOT(!o->s.index_dir.empty() && is_shard_set(o->s.index_dir),
-                         "--shard-url needs --index SET, a shard set (its shards are what the addresses serve)");
-      const size_t shards = index::read_shard_set_manifest(o->s.index_dir).shards.size();
-      SIEVE_THROW_IF_NOT(o->shard_urls.size() == shards, "the set '" << o->s.index_dir << "' has " << shards
-                                                             << " shards: give one --shard-url for each, in order, not "
-                                                             << o->shard_urls.size());
-      o->s.remote = std::make_shared<serve::HttpShardRemote>(o->shard_urls);
+    if (!o->shard_urls.empty() || !o->shard_membership.empty()) {
+      o->shard_remote = serve::open_shard_remote(o->s.index_dir, o->shard_urls, o->shard_membership);
+      o->s.remote = o->shard_remote;
+      o->s.shard_servers = [r = o->shard_remote] { return r->describe(); };
     }
     serve::check_serve_options(o->s);  // before announcing an address that would then fail
     // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
@@ -142,7 +143,7 @@ void register_serve(CLI::App& app) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGHUP, &sa, nullptr);  // re-reads the API key file
+    sigaction(SIGHUP, &sa, nullptr);  // re-reads the API key file and the shard membership file
     serve::HttpServer server(o->h, [o] {
       auto s = std::make_unique<serve::Service>(o->s);
       std::fprintf(stderr, "sieve serve: ready\n");
@@ -154,6 +155,11 @@ void register_serve(CLI::App& app) {
       while (true) {
         int sig = 0;
         if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
+        if (sig == SIGHUP && o->shard_remote) {  // the shards' replicas, when they come from a file
+          const std::string said = serve::reload_shard_membership(*o->shard_remote, o->shard_membership);
+          std::fprintf(stderr, "sieve serve: SIGHUP: %s\n", said.c_str());
+          if (o->api_key_file.empty()) continue;
+        }
         if (sig == SIGHUP) {  // new keys for the requests from now on; a broken file keeps the old ones
           if (o->api_key_file.empty()) {
             std::fprintf(stderr, "sieve serve: SIGHUP: no --api-key-file to re-read\n");

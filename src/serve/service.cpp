@@ -426,6 +426,7 @@ Response Service::info() const {
     j["cache"] = {{"path", opt_.cache_dir}, {"entries", cache_->size()}, {"dead", cache_->dead()},
                   {"threshold", cache_->threshold()}, {"compacting", cache_compaction_.running.load()},
                   {"compactions", cache_compaction_.done.load()}};
+  if (opt_.shard_servers) j["shard_servers"] = json::parse(opt_.shard_servers());
   return json_response(j);
 }
 

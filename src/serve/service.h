@@ -51,6 +51,9 @@ struct ServeOptions {
   size_t request_timeout_ms = 30000;
   /// A shard set's shards served elsewhere (IndexOpenOptions::remote; Ray Serve's router).
   std::shared_ptr<const ShardRemote> remote;
+  /// The shard servers' replicas as the router sees them, as JSON (HttpShardRemote::describe):
+  /// /v1/info's `shard_servers`; empty: not reported.
+  std::function<std::string()> shard_servers;
   /// After a write, the index is compacted in the background (IndexWriter::compact) once deleted,
   /// replaced and expired documents are this share of it and at least `compact_min_dead`; 0: never.
   double compact_dead_share = 0.3;

@@ -4,9 +4,13 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "index/shard_set.h"
 #include "serve/shard_wire.h"
 #include "sieve/error.h"
 
@@ -34,6 +38,22 @@ void answer(httplib::Response& res, Fn&& fn) {
 }
 
 std::string identity_of(const httplib::Request& req) { return req.get_header_value(kIdentityHeader); }
+
+void check_replicas(const ShardReplicas& replicas) {
+  SIEVE_THROW_IF_NOT(!replicas.empty(), "no shard addresses");
+  for (size_t s = 0; s < replicas.size(); ++s) {
+    SIEVE_THROW_IF_NOT(!replicas[s].empty(), "shard " << s << " has no address");
+    for (const std::string& u : replicas[s])
+      SIEVE_THROW_IF_NOT(u.rfind("http://", 0) == 0 && u.size() > 7,
+                         "a shard address is http://HOST:PORT, not '" << u << "' (shard " << s << ")");
+  }
+}
+
+ShardReplicas one_each(const std::vector<std::string>& urls) {
+  ShardReplicas out;
+  for (const std::string& u : urls) out.push_back({u});
+  return out;
+}
 
 }  // namespace
 
@@ -96,7 +116,14 @@ void ShardHttpServer::bind() {
 
 void ShardHttpServer::start() {
   bind();
-  thread_ = std::thread([this] { svr_->listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, ended] {
+    svr_->listen_after_bind();
+    *ended = true;
+  });
+  // httplib's stop() does nothing until the listening loop has begun: a stop() right after
+  // start() would leave the loop running and the join waiting. The loop begins at once.
+  while (!svr_->is_running() && !*ended) std::this_thread::yield();
 }
 
 void ShardHttpServer::run() {
@@ -111,49 +138,213 @@ void ShardHttpServer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-HttpShardRemote::HttpShardRemote(std::vector<std::string> urls, int timeout_ms)
-    : urls_(std::move(urls)), timeout_ms_(timeout_ms), idle_(urls_.size()) {
-  SIEVE_THROW_IF_NOT(!urls_.empty(), "no shard addresses");
-  for (const std::string& u : urls_)
-    SIEVE_THROW_IF_NOT(u.rfind("http://", 0) == 0, "a shard address is http://HOST:PORT, not '" << u << "'");
+ShardReplicas parse_shard_urls(const std::vector<std::string>& values) {
+  ShardReplicas out;
+  for (const std::string& v : values) {
+    std::vector<std::string> urls;
+    size_t from = 0;
+    while (from <= v.size()) {
+      const size_t comma = std::min(v.find(',', from), v.size());
+      urls.push_back(v.substr(from, comma - from));
+      from = comma + 1;
+    }
+    out.push_back(std::move(urls));
+  }
+  check_replicas(out);
+  return out;
 }
+
+ShardReplicas read_shard_membership(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SIEVE_THROW_IF_NOT(in, "cannot read the shard membership file '" << path << "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ShardReplicas out;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(ss.str());
+    SIEVE_THROW_IF_NOT(j.is_object() && j.contains("shards") && j.at("shards").is_array(),
+                       "not {\"shards\": [[URL, ...], ...]}");
+    for (const auto& shard : j.at("shards")) {
+      SIEVE_THROW_IF_NOT(shard.is_array(), "each shard is a list of addresses");
+      std::vector<std::string> urls;
+      for (const auto& u : shard) {
+        SIEVE_THROW_IF_NOT(u.is_string(), "an address is a string");
+        urls.push_back(u.get<std::string>());
+      }
+      out.push_back(std::move(urls));
+    }
+    check_replicas(out);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("the shard membership file '" + path + "' is not JSON: " + e.what());
+  } catch (const Error& e) {
+    throw Error("the shard membership file '" + path + "': " + e.what());
+  }
+  return out;
+}
+
+std::shared_ptr<HttpShardRemote> open_shard_remote(const std::string& set_dir, const std::vector<std::string>& urls,
+                                                   const std::string& membership_file) {
+  SIEVE_THROW_IF_NOT(urls.empty() || membership_file.empty(), "give the shards' addresses once: --shard-url or "
+                                                             "--shard-membership, not both");
+  SIEVE_THROW_IF_NOT(!set_dir.empty() && is_shard_set(set_dir),
+                     "shard addresses (--shard-url, --shard-membership) need --index SET, a shard set (its shards are what the addresses serve)");
+  ShardReplicas replicas = membership_file.empty() ? parse_shard_urls(urls) : read_shard_membership(membership_file);
+  const size_t shards = index::read_shard_set_manifest(set_dir).shards.size();
+  SIEVE_THROW_IF_NOT(replicas.size() == shards, "the set '" << set_dir << "' has " << shards
+                                                  << " shards: give the addresses of each, in order, not of "
+                                                  << replicas.size());
+  return std::make_shared<HttpShardRemote>(std::move(replicas));
+}
+
+std::string reload_shard_membership(HttpShardRemote& remote, const std::string& membership_file) {
+  if (membership_file.empty()) return "no --shard-membership file to re-read";
+  try {
+    ShardReplicas replicas = read_shard_membership(membership_file);
+    size_t n = 0;
+    for (const auto& r : replicas) n += r.size();
+    const uint64_t generation = remote.set_replicas(std::move(replicas));
+    return "shard membership " + std::to_string(generation) + ": " + std::to_string(n) + " replica(s) of " +
+           std::to_string(remote.shards()) + " shard(s) read from " + membership_file;
+  } catch (const std::exception& e) {
+    return std::string("the shard membership stays: ") + e.what();
+  }
+}
+
+struct HttpShardRemote::Replica {
+  explicit Replica(std::string u) : url(std::move(u)) {}
+  const std::string url;
+  std::atomic<bool> down{false};
+  std::atomic<uint64_t> calls{0}, failures{0};
+  std::mutex mu;  // idle, last_error
+  std::vector<std::unique_ptr<httplib::Client>> idle;
+  std::string last_error;
+
+  // A kept-alive client (`*reused` set), or a new one (always when `fresh`).
+  std::unique_ptr<httplib::Client> client(bool* reused, bool fresh) {
+    if (!fresh) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!idle.empty()) {
+        auto c = std::move(idle.back());
+        idle.pop_back();
+        *reused = true;
+        return c;
+      }
+    }
+    *reused = false;
+    auto c = std::make_unique<httplib::Client>(url);
+    c->set_keep_alive(true);
+    c->set_tcp_nodelay(true);
+    return c;
+  }
+  void give_back(std::unique_ptr<httplib::Client> c) {
+    std::lock_guard<std::mutex> lock(mu);
+    idle.push_back(std::move(c));
+  }
+  void failed(const std::string& why) {
+    down = true;
+    ++failures;
+    std::lock_guard<std::mutex> lock(mu);
+    last_error = why;
+    idle.clear();  // a replica that failed may have restarted elsewhere on its port: new connections
+  }
+};
+
+struct HttpShardRemote::Membership {
+  uint64_t generation = 1;
+  std::vector<std::vector<std::shared_ptr<Replica>>> shards;
+  std::unique_ptr<std::atomic<size_t>[]> next;  // round robin, per shard
+};
+
+HttpShardRemote::HttpShardRemote(ShardReplicas replicas, int timeout_ms) : timeout_ms_(timeout_ms) {
+  check_replicas(replicas);
+  auto m = std::make_shared<Membership>();
+  m->next = std::make_unique<std::atomic<size_t>[]>(replicas.size());
+  for (auto& urls : replicas) {
+    std::vector<std::shared_ptr<Replica>> reps;
+    for (auto& u : urls) reps.push_back(std::make_shared<Replica>(std::move(u)));
+    m->shards.push_back(std::move(reps));
+  }
+  m_ = std::move(m);
+}
+
+HttpShardRemote::HttpShardRemote(const std::vector<std::string>& urls, int timeout_ms)
+    : HttpShardRemote(one_each(urls), timeout_ms) {}
 
 HttpShardRemote::~HttpShardRemote() = default;
 
-std::unique_ptr<httplib::Client> HttpShardRemote::client(size_t shard, bool* reused, bool fresh) const {
-  if (!fresh) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& idle = idle_[shard];
-    if (!idle.empty()) {
-      auto c = std::move(idle.back());
-      idle.pop_back();
-      if (reused) *reused = true;
-      return c;
-    }
-  }
-  auto c = std::make_unique<httplib::Client>(urls_[shard]);
-  c->set_keep_alive(true);
-  c->set_tcp_nodelay(true);
-  return c;
-}
-
-void HttpShardRemote::give_back(size_t shard, std::unique_ptr<httplib::Client> c) const {
+std::shared_ptr<HttpShardRemote::Membership> HttpShardRemote::membership() const {
   std::lock_guard<std::mutex> lock(mu_);
-  idle_[shard].push_back(std::move(c));
+  return m_;
 }
 
-std::string HttpShardRemote::call(size_t shard, const std::string& path, const std::string& identity,
-                                  const std::string& body, std::chrono::steady_clock::time_point deadline) const {
-  SIEVE_THROW_IF_NOT(shard < urls_.size(), "shard " << shard << " of a set served at " << urls_.size() << " addresses");
-  const std::string who = "shard " + std::to_string(shard) + " at " + urls_[shard];
-  auto ms = std::chrono::milliseconds(timeout_ms_);
-  const bool has_deadline = deadline != std::chrono::steady_clock::time_point::max();
-  if (has_deadline) {
-    ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (ms.count() <= 0) throw ShardTimeout(who + " was not asked: the request's deadline had passed");
+size_t HttpShardRemote::shards() const { return membership()->shards.size(); }
+
+uint64_t HttpShardRemote::set_replicas(ShardReplicas replicas) {
+  check_replicas(replicas);
+  std::lock_guard<std::mutex> lock(mu_);
+  SIEVE_THROW_IF_NOT(replicas.size() == m_->shards.size(), "a membership of " << replicas.size()
+                                                               << " shards for a set of " << m_->shards.size());
+  auto m = std::make_shared<Membership>();
+  m->generation = m_->generation + 1;
+  m->next = std::make_unique<std::atomic<size_t>[]>(replicas.size());
+  for (size_t s = 0; s < replicas.size(); ++s) {
+    std::vector<std::shared_ptr<Replica>> reps;
+    for (auto& u : replicas[s]) {
+      std::shared_ptr<Replica> kept;  // a replica listed before keeps its connections and counts
+      for (const auto& r : m_->shards[s])
+        if (r->url == u) kept = r;
+      reps.push_back(kept ? kept : std::make_shared<Replica>(std::move(u)));
+    }
+    m->shards.push_back(std::move(reps));
+    m->next[s] = m_->next[s].load();
   }
+  m_ = std::move(m);
+  return m_->generation;
+}
+
+std::vector<std::vector<ReplicaState>> HttpShardRemote::replica_states(uint64_t* generation) const {
+  auto m = membership();
+  if (generation) *generation = m->generation;
+  std::vector<std::vector<ReplicaState>> out;
+  for (const auto& reps : m->shards) {
+    std::vector<ReplicaState> states;
+    for (const auto& r : reps) {
+      ReplicaState st;
+      st.url = r->url;
+      st.down = r->down;
+      st.calls = r->calls;
+      st.failures = r->failures;
+      std::lock_guard<std::mutex> lock(r->mu);
+      st.last_error = r->last_error;
+      states.push_back(std::move(st));
+    }
+    out.push_back(std::move(states));
+  }
+  return out;
+}
+
+std::string HttpShardRemote::describe() const {
+  uint64_t generation = 0;
+  nlohmann::json shards = nlohmann::json::array();
+  for (const auto& states : replica_states(&generation)) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (const ReplicaState& st : states)
+      reps.push_back({{"url", st.url}, {"down", st.down}, {"calls", st.calls}, {"failures", st.failures},
+                      {"last_error", st.last_error}});
+    shards.push_back(std::move(reps));
+  }
+  return nlohmann::json{{"generation", generation}, {"shards", std::move(shards)}}.dump();
+}
+
+bool HttpShardRemote::call_one(Replica& r, const std::string& who, const std::string& path,
+                               const std::string& identity, const std::string& body,
+                               std::chrono::steady_clock::time_point deadline, bool has_deadline, std::string* out,
+                               bool* retry) const {
+  auto ms = std::chrono::milliseconds(timeout_ms_);
+  if (has_deadline) ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (ms.count() <= 0) throw ShardTimeout(who + " was not asked: the request's deadline had passed");
   bool reused = false;
-  std::unique_ptr<httplib::Client> c = client(shard, &reused);
+  std::unique_ptr<httplib::Client> c = r.client(&reused, false);
   const auto sec = static_cast<time_t>(ms.count() / 1000), usec = static_cast<time_t>((ms.count() % 1000) * 1000);
   const httplib::Headers headers = {{kIdentityHeader, identity}};
   const auto post = [&] {
@@ -162,24 +353,63 @@ std::string HttpShardRemote::call(size_t shard, const std::string& path, const s
     c->set_write_timeout(sec, usec);
     return c->Post(path.c_str(), headers, body, kBinary);
   };
-  httplib::Result r = post();
-  if (!r && reused && std::chrono::steady_clock::now() < deadline) {
+  httplib::Result res = post();
+  if (!res && reused && std::chrono::steady_clock::now() < deadline) {
     // A kept-alive connection the server has closed since (idle past its keep-alive timeout):
     // once more on a new one. Every shard call only reads, so asking twice changes nothing.
-    c = client(shard, nullptr, /*fresh=*/true);
-    r = post();
+    c = r.client(&reused, /*fresh=*/true);
+    res = post();
   }
-  if (!r) {
-    const bool late = has_deadline && std::chrono::steady_clock::now() >= deadline - std::chrono::milliseconds(20);
-    const std::string why = httplib::to_string(r.error());
-    if (late) throw ShardTimeout(who + " had not answered when the request's deadline passed (" + why + ")");
-    throw ShardUnavailable(who + " did not answer: " + why);  // the connection is not given back
+  if (!res) {
+    const std::string why = httplib::to_string(res.error());
+    if (has_deadline && std::chrono::steady_clock::now() >= deadline - std::chrono::milliseconds(20))
+      throw ShardTimeout(who + " had not answered when the request's deadline passed (" + why + ")");
+    *out = who + " did not answer: " + why;  // the connection is not given back
+    *retry = true;
+    return false;
   }
-  if (r->status != 200)
-    throw ShardUnavailable(who + " refused (" + std::to_string(r->status) + "): " + r->body);
-  std::string out = std::move(r->body);
-  give_back(shard, std::move(c));
-  return out;
+  if (res->status != 200) {
+    *out = who + " refused (" + std::to_string(res->status) + "): " + res->body;
+    // 409: another copy of the shard (a replica not yet at the set's latest write, or another
+    // set's); 5xx: the replica's own failure. 400: the request itself, refused by any replica.
+    *retry = res->status != 400;
+    if (*retry) return false;
+    throw ShardUnavailable(*out);
+  }
+  *out = std::move(res->body);
+  r.give_back(std::move(c));
+  return true;
+}
+
+std::string HttpShardRemote::call(size_t shard, const std::string& path, const std::string& identity,
+                                  const std::string& body, std::chrono::steady_clock::time_point deadline) const {
+  const std::shared_ptr<Membership> m = membership();
+  SIEVE_THROW_IF_NOT(shard < m->shards.size(), "shard " << shard << " of a set of " << m->shards.size() << " shards");
+  const auto& reps = m->shards[shard];
+  const size_t n = reps.size(), first = m->next[shard].fetch_add(1) % n;
+  // In turn from `first`: the replicas whose last call succeeded, then the others.
+  std::vector<Replica*> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < n; ++i) {
+      Replica* r = reps[(first + i) % n].get();
+      if (r->down.load() == (pass == 1)) order.push_back(r);
+    }
+  const bool has_deadline = deadline != std::chrono::steady_clock::time_point::max();
+  std::string failures;
+  for (Replica* r : order) {
+    const std::string who = "shard " + std::to_string(shard) + " at " + r->url;
+    std::string out;
+    bool retry = false;
+    if (call_one(*r, who, path, identity, body, deadline, has_deadline, &out, &retry)) {
+      r->down = false;
+      ++r->calls;
+      return out;
+    }
+    r->failed(out);
+    failures += (failures.empty() ? "" : "; ") + out;
+  }
+  if (n > 1) failures = "no replica of shard " + std::to_string(shard) + " answered: " + failures;
+  throw ShardUnavailable(failures);
 }
 
 std::vector<std::vector<std::pair<uint32_t, double>>> HttpShardRemote::dense_lists(size_t shard,

@@ -134,6 +134,97 @@ TEST(ShardHttp, AShardOfAnotherSetIsRefused) {
   EXPECT_NE(r.body.find("another copy"), std::string::npos) << r.body;
 }
 
+// Replicas: a shard whose first replica does not answer, one whose replica serves another set's
+// copy, one whose replica stops under way: every search still equals one index (the call goes to
+// the next replica); the router's view names the failed ones. With no replica left, a 503 naming
+// each; a new membership (Ray's, after a restart) makes the set whole again.
+TEST(ShardHttp, AReplicaThatFailsIsLeftForAnother) {
+  const std::string dir = test::make_temp_dir("shard_http_replicas");
+  std::filesystem::create_directories(dir + "/a");
+  std::filesystem::create_directories(dir + "/b");
+  write_set(dir + "/a", 34, 2);
+  write_set(dir + "/b", 35, 2);  // another model and set: its shard 1 is another copy
+  const std::string set = dir + "/a/set";
+  Servers first(set, 2, {"F1"}), second(set, 2, {"F1"}), other(dir + "/b/set", 2, {"F1"});
+  std::string dead;  // an address nothing listens on any more
+  {
+    ShardHttpServer gone(std::make_shared<const ShardService>(shard_dir(set, 0), std::vector<std::string>{"F1"}),
+                         "127.0.0.1", 0, 1);
+    gone.start();
+    dead = "http://127.0.0.1:" + std::to_string(gone.port());
+    gone.stop();
+  }
+  ServeOptions o = test_util::f1_options(dir + "/a/one");
+  Service one(o);
+  o.index_dir = set;
+  auto remote = std::make_shared<HttpShardRemote>(
+      ShardReplicas{{dead, first.urls[0]}, {other.urls[1], first.urls[1], second.urls[1]}});
+  o.remote = remote;
+  Service router(o);
+  for (int round = 0; round < 2; ++round)  // each replica in turn comes first
+    for (const json& body : bodies()) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
+  auto states = remote->replica_states();
+  EXPECT_TRUE(states[0][0].down);
+  EXPECT_GT(states[0][0].failures, 0u);
+  EXPECT_NE(states[0][0].last_error.find("did not answer"), std::string::npos) << states[0][0].last_error;
+  EXPECT_GT(states[0][1].calls, 0u);
+  EXPECT_NE(states[1][0].last_error.find("409"), std::string::npos) << states[1][0].last_error;
+  EXPECT_GT(states[1][1].calls + states[1][2].calls, 0u);
+
+  first.servers[1]->stop();  // shard 1 now has one good replica left
+  for (const json& body : bodies()) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
+  second.servers[1]->stop();  // and none
+  Response r = router.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "dense"}}.dump());
+  EXPECT_EQ(r.status, 503) << r.body;
+  for (const std::string& u : {other.urls[1], first.urls[1], second.urls[1]})
+    EXPECT_NE(r.body.find("shard 1 at " + u), std::string::npos) << r.body;
+
+  // A replica started again (on another port): the new membership makes the set whole.
+  Servers again(set, 2, {"F1"});
+  EXPECT_THROW(remote->set_replicas({{first.urls[0]}}), Error);  // one shard of two: refused, nothing changes
+  EXPECT_EQ(remote->set_replicas({{first.urls[0]}, {second.urls[1], again.urls[1]}}), 2u);
+  for (const json& body : bodies()) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
+  const json seen = json::parse(remote->describe());
+  EXPECT_EQ(seen["generation"], 2);
+  ASSERT_EQ(seen["shards"].size(), 2u);
+  EXPECT_EQ(seen["shards"][1][1]["url"], again.urls[1]);
+  EXPECT_EQ(seen["shards"][1][1]["down"], false);
+}
+
+TEST(ShardHttp, ShardAddressesAndMembershipFilesAreChecked) {
+  const std::string dir = test::make_temp_dir("shard_http_members");
+  EXPECT_EQ(parse_shard_urls({"http://a:1,http://b:2", "http://c:3"}),
+            (ShardReplicas{{"http://a:1", "http://b:2"}, {"http://c:3"}}));
+  EXPECT_THROW(parse_shard_urls({"http://a:1,"}), Error);  // an empty address
+  EXPECT_THROW(parse_shard_urls({}), Error);
+  const auto write = [&](const std::string& text) {
+    std::ofstream(dir + "/m.json") << text;
+    return dir + "/m.json";
+  };
+  EXPECT_EQ(read_shard_membership(write(R"({"shards": [["http://a:1"], ["http://b:2", "http://c:3"]]})")),
+            (ShardReplicas{{"http://a:1"}, {"http://b:2", "http://c:3"}}));
+  for (const char* bad : {"", "[]", R"({"shards": [[]]})", R"({"shards": [["a:1"]]})", R"({"shards": [[1]]})",
+                          R"({"shards": ["http://a:1"]})"}) {
+    try {
+      read_shard_membership(write(bad));
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("m.json"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(read_shard_membership(dir + "/nowhere.json"), Error);
+  // A file that cannot be used leaves the membership as it was.
+  HttpShardRemote remote(ShardReplicas{{"http://a:1"}, {"http://b:2"}});
+  const std::string said = reload_shard_membership(remote, write(R"({"shards": [["http://a:1"]]})"));
+  EXPECT_NE(said.find("stays"), std::string::npos) << said;
+  uint64_t generation = 0;
+  EXPECT_EQ(remote.replica_states(&generation)[1][0].url, "http://b:2");
+  EXPECT_EQ(generation, 1u);
+  const std::string ok = reload_shard_membership(remote, write(R"({"shards": [["http://a:1"], ["http://d:4"]]})"));
+  EXPECT_NE(ok.find("membership 2"), std::string::npos) << ok;
+  EXPECT_EQ(remote.replica_states()[1][0].url, "http://d:4");
+}
+
 // The command line: `sieve shard serve` starts, says where it serves once ready, and stops on
 // SIGTERM with exit 0; bad addresses, a shard count that does not match and a folder that is not
 // a shard are refused at start-up, exit 1, the reason named. (An index outside a set may be
@@ -157,9 +248,12 @@ TEST(ShardCli, ServesStopsAndRefusesBadStarts) {
   refused("shard serve --index " + dir + "/set --port 0", "not a shard");
   refused("shard serve --index " + dir + "/nowhere --port 0", "not a shard");
   refused("serve --index " + dir + "/set --shard-url http://127.0.0.1:1 --port 0", "has 2 shards");
-  refused("serve --index " + dir + "/one --shard-url http://127.0.0.1:1 --port 0", "needs --index SET");
+  refused("serve --index " + dir + "/one --shard-url http://127.0.0.1:1 --port 0", "need --index SET");
   refused("serve --index " + dir + "/set --shard-url 127.0.0.1:1 --shard-url http://127.0.0.1:2 --port 0",
           "http://HOST:PORT");
+  refused("serve --index " + dir + "/set --shard-url http://127.0.0.1:1 --shard-url http://127.0.0.1:2 "
+          "--shard-membership " + dir + "/m.json --port 0", "not both");
+  refused("serve --index " + dir + "/set --shard-membership " + dir + "/nowhere.json --port 0", "nowhere.json");
 }
 
 TEST(ShardWire, MessagesRoundTripAndDamageIsRefused) {
