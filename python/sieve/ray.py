@@ -2,6 +2,7 @@
 built by Ray tasks on any node, and committed only when every shard verifies.
 
     python3 -m sieve.ray build --corpus C --shards N --out DIR [--address RAY_ADDRESS] [options]
+    python3 -m sieve.ray native --index DIR [--address RAY_ADDRESS] [options]  (sieve/ray_native.py)
     python3 -m sieve.ray serve --index DIR [--address RAY_ADDRESS] [options]   (sieve/ray_serve.py)
 
 or, from Python, `sieve.ray.build(corpus, out, shards, ...)`. Without an address a local Ray is
@@ -246,8 +247,13 @@ def main(argv=None):
     if argv[:1] == ["serve"]:  # Ray Serve: its own options (sieve/ray_serve.py)
         from . import ray_serve
         return ray_serve.main(argv[1:])
+    if argv[:1] == ["native"]:  # sieve's shard servers placed by Ray (sieve/ray_native.py)
+        from . import ray_native
+        return ray_native.main(argv[1:])
     p = argparse.ArgumentParser(prog="python3 -m sieve.ray", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("native", help="serve a shard set natively: sieve shard servers placed and restarted by Ray, "
+                   "a sieve serve router (python3 -m sieve.ray native --help; the documented default)")
     sub.add_parser("serve", help="serve a shard set on Ray Serve (python3 -m sieve.ray serve --help)")
     b = sub.add_parser("build", help="build a shard set on Ray (the options of `sieve index build`)")
     b.add_argument("--corpus", required=True, help="BEIR corpus.jsonl, TSV (id, text[, title]; no header) or Parquet")
