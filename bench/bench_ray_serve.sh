@@ -7,8 +7,10 @@
 # every query alike. Ray Serve runs twice: stage 2 at the router (token states cross the wire) and
 # at the shards (scores do), with the stage-2 bytes per query of each. One JSON line per case.
 #   bench/bench_ray_serve.sh [SECONDS_PER_CASE=10] [WORK=/tmp/sieve_bench_ray_serve]
-# Before Ray: the native shard path (issue 61), SHARDS `sieve shard serve` processes under
-# `sieve serve --shard-url` (NATIVE=0 skips it; RAY=0 skips Ray Serve).
+# Before Ray Serve: the native shard path (issue 61), SHARDS `sieve shard serve` processes under
+# `sieve serve --shard-url` started by this script (NATIVE=0 skips it), then the same placed by
+# Ray (python3 -m sieve.ray native, REPLICAS replicas a shard; RAY_NATIVE=0 skips it). RAY=0
+# skips Ray Serve.
 # Needs wrk and jq (scripts/setup.sh --bench) and build/ray-venv (scripts/setup.sh --oracles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +24,7 @@ SHARDS="${SHARDS:-3}"
 for tool in wrk jq curl; do
   command -v $tool >/dev/null || { echo "bench_ray_serve: $tool is not installed (scripts/setup.sh --bench)" >&2; exit 1; }
 done
-[[ "${RAY:-1}" == 0 || -x "$PY" ]] || { echo "bench_ray_serve: $PY is missing (scripts/setup.sh --oracles)" >&2; exit 1; }
+[[ ( "${RAY:-1}" == 0 && "${RAY_NATIVE:-1}" == 0 ) || -x "$PY" ]] || { echo "bench_ray_serve: $PY is missing (scripts/setup.sh --oracles)" >&2; exit 1; }
 mkdir -p "$WORK"
 corpus="$DATA/retrieval/scifact/corpus.jsonl"
 if [[ -n "${DOCS:-}" ]]; then head -n "$DOCS" "$corpus" > "$WORK/corpus.jsonl"; corpus="$WORK/corpus.jsonl"; fi
@@ -45,6 +47,14 @@ answers() {
       curl -s "$URL/v1/search" -d "$body" | jq -c 'del(.results[].timings)'
     done
   done
+}
+
+check() {  # check SERVER_NAME ANSWERS: equal to one sieve serve's, byte for byte
+  if cmp -s "$WORK/answers-one.jsonl" "$2"; then
+    echo "{\"check\": \"answers equal\", \"server\": \"$1\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
+  else
+    echo "{\"check\": \"answers differ\", \"server\": \"$1\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$2" | grep -c '^<' || true)}"
+  fi
 }
 
 load() {  # load SERVER_NAME
@@ -85,14 +95,22 @@ if [[ "${NATIVE:-1}" == 1 ]]; then
   PID=$!
   for _ in $(seq 600); do grep -q ready "$WORK/serve-native.log" && break; sleep 0.2; done
   answers > "$WORK/answers-native.jsonl"
-  if cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-native.jsonl"; then
-    echo "{\"check\": \"answers equal\", \"server\": \"native shards\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
-  else
-    echo "{\"check\": \"answers differ\", \"server\": \"native shards\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$WORK/answers-native.jsonl" | grep -c '^<' || true)}"
-  fi
+  check "native shards" "$WORK/answers-native.jsonl"
   load "sieve serve over sieve shard serve" "$SHARDS"
   stop
   stop_shards
+fi
+
+# The same placed by Ray: python3 -m sieve.ray native (a local Ray on this machine).
+if [[ "${RAY_NATIVE:-1}" == 1 ]]; then
+  PYTHONPATH="$B/python" RAY_USAGE_STATS_ENABLED=0 SIEVE_CLI="$S" "$PY" -m sieve.ray native --index "$WORK/set" \
+    --host 127.0.0.1 --port "$PORT" --replicas "${REPLICAS:-1}" 2> "$WORK/ray-native.log" &
+  PID=$!
+  for _ in $(seq 1500); do grep -q serving "$WORK/ray-native.log" && break; sleep 0.2; done
+  answers > "$WORK/answers-ray-native.jsonl"
+  check "ray native" "$WORK/answers-ray-native.jsonl"
+  load "ray native (sieve shard serve placed by Ray)" "$SHARDS"
+  stop
 fi
 [[ "${RAY:-1}" == 1 ]] || exit 0
 
@@ -109,11 +127,7 @@ for where in ${STAGE2:-router shards}; do
   answers > "$WORK/answers-ray-$where.jsonl"
   bytes=$(curl -s "$URL/router/stats" | jq .stage2_bytes_received)
   echo "{\"server\": \"ray serve\", \"stage2\": \"$where\", \"stage2_bytes_per_query\": $((bytes / 50))}"
-  if cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-ray-$where.jsonl"; then
-    echo "{\"check\": \"answers equal\", \"stage2\": \"$where\", \"bodies\": $(wc -l < "$WORK/answers-one.jsonl")}"
-  else
-    echo "{\"check\": \"answers differ\", \"stage2\": \"$where\", \"diff_lines\": $(diff "$WORK/answers-one.jsonl" "$WORK/answers-ray-$where.jsonl" | grep -c '^<' || true)}"
-  fi
+  check "ray serve (stage 2 at $where)" "$WORK/answers-ray-$where.jsonl"
   load "ray serve (stage 2 at $where)" "$SHARDS"
   stop
 done

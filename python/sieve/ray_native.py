@@ -61,7 +61,10 @@ class _Process:
 
     def __init__(self, args):
         self.args = args
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # Ray sets OMP_NUM_THREADS=1 in its workers (for an actor that reserves no CPU): sieve
+        # sizes its own threads from the cores it may use (--threads of sieve serve decides).
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
                                      stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
         self._lines = []  # the last 200
         self._count = 0  # lines read in all
@@ -421,7 +424,7 @@ def main(argv=None):
     p.add_argument("--host", default="", help="address the router binds (default: its node's address)")
     p.add_argument("--port", type=int, default=8000, help="the router's port (kept across its restarts)")
     p.add_argument("--replicas", type=int, default=1, help="replicas of each shard")
-    p.add_argument("--shard-threads", type=int, default=1, help="connection threads of each shard server")
+    p.add_argument("--shard-threads", type=int, default=16, help="calls each shard server serves at once")
     p.add_argument("--verifier", action="append", default=[], help="verifier the shard servers hold for stage 2 "
                                                                     "(repeatable; default: the model's)")
     p.add_argument("--shard-resource", default="", help="a Ray resource each shard replica needs (NAME or "
@@ -437,8 +440,7 @@ def main(argv=None):
         return {name: float(amount or 1)}
 
     import ray
-    init_address(a.address)
-    ray.init(address=a.address or None, runtime_env=runtime_env(), log_to_driver=False)
+    ray.init(address=init_address(a.address), runtime_env=runtime_env("SIEVE_CLI"), log_to_driver=False)
     shard_args = ["--threads", str(a.shard_threads)]
     for v in a.verifier:
         shard_args += ["--verifier", v]

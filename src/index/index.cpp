@@ -108,6 +108,10 @@ class IndexImpl final : public Index {
   const IndexStats& stats() const override { return stats_; }
   const Manifest& manifest() const { return m_; }
   const std::string& dir() const { return dir_; }
+  const XapianLexicalIndex& lexical() const {
+    SIEVE_THROW_IF_NOT(lexical_ != nullptr, "this index has no BM25 database");
+    return *lexical_;
+  }
   size_t size() const override { return m_.documents; }
   Document document(uint32_t doc) const override {
     Document d = corpus_->get(doc);
@@ -550,6 +554,24 @@ std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* poole
   SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
   const std::shared_ptr<const Bitmap> allowed = impl->allowed(p);
   return impl->dense_lists(n, pooled, depth, p, allowed.get());
+}
+
+Bm25Stats bm25_stats(const Index& shard, const std::vector<std::string>& terms) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&shard);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  return impl->lexical().stats(terms);
+}
+
+std::vector<Ranked> bm25_lists(const Index& shard, const std::vector<Bm25Query>& queries, uint64_t documents,
+                               uint64_t total_length, size_t depth, const SearchParams& p) {
+  const auto* impl = dynamic_cast<const IndexImpl*>(&shard);
+  SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
+  const std::shared_ptr<const Bitmap> allowed = impl->allowed(p);
+  std::vector<Ranked> out;
+  for (const Bm25Query& q : queries)
+    out.push_back(impl->lexical().search_global(q, documents, total_length, depth,
+                                                static_cast<uint32_t>(shard.size()), allowed.get()));
+  return out;
 }
 
 std::shared_ptr<const Bitmap> allowed_documents(const Index& shard, const SearchParams& p) {

@@ -3,6 +3,7 @@
 #include <xapian.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <cmath>
 #include <map>
 #include <type_traits>
@@ -132,6 +133,98 @@ class AllowedDocuments : public Xapian::PostingSource {
 
 }  // namespace
 
+std::map<std::string, unsigned> bm25_terms(const std::string& query) {
+  return xapian_call("BM25 query parsing failed", [&] {
+    Xapian::QueryParser qp;
+    qp.set_stemmer(Xapian::Stem("english"));
+    qp.set_stemming_strategy(Xapian::QueryParser::STEM_ALL);
+    qp.set_stopper(&stopper());
+    qp.set_default_op(Xapian::Query::OP_OR);
+    // No operators: a query is a bag of words, as in BM25 baselines. The parser's terms (stemmed,
+    // stop words out) go into one OR, each once with its count as its query frequency; the parser
+    // would make phrases of hyphenated words ("0-dimensional"), which BM25 baselines do not.
+    std::map<std::string, unsigned> terms;
+    try {
+      const Xapian::Query parsed = qp.parse_query(query, 0);
+      for (auto t = parsed.get_terms_begin(); t != parsed.get_terms_end(); ++t) ++terms[*t];
+    } catch (const Xapian::QueryParserError&) {
+      terms.clear();
+    }
+    return terms;
+  });
+}
+
+Bm25Stats XapianLexicalIndex::stats(const std::vector<std::string>& terms) const {
+  SIEVE_THROW_IF_NOT(shards_ == 1, "internal: stats() of a lexical index over several databases");
+  std::lock_guard<std::mutex> lock(mu_);
+  return xapian_call("BM25 statistics failed", [&] {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        Bm25Stats st;
+        st.documents = db_->get_doccount();
+        st.total_length = db_->get_total_length();
+        for (const std::string& t : terms) st.termfreqs.push_back(db_->get_termfreq(t));
+        return st;
+      } catch (const Xapian::DatabaseModifiedError&) {
+        if (attempt >= 3) throw;
+        db_->reopen();
+      }
+    }
+  });
+}
+
+std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search_global(const Bm25Query& q, uint64_t documents,
+                                                                           uint64_t total_length, size_t k,
+                                                                           uint32_t limit, const Bitmap* allowed) const {
+  SIEVE_THROW_IF_NOT(shards_ == 1, "internal: search_global() of a lexical index over several databases");
+  SIEVE_THROW_IF_NOT(q.wqf.size() == q.terms.size() && q.termfreqs.size() == q.terms.size(),
+                     "BM25 query: " << q.terms.size() << " terms, " << q.wqf.size() << " counts, " << q.termfreqs.size()
+                                    << " document counts");
+  for (size_t i = 1; i < q.terms.size(); ++i)
+    SIEVE_THROW_IF_NOT(q.terms[i - 1] < q.terms[i], "BM25 query: terms out of byte order or repeated");
+  std::vector<std::pair<uint32_t, double>> out;
+  if (k == 0 || q.terms.empty()) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  return xapian_call("BM25 search failed", [&] {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        // rescore()'s terms, with the set's statistics instead of this database's.
+        const double n_docs = static_cast<double>(documents);
+        const double avlen = documents == 0 ? 0.0 : static_cast<double>(total_length) / static_cast<double>(documents);
+        const double len_factor = avlen != 0 ? 1.0 / avlen : 0.0;
+        const double k1 = params_.k1, b = params_.b, k3 = 1.0;
+        std::unordered_map<uint32_t, double> acc;
+        for (size_t t = 0; t < q.terms.size(); ++t) {
+          const double f = q.wqf[t], n = static_cast<double>(q.termfreqs[t]);
+          if (n == 0) continue;
+          double tw = (n_docs - n + 0.5) / (n + 0.5);
+          if (tw < 2) tw = tw * 0.5 + 1;
+          const double termweight = std::log(tw) * ((k3 + 1) * f / (k3 + f)) * (k1 + 1);
+          for (auto p = db_->postlist_begin(q.terms[t]); p != db_->postlist_end(q.terms[t]); ++p) {
+            const uint32_t doc = *p - 1;
+            if (doc >= limit || (allowed != nullptr && !allowed->test(doc))) continue;
+            const double normlen = std::max(static_cast<double>(p.get_doclength()) * len_factor, kMinNormLen);
+            const double wdf = p.get_wdf();
+            acc[doc] += termweight * (wdf / (k1 * (normlen * b + (1 - b)) + wdf));
+          }
+        }
+        out.assign(acc.begin(), acc.end());
+        const auto better = [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; };
+        if (out.size() > k) {
+          std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(), better);
+          out.resize(k);
+        } else {
+          std::sort(out.begin(), out.end(), better);
+        }
+        return out;
+      } catch (const Xapian::DatabaseModifiedError&) {
+        if (attempt >= 3) throw;
+        db_->reopen();
+      }
+    }
+  });
+}
+
 std::vector<std::pair<uint32_t, double>> XapianLexicalIndex::search(const std::string& query, size_t k,
                                                                     uint32_t limit, const Bitmap* allowed) const {
   SIEVE_THROW_IF_NOT(shards_ == 1, "internal: search() of a lexical index over several databases");
@@ -162,21 +255,7 @@ std::vector<ShardHit> XapianLexicalIndex::search_shards(const std::string& query
   const Xapian::doccount want = static_cast<Xapian::doccount>(std::min<uint64_t>(k + extra, committed));
   std::lock_guard<std::mutex> lock(mu_);
   return xapian_call("BM25 search failed", [&] {
-    Xapian::QueryParser qp;
-    qp.set_stemmer(Xapian::Stem("english"));
-    qp.set_stemming_strategy(Xapian::QueryParser::STEM_ALL);
-    qp.set_stopper(&stopper());
-    qp.set_default_op(Xapian::Query::OP_OR);
-    // No operators: a query is a bag of words, as in BM25 baselines. The parser's terms (stemmed,
-    // stop words out) go into one OR, each once with its count as its query frequency; the parser
-    // would make phrases of hyphenated words ("0-dimensional"), which BM25 baselines do not.
-    std::map<std::string, unsigned> terms;
-    try {
-      const Xapian::Query parsed = qp.parse_query(query, 0);
-      for (auto t = parsed.get_terms_begin(); t != parsed.get_terms_end(); ++t) ++terms[*t];
-    } catch (const Xapian::QueryParserError&) {
-      terms.clear();
-    }
+    const std::map<std::string, unsigned> terms = bm25_terms(query);
     std::vector<Xapian::Query> leaves;
     for (const auto& [term, wqf] : terms) leaves.emplace_back(term, wqf);
     const Xapian::Query q(Xapian::Query::OP_OR, leaves.begin(), leaves.end());

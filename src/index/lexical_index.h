@@ -24,6 +24,26 @@ struct Bm25Params {
   double b = 0.75;
 };
 
+/// A free-text query's BM25 terms, as every search here reads it: the query parser's terms
+/// (English stemming, stop words out, no operators), each with its count, in byte order.
+std::map<std::string, unsigned> bm25_terms(const std::string& query);
+
+/// The collection statistics BM25 reads: documents, their total length, and the number of
+/// documents holding each of some terms (summed over a set's shards, the statistics of one
+/// database holding every document).
+struct Bm25Stats {
+  uint64_t documents = 0;
+  uint64_t total_length = 0;
+  std::vector<uint64_t> termfreqs;
+};
+
+/// One query's terms (byte order), their counts and each term's document count in the whole set.
+struct Bm25Query {
+  std::vector<std::string> terms;
+  std::vector<uint32_t> wqf;
+  std::vector<uint64_t> termfreqs;
+};
+
 /// Interface of the lexical recall stage.
 class LexicalIndex {
  public:
@@ -62,6 +82,15 @@ class XapianLexicalIndex : public LexicalIndex {
                                       const std::vector<const Bitmap*>& allowed = {}) const;
   /// Number of documents in the database(s).
   uint32_t doc_count() const;
+  /// This database's statistics for `terms` (one database only).
+  Bm25Stats stats(const std::vector<std::string>& terms) const;
+  /// This database's top `k` by BM25 with the statistics of a whole set (`documents`,
+  /// `total_length`, q.termfreqs), best first, equal scores lower id first; ids >= `limit` and,
+  /// with `allowed`, ids it does not hold are skipped. Every document holding a query term is
+  /// scored, in the order and by the formula of rescore(), so each score equals to the bit the
+  /// one a search over every shard's database as one gives it (one database only).
+  std::vector<std::pair<uint32_t, double>> search_global(const Bm25Query& q, uint64_t documents, uint64_t total_length,
+                                                         size_t k, uint32_t limit, const Bitmap* allowed) const;
 
  private:
   static constexpr double kMinNormLen = 0.5;

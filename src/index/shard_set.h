@@ -3,6 +3,7 @@
 // the format in docs/formats.md ("Shard sets").
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <functional>
 
 #include "index/fusion.h"
+#include "index/lexical_index.h"
 #include "sieve/error.h"
 #include "sieve/index.h"
 
@@ -56,8 +58,33 @@ std::vector<std::string> shard_set_identities(const std::string& dir);
 /// before it serves.
 std::string check_shard_in_its_set(const std::string& shard_dir);
 
+/// A ShardRemote whose shards also answer BM25 (sieve's own shard servers): the router then
+/// reads no shard's BM25 database. It asks every shard for its statistics of the queries' terms,
+/// sums them (the statistics of one database holding every document), and has every shard rank
+/// its own documents with those (search_global), so the merged lists equal one index's.
+class LexicalRemote {
+ public:
+  virtual ~LexicalRemote() = default;
+  /// Shard `shard`'s statistics for `terms`.
+  virtual Bm25Stats bm25_stats(size_t shard, const std::string& identity, const std::vector<std::string>& terms,
+                               std::chrono::steady_clock::time_point deadline) const = 0;
+  /// Shard `shard`'s best `depth` documents for each query with the set's statistics
+  /// (`documents`, `total_length`, each query's termfreqs); p.filter and p.now apply (the shard
+  /// leaves out its deleted and expired documents itself).
+  virtual std::vector<Ranked> bm25_lists(size_t shard, const std::string& identity, const std::vector<Bm25Query>& queries,
+                                         uint64_t documents, uint64_t total_length, size_t depth,
+                                         const SearchParams& p) const = 0;
+};
+
 /// Opens a shard set (Index::open calls it for a folder with shardset.json).
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt);
+
+/// One index's (not a shard set's) BM25 statistics for `terms`.
+Bm25Stats bm25_stats(const Index& shard, const std::vector<std::string>& terms);
+/// One index's (not a shard set's) best `depth` documents for each query by BM25 with a whole
+/// set's statistics (XapianLexicalIndex::search_global); only the documents p allows.
+std::vector<Ranked> bm25_lists(const Index& shard, const std::vector<Bm25Query>& queries, uint64_t documents,
+                               uint64_t total_length, size_t depth, const SearchParams& p);
 
 /// The dense lists of one index opened by Index::open (not a shard set) for `n` pooled query
 /// vectors: the best `depth` documents of each, equal scores lower document first; only the

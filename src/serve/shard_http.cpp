@@ -82,6 +82,19 @@ ShardHttpServer::ShardHttpServer(std::shared_ptr<const ShardService> service, co
       return shard_wire::encode_lists(s.dense_lists(identity_of(req), r.n, r.pooled.data(), r.depth, p));
     });
   });
+  svr_->Post("/shard/v1/bm25/stats", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] { return shard_wire::encode(s.bm25_stats(identity_of(req), shard_wire::decode_terms(req.body))); });
+  });
+  svr_->Post("/shard/v1/bm25", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] {
+      const shard_wire::Bm25Request r = shard_wire::decode_bm25_request(req.body);
+      SearchParams p;
+      p.now = r.now;
+      if (!r.filter.empty()) p.filter = Filter::parse(r.filter);
+      return shard_wire::encode_lists(
+          s.bm25_lists(identity_of(req), r.queries, r.documents, r.total_length, r.depth, p));
+    });
+  });
   svr_->Post("/shard/v1/tokens", [&s](const httplib::Request& req, httplib::Response& res) {
     answer(res, [&] {
       const shard_wire::DocsRequest r = shard_wire::decode_docs_request(req.body);
@@ -435,6 +448,30 @@ std::vector<std::vector<std::pair<uint32_t, double>>> HttpShardRemote::dense_lis
       if (!std::isfinite(score))  // the merge sorts by score: NaN breaks its ordering
         throw ShardUnavailable("shard " + std::to_string(shard) + " answered a non-finite score");
   return lists;
+}
+
+index::Bm25Stats HttpShardRemote::bm25_stats(size_t shard, const std::string& identity,
+                                             const std::vector<std::string>& terms,
+                                             std::chrono::steady_clock::time_point deadline) const {
+  index::Bm25Stats st = shard_wire::decode_bm25_stats(
+      call(shard, "/shard/v1/bm25/stats", identity, shard_wire::encode_terms(terms), deadline));
+  if (st.termfreqs.size() != terms.size())
+    throw ShardUnavailable("shard " + std::to_string(shard) + " answered the statistics of " +
+                           std::to_string(st.termfreqs.size()) + " terms for " + std::to_string(terms.size()));
+  return st;
+}
+
+std::vector<std::vector<std::pair<uint32_t, double>>> HttpShardRemote::bm25_lists(
+    size_t shard, const std::string& identity, const std::vector<index::Bm25Query>& queries, uint64_t documents,
+    uint64_t total_length, size_t depth, const SearchParams& p) const {
+  shard_wire::Bm25Request r;
+  r.depth = static_cast<uint32_t>(std::min<size_t>(depth, UINT32_MAX));
+  r.now = p.now;
+  r.filter = p.filter.empty() ? "" : p.filter.to_json();
+  r.documents = documents;
+  r.total_length = total_length;
+  r.queries = queries;
+  return shard_wire::decode_lists(call(shard, "/shard/v1/bm25", identity, shard_wire::encode(r), p.deadline));
 }
 
 std::vector<TokenStates> HttpShardRemote::tokens(size_t shard, const std::string& identity,

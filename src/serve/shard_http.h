@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "index/shard_set.h"
 #include "serve/shard_service.h"
 #include "sieve/index.h"
 
@@ -81,7 +82,7 @@ struct ReplicaState {
 /// last); one that does not answer, answers for another copy (409) or fails (5xx) is left for the
 /// next, within the request's deadline; a malformed request (400) is not tried again. The
 /// replicas can be replaced while calls run (set_replicas: the membership Ray publishes).
-class HttpShardRemote final : public ShardRemote {
+class HttpShardRemote final : public ShardRemote, public index::LexicalRemote {
  public:
   /// `timeout_ms`: a call's own limit when the request has no deadline.
   explicit HttpShardRemote(ShardReplicas replicas, int timeout_ms = 30000);
@@ -99,6 +100,12 @@ class HttpShardRemote final : public ShardRemote {
                             const TokenStates& query, const std::vector<uint32_t>& docs,
                             std::chrono::steady_clock::time_point deadline) const override;
   bool scores_at_shards() const override { return true; }
+  index::Bm25Stats bm25_stats(size_t shard, const std::string& identity, const std::vector<std::string>& terms,
+                              std::chrono::steady_clock::time_point deadline) const override;
+  std::vector<std::vector<std::pair<uint32_t, double>>> bm25_lists(size_t shard, const std::string& identity,
+                                                                   const std::vector<index::Bm25Query>& queries,
+                                                                   uint64_t documents, uint64_t total_length,
+                                                                   size_t depth, const SearchParams& p) const override;
   size_t shards() const;
   /// New replicas for every shard (as many shards as before; sieve::Error else, and nothing
   /// changes). Calls under way finish on the replicas they chose; kept-alive connections to

@@ -47,6 +47,17 @@ std::vector<std::vector<std::pair<uint32_t, double>>> ShardService::dense_lists(
   return index::dense_lists(*c->index, n, pooled, std::min<size_t>(depth, c->index->size()), p);
 }
 
+index::Bm25Stats ShardService::bm25_stats(const std::string& identity, const std::vector<std::string>& terms) const {
+  return index::bm25_stats(*copy(identity)->index, terms);
+}
+
+std::vector<std::vector<std::pair<uint32_t, double>>> ShardService::bm25_lists(
+    const std::string& identity, const std::vector<index::Bm25Query>& queries, uint64_t documents,
+    uint64_t total_length, size_t depth, const SearchParams& p) const {
+  const auto c = copy(identity);
+  return index::bm25_lists(*c->index, queries, documents, total_length, std::min<size_t>(depth, c->index->size()), p);
+}
+
 std::vector<TokenStates> ShardService::tokens(const std::string& identity, const std::vector<uint32_t>& docs,
                                               size_t max_rows) const {
   const auto c = copy(identity);

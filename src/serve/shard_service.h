@@ -40,6 +40,14 @@ class ShardService {
   std::vector<float> scores(const std::string& identity, const std::string& verifier, const TokenStates& query,
                             const std::vector<uint32_t>& docs) const;
 
+  /// LexicalRemote::bm25_stats: this shard's statistics of `terms`.
+  index::Bm25Stats bm25_stats(const std::string& identity, const std::vector<std::string>& terms) const;
+  /// LexicalRemote::bm25_lists: this shard's best `depth` for each query, with the set's statistics.
+  std::vector<std::vector<std::pair<uint32_t, double>>> bm25_lists(const std::string& identity,
+                                                                   const std::vector<index::Bm25Query>& queries,
+                                                                   uint64_t documents, uint64_t total_length,
+                                                                   size_t depth, const SearchParams& p) const;
+
   /// The identity of the latest copy opened.
   std::string identity() const { return copies_.latest(); }
   size_t size(const std::string& identity = "") const;

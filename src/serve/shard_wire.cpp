@@ -15,6 +15,7 @@ class Writer {
   void u32(uint32_t v) { raw(&v, 4); }
   void i32(int32_t v) { raw(&v, 4); }
   void f64(double v) { raw(&v, 8); }
+  void u64(uint64_t v) { raw(&v, 8); }
   void str(const std::string& s) {
     u32(count(s.size()));
     out_ += s;
@@ -44,6 +45,7 @@ class Reader {
   uint32_t u32() { return get<uint32_t>(); }
   int32_t i32() { return get<int32_t>(); }
   double f64() { return get<double>(); }
+  uint64_t u64() { return get<uint64_t>(); }
   std::string str() {
     const size_t n = u32();
     need(n);
@@ -236,6 +238,90 @@ ScoresRequest decode_scores_request(const std::string& body) {
   r.query.ids.resize(ids);
   for (auto& id : r.query.ids) id = rd.i32();
   r.docs = rd.u32s();
+  rd.done();
+  return r;
+}
+
+std::string encode_terms(const std::vector<std::string>& terms) {
+  Writer w;
+  w.u32(Writer::count(terms.size()));
+  for (const std::string& t : terms) w.str(t);
+  return w.take();
+}
+
+std::vector<std::string> decode_terms(const std::string& body) {
+  Reader rd(body, "BM25 statistics request");
+  const uint32_t n = rd.u32();
+  rd.fits(n, 4);
+  std::vector<std::string> out(n);
+  for (auto& t : out) t = rd.str();
+  rd.done();
+  return out;
+}
+
+std::string encode(const index::Bm25Stats& st) {
+  Writer w;
+  w.u64(st.documents);
+  w.u64(st.total_length);
+  w.u32(Writer::count(st.termfreqs.size()));
+  for (uint64_t f : st.termfreqs) w.u64(f);
+  return w.take();
+}
+
+index::Bm25Stats decode_bm25_stats(const std::string& body) {
+  Reader rd(body, "BM25 statistics");
+  index::Bm25Stats st;
+  st.documents = rd.u64();
+  st.total_length = rd.u64();
+  const uint32_t n = rd.u32();
+  rd.fits(n, 8);
+  st.termfreqs.resize(n);
+  for (auto& f : st.termfreqs) f = rd.u64();
+  rd.done();
+  return st;
+}
+
+std::string encode(const Bm25Request& r) {
+  Writer w;
+  w.u32(r.depth);
+  w.f64(r.now);
+  w.str(r.filter);
+  w.u64(r.documents);
+  w.u64(r.total_length);
+  w.u32(Writer::count(r.queries.size()));
+  for (const index::Bm25Query& q : r.queries) {
+    SIEVE_THROW_IF_NOT(q.wqf.size() == q.terms.size() && q.termfreqs.size() == q.terms.size(),
+                       "BM25 request: counts and document counts for every term");
+    w.u32(Writer::count(q.terms.size()));
+    for (size_t i = 0; i < q.terms.size(); ++i) {
+      w.str(q.terms[i]);
+      w.u32(q.wqf[i]);
+      w.u64(q.termfreqs[i]);
+    }
+  }
+  return w.take();
+}
+
+Bm25Request decode_bm25_request(const std::string& body) {
+  Reader rd(body, "BM25 request");
+  Bm25Request r;
+  r.depth = rd.u32();
+  r.now = rd.f64();
+  r.filter = rd.str();
+  r.documents = rd.u64();
+  r.total_length = rd.u64();
+  const uint32_t n = rd.u32();
+  rd.fits(n, 4);
+  r.queries.resize(n);
+  for (auto& q : r.queries) {
+    const uint32_t m = rd.u32();
+    rd.fits(m, 16);  // each term: its length, count and document count at least
+    for (uint32_t i = 0; i < m; ++i) {
+      q.terms.push_back(rd.str());
+      q.wqf.push_back(rd.u32());
+      q.termfreqs.push_back(rd.u64());
+    }
+  }
   rd.done();
   return r;
 }

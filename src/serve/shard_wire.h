@@ -1,4 +1,4 @@
-// The bodies of sieve's shard protocol (issue 61): the four ShardRemote calls between a router
+// The bodies of sieve's shard protocol (issue 61): the ShardRemote and LexicalRemote calls between a router
 // and `sieve shard serve`, over HTTP/1.1 with keep-alive (docs/formats.md, "The shard protocol").
 // Binary, little-endian, every body opening with the magic "SSW1" (version 1): floats travel as
 // they are, with no text round trip, so that a remote shard answers bit for bit what a local one
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "index/lexical_index.h"
 #include "sieve/encoder.h"
 
 namespace sieve::serve::shard_wire {
@@ -57,5 +58,25 @@ struct ScoresRequest {
 };
 std::string encode(const ScoresRequest& r);
 ScoresRequest decode_scores_request(const std::string& body);
+
+/// POST /shard/v1/bm25/stats: terms whose statistics the router sums; the answer is the shard's
+/// Bm25Stats (documents, total length, one document count a term).
+std::string encode_terms(const std::vector<std::string>& terms);
+std::vector<std::string> decode_terms(const std::string& body);
+std::string encode(const index::Bm25Stats& s);
+index::Bm25Stats decode_bm25_stats(const std::string& body);
+
+/// POST /shard/v1/bm25: queries (terms in byte order, their counts and the set's document count of
+/// each), the set's documents and total length, the depth, the expiry clock and the filter; the
+/// answer is one list a query (encode_lists).
+struct Bm25Request {
+  uint32_t depth = 0;
+  double now = 0;
+  std::string filter;
+  uint64_t documents = 0, total_length = 0;
+  std::vector<index::Bm25Query> queries;
+};
+std::string encode(const Bm25Request& r);
+Bm25Request decode_bm25_request(const std::string& body);
 
 }  // namespace sieve::serve::shard_wire

@@ -78,7 +78,9 @@ const std::vector<json>& bodies() {
       json{{"queries", {"the dog", "a red car"}}, {"mode", "dense"}, {"k", 7}},
       json{{"query", "the cat sat"}, {"mode", "hybrid"}, {"k", 5}, {"candidates", 12}, {"rerank", true}},
       json{{"query", "the man bit"}, {"mode", "hybrid"}, {"k", 8}, {"filter", {{"kind", "even"}}}},
-      json{{"query", "the dog did not bite"}, {"mode", "dense"}, {"k", 6}, {"candidates", 20}, {"rerank", true}}};
+      json{{"query", "the dog did not bite"}, {"mode", "dense"}, {"k", 6}, {"candidates", 20}, {"rerank", true}},
+      json{{"queries", {"the dog bit the man", "a red car left", "the the of"}}, {"mode", "bm25"}, {"k", 9}},
+      json{{"query", "the man bit the dog"}, {"mode", "bm25"}, {"k", 40}, {"filter", {{"kind", "even"}}}}};
   return b;
 }
 
@@ -95,13 +97,14 @@ TEST(ShardHttp, ARouterOverShardServersAnswersAsOneIndex) {
   Service router(o);
   for (const json& body : bodies()) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
 
-  // A shard that stops: the search that needs it is a 503 naming the shard and its address;
-  // BM25 (answered by the router from the set's folder) still answers.
+  // A shard that stops: every search needs it (BM25 too: the shards rank their own documents
+  // with the set's statistics), a 503 naming the shard and its address.
   shards.servers[1]->stop();
-  Response r = router.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "dense"}}.dump());
-  EXPECT_EQ(r.status, 503) << r.body;
-  EXPECT_NE(r.body.find("shard 1 at " + shards.urls[1]), std::string::npos) << r.body;
-  EXPECT_EQ(router.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", "bm25"}}.dump()).status, 200);
+  for (const char* mode : {"dense", "bm25"}) {
+    Response r = router.handle("POST", "/v1/search", json{{"query", "the dog"}, {"mode", mode}}.dump());
+    EXPECT_EQ(r.status, 503) << mode << ": " << r.body;
+    EXPECT_NE(r.body.find("shard 1 at " + shards.urls[1]), std::string::npos) << r.body;
+  }
 }
 
 // A shard server of another set (the same model, other documents) is refused by the copy
@@ -308,6 +311,38 @@ TEST(ShardWire, MessagesRoundTripAndDamageIsRefused) {
   lying[4] = '\xff';  // a count far past the body: refused before any allocation of that size
   EXPECT_THROW(shard_wire::decode_floats(lying), Error);
   EXPECT_THROW(HttpShardRemote({"127.0.0.1:1"}), Error);  // not an http:// address
+
+  // BM25 at the shards: terms, statistics, requests.
+  const std::vector<std::string> terms = {"bit", "dog", "\xff\x00x"};
+  EXPECT_EQ(shard_wire::decode_terms(shard_wire::encode_terms(terms)), terms);
+  index::Bm25Stats st{40, 123456789012ull, {3, 0, 40}};
+  const index::Bm25Stats st2 = shard_wire::decode_bm25_stats(shard_wire::encode(st));
+  EXPECT_EQ(st2.documents, 40u);
+  EXPECT_EQ(st2.total_length, 123456789012ull);
+  EXPECT_EQ(st2.termfreqs, st.termfreqs);
+  shard_wire::Bm25Request b;
+  b.depth = 12;
+  b.now = 7.25;
+  b.filter = R"({"kind": "even"})";
+  b.documents = 40;
+  b.total_length = 400;
+  b.queries = {index::Bm25Query{{"bit", "dog"}, {1, 2}, {3, 5}}, index::Bm25Query{}};
+  const std::string bb = shard_wire::encode(b);
+  const shard_wire::Bm25Request b2 = shard_wire::decode_bm25_request(bb);
+  EXPECT_EQ(b2.depth, 12u);
+  EXPECT_EQ(b2.now, 7.25);
+  EXPECT_EQ(b2.filter, b.filter);
+  EXPECT_EQ(b2.total_length, 400u);
+  ASSERT_EQ(b2.queries.size(), 2u);
+  EXPECT_EQ(b2.queries[0].terms, b.queries[0].terms);
+  EXPECT_EQ(b2.queries[0].wqf, b.queries[0].wqf);
+  EXPECT_EQ(b2.queries[0].termfreqs, b.queries[0].termfreqs);
+  EXPECT_TRUE(b2.queries[1].terms.empty());
+  const std::string stb = shard_wire::encode(st), tb = shard_wire::encode_terms(terms);
+  for (size_t cut = 0; cut < bb.size(); ++cut) EXPECT_THROW(shard_wire::decode_bm25_request(bb.substr(0, cut)), Error);
+  for (size_t cut = 0; cut < stb.size(); ++cut) EXPECT_THROW(shard_wire::decode_bm25_stats(stb.substr(0, cut)), Error);
+  for (size_t cut = 0; cut < tb.size(); ++cut) EXPECT_THROW(shard_wire::decode_terms(tb.substr(0, cut)), Error);
+  EXPECT_THROW(shard_wire::decode_bm25_request(bb + "x"), Error);
 }
 
 }  // namespace
