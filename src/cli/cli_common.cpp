@@ -1,5 +1,11 @@
 #include "cli/cli_common.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <exception>
+#include <thread>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -269,6 +275,47 @@ void apply_search_flags(const CLI::App& cmd, const SearchRecommendation& rec, co
   ignored("--rrf-k", hybrid && p.fusion == Fusion::Rrf, "hybrid search with rrf fusion");
   ignored("--fusion", hybrid, "hybrid search");
   ignored("--fusion-depth", hybrid, "hybrid search");
+}
+
+namespace {
+int g_signal_pipe[2] = {-1, -1};
+void on_signal_write(int sig) {
+  const int saved = errno;
+  if (::write(g_signal_pipe[1], &sig, sizeof sig) < 0) {
+  }
+  errno = saved;
+}
+}  // namespace
+
+void serve_with_signals(const std::function<void()>& serve, const std::function<void(int)>& on_signal, bool hangup) {
+  if (g_signal_pipe[0] < 0) SIEVE_THROW_IF_NOT(::pipe(g_signal_pipe) == 0, "cannot create a pipe for signal handling");
+  struct sigaction sa {};
+  sa.sa_handler = on_signal_write;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  if (hangup) sigaction(SIGHUP, &sa, nullptr);
+  std::thread waiter([&] {
+    while (true) {
+      int sig = 0;
+      if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
+      on_signal(sig);
+      if (sig != SIGHUP) return;
+    }
+  });
+  std::exception_ptr failed;
+  try {
+    serve();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  const int zero = 0;  // wakes the waiter when no stopping signal came
+  if (::write(g_signal_pipe[1], &zero, sizeof zero) < 0) std::perror("sieve");
+  waiter.join();
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  if (hangup) signal(SIGHUP, SIG_DFL);
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace sieve::cli

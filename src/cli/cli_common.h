@@ -93,6 +93,13 @@ Filter parse_filter_flag(const std::string& text);
 void on_run(CLI::App* cmd, std::function<void()> body);
 
 /// Registers the subcommands; each file in src/cli/ defines one.
+/// Runs `serve` (a server's blocking loop) with SIGTERM and SIGINT, and SIGHUP when `hangup`,
+/// handed to `on_signal` on a waiting thread: the handler only writes the signal's number to a
+/// pipe (async-signal-safe, whichever thread it lands on). `on_signal` stops the server for
+/// SIGTERM / SIGINT (the waiting then ends) and does whatever SIGHUP means. The handlers are
+/// restored once `serve` returns or throws (rethrown).
+void serve_with_signals(const std::function<void()>& serve, const std::function<void(int)>& on_signal, bool hangup);
+
 void register_tokenize(CLI::App& app);
 void register_embed(CLI::App& app);
 void register_similarity(CLI::App& app);

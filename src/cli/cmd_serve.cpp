@@ -1,13 +1,9 @@
 // `sieve serve`: the search service over HTTP (docs/server.md). Flags only; the service is
 // src/serve/.
 #include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <cstdio>
 #include <fstream>
-#include <thread>
 
 #include "cli/cli_common.h"
 #include "serve/http_server.h"
@@ -16,16 +12,6 @@
 #include "sieve/model.h"
 
 namespace sieve::cli {
-
-namespace {
-int g_signal_pipe[2] = {-1, -1};
-void on_signal(int sig) {
-  const int saved = errno;
-  if (::write(g_signal_pipe[1], &sig, sizeof sig) < 0) {
-  }
-  errno = saved;
-}
-}  // namespace
 
 void register_serve(CLI::App& app) {
   struct Opts {
@@ -134,16 +120,6 @@ void register_serve(CLI::App& app) {
       o->s.shard_servers = [r = o->shard_remote] { return r->describe(); };
     }
     serve::check_serve_options(o->s);  // before announcing an address that would then fail
-    // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. The handler only
-    // writes the signal number to a pipe (async-signal-safe, whichever thread it lands on); a
-    // waiting thread reads it and stops the server.
-    SIEVE_THROW_IF_NOT(::pipe(g_signal_pipe) == 0, "cannot create a pipe for signal handling");
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGHUP, &sa, nullptr);  // re-reads the API key file and the shard membership file
     serve::HttpServer server(o->h, [o] {
       auto s = std::make_unique<serve::Service>(o->s);
       std::fprintf(stderr, "sieve serve: ready\n");
@@ -151,50 +127,35 @@ void register_serve(CLI::App& app) {
     });
     const int port = server.bind();
     std::fprintf(stderr, "sieve serve: listening on http://%s:%d (loading the model)\n", o->h.host.c_str(), port);
-    std::thread waiter([&] {
-      while (true) {
-        int sig = 0;
-        if (::read(g_signal_pipe[0], &sig, sizeof sig) != static_cast<ssize_t>(sizeof sig) || sig == 0) return;
-        if (sig == SIGHUP && o->shard_remote) {  // the shards' replicas, when they come from a file
-          const std::string said = serve::reload_shard_membership(*o->shard_remote, o->shard_membership);
-          std::fprintf(stderr, "sieve serve: SIGHUP: %s\n", said.c_str());
-          if (o->api_key_file.empty()) continue;
-        }
-        if (sig == SIGHUP) {  // new keys for the requests from now on; a broken file keeps the old ones
-          if (o->api_key_file.empty()) {
-            std::fprintf(stderr, "sieve serve: SIGHUP: no --api-key-file to re-read\n");
-            continue;
-          }
-          try {
-            auto keys = serve::read_api_keys(o->api_key_file);
-            const size_t n = keys.size();
-            server.set_api_keys(std::move(keys));
-            std::fprintf(stderr, "sieve serve: SIGHUP: %zu API key(s) read from %s\n", n, o->api_key_file.c_str());
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "sieve serve: SIGHUP: the old keys stay: %s\n", e.what());
-          }
-          continue;
-        }
-        std::fprintf(stderr, "sieve serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        server.stop();
-        return;
-      }
-    });
-    auto finish = [&] {
-      const int zero = 0;  // wakes the waiter when no signal came
-      if (::write(g_signal_pipe[1], &zero, sizeof zero) < 0) std::perror("sieve serve");
-      waiter.join();
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-    };
-    try {
-      server.run();
-    } catch (...) {
-      finish();
-      throw;
-    }
-    finish();
+    // SIGTERM / SIGINT: stop accepting, let in-flight requests finish, exit 0. SIGHUP: the shard
+    // membership file and the API key file read again (a broken file keeps what was read before).
+    serve_with_signals([&server] { server.run(); },
+                       [&server, o](int sig) {
+                         if (sig != SIGHUP) {
+                           std::fprintf(stderr, "sieve serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                           server.stop();
+                           return;
+                         }
+                         if (o->shard_remote) {
+                           const std::string said = serve::reload_shard_membership(*o->shard_remote, o->shard_membership);
+                           std::fprintf(stderr, "sieve serve: SIGHUP: %s\n", said.c_str());
+                           if (o->api_key_file.empty()) return;
+                         }
+                         if (o->api_key_file.empty()) {
+                           std::fprintf(stderr, "sieve serve: SIGHUP: no --api-key-file to re-read\n");
+                           return;
+                         }
+                         try {
+                           auto keys = serve::read_api_keys(o->api_key_file);
+                           const size_t n = keys.size();
+                           server.set_api_keys(std::move(keys));
+                           std::fprintf(stderr, "sieve serve: SIGHUP: %zu API key(s) read from %s\n", n,
+                                        o->api_key_file.c_str());
+                         } catch (const std::exception& e) {
+                           std::fprintf(stderr, "sieve serve: SIGHUP: the old keys stay: %s\n", e.what());
+                         }
+                       },
+                       /*hangup=*/true);
     std::fprintf(stderr, "sieve serve: stopped\n");
   });
 }

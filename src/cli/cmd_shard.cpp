@@ -1,13 +1,7 @@
 // `sieve shard serve`: one shard of a set over sieve's shard protocol (HTTP/1.1 with keep-alive,
 // serve/shard_http.h), for a router started as `sieve serve --index SET --shard-url URL ...`
 // (docs/scale.md). Flags only; the shard service is src/serve/shard_service.cpp.
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
-#include <exception>
-#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,18 +11,6 @@
 #include "sieve/error.h"
 
 namespace sieve::cli {
-
-namespace {
-// SIGTERM / SIGINT write their number to a pipe (async-signal-safe); a waiting thread stops the
-// server, whose run() then returns.
-int g_stop_pipe[2] = {-1, -1};
-void on_stop(int sig) {
-  const int saved = errno;
-  if (::write(g_stop_pipe[1], &sig, sizeof sig) < 0) {
-  }
-  errno = saved;
-}
-}  // namespace
 
 void register_shard(CLI::App& app) {
   auto* shard = app.add_subcommand("shard", "One shard of a shard set, served to a router elsewhere");
@@ -55,25 +37,9 @@ void register_shard(CLI::App& app) {
     auto service = std::make_shared<const serve::ShardService>(
         o->dir, verifiers, o->model.empty() ? "" : resolve_model_dir(o->model));
     serve::ShardHttpServer server(service, o->host, o->port, o->threads);
-    SIEVE_THROW_IF_NOT(::pipe(g_stop_pipe) == 0, "cannot create a pipe for signal handling");
-    std::signal(SIGTERM, on_stop);
-    std::signal(SIGINT, on_stop);
-    std::thread waiter([&server] {
-      int sig = 0;
-      if (::read(g_stop_pipe[0], &sig, sizeof sig) == static_cast<ssize_t>(sizeof sig) && sig != 0) server.stop();
-    });
-    std::exception_ptr failed;
-    try {
-      server.run();  // the log names the address once it is bound ("ready")
-    } catch (...) {
-      failed = std::current_exception();
-    }
-    const int zero = 0;  // wakes the waiter when no signal came
-    if (::write(g_stop_pipe[1], &zero, sizeof zero) < 0) std::perror("sieve shard serve");
-    waiter.join();
-    std::signal(SIGTERM, SIG_DFL);
-    std::signal(SIGINT, SIG_DFL);
-    if (failed) std::rethrow_exception(failed);
+    // SIGTERM / SIGINT stop it; run() returns once in-flight calls are answered.
+    serve_with_signals([&server] { server.run(); },  // the log names the address once bound ("ready")
+                       [&server](int) { server.stop(); }, /*hangup=*/false);
     std::fprintf(stderr, "sieve shard serve: stopped\n");
   });
 }

@@ -4,7 +4,8 @@ serve` router over them. Every answer equals the library's service over one inde
 documents; the failure drills: a shard replica killed under load (no wrong answer, no failed
 request: the router's call goes to the other replica; the set whole again once Ray has started a
 replacement), the router killed (started again on its port: the same URL answers), a node that
-joins after start-up (replicas waiting for its resources start there and join the membership).
+joins after start-up (replicas waiting for its resources start there and join the membership);
+writes through the router reach every shard.
 Every wait is on the deployment's own events, never a fixed sleep. Run by ctest (python.ray_native)
 with build/ray-venv's interpreter; skipped when Ray is not installed (a failure under CI=true)."""
 import json
@@ -181,6 +182,30 @@ def test_a_node_that_joins_later_takes_the_replicas_waiting_for_it(world):
     latehost = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "latehost" in n["Resources"]]
     shards, _ = dep.placement()
     assert [sorted(x.values()).count(latehost[0]) for x in shards.values()] == [1, 1, 1], shards
+
+
+def test_writes_through_the_router_reach_every_shard(world):
+    """Adds, an upsert and deletes through the native router (the library's set writes on the
+    set's folder); each shard server opens the copy the router's snapshot names at its next call,
+    so every search after a write's answer (BM25 with the new statistics too) equals one index
+    given the same writes."""
+    def same(method, path, body):
+        status, got = http(world["url"], path, body, method=method)
+        want_status, want, _, _ = world["one"].handle(method, path, b"" if body is None else json.dumps(body).encode(), {})
+        assert status == want_status == 200, (method, path, got)
+        return json.loads(got)
+
+    new = [{"_id": f"w{i}", "text": f"the red stone bird {i} sat under the green water tree", "metadata": {"kind": "w"}}
+           for i in range(9)]
+    assert same("POST", "/v1/documents", {"documents": new})["added"] == 9
+    answers_equal(world, rounds=1)
+    same("PUT", "/v1/documents/d61", {"text": "the man bit the dog under the green tree"})
+    same("DELETE", "/v1/documents/d101", None)
+    assert same("POST", "/v1/documents/delete", {"filter": {"kind": "w"}})["deleted"] == 9
+    answers_equal(world, rounds=1)
+    status, out = http(world["url"], "/v1/search", {"query": "the man bit the dog under the green tree", "mode": "bm25",
+                                                    "k": 1})
+    assert status == 200 and json.loads(out)["results"][0]["hits"][0]["id"] == "d61"
 
 
 def test_the_router_keeps_the_service_contract(world):
