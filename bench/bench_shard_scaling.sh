@@ -2,7 +2,7 @@
 # Several machines simulated on one (issue 61, item 3): `sieve shard serve` processes each pinned
 # to cores of their own with taskset, the router (`sieve serve --shard-url`) pinned to others, and
 # the throughput of hybrid + gate (stage 2 runs at the shards) and dense under wrk as the shard
-# processes grow: SHARDS_LIST sets of S shards (built once, cached in WORK), ROUTER_CORES cores
+# processes grow: SHARDS_LIST sets of S >= 2 shards (2 4 8) (built once, cached in WORK), ROUTER_CORES cores
 # for the router (1), CORES_PER_SHARD cores per shard process (1). A set of S shards runs only when
 # the machine has ROUTER_CORES + S x CORES_PER_SHARD cores; with OVERSUBSCRIBE=1 the rest run
 # anyway, their shards sharing the cores left (what a machine with fewer cores shows). Before the
@@ -40,6 +40,16 @@ trap stop_all EXIT
 wait_log() { for _ in $(seq 900); do grep -q "$2" "$1" && return 0; sleep 0.2; done; echo "bench_shard_scaling: no '$2' in $1" >&2; exit 1; }
 cores() { seq -s, "$1" "$(($1 + $2 - 1))"; }  # the list of cores FROM..FROM+N-1
 
+load() {  # load JSON_PREFIX: the two cases at each of CONNECTIONS, one JSON line each
+  for name in dense hybrid_gate; do
+    for c in $CONNECTIONS; do
+      line=$(BODIES="$WORK/$name.jsonl" wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${SECS}s" --timeout 30s --latency \
+        -s bench/wrk/post.lua "$URL/v1/search" | tail -1)
+      echo "{$1, \"case\": \"$name\", \"connections\": $c, ${line#\{}"
+    done
+  done
+}
+
 answers() {
   for name in dense hybrid_gate; do
     head -n 30 "$WORK/$name.jsonl" | while read -r body; do curl -s "$URL/v1/search" -d "$body" | jq -c 'del(.results[].timings)'; done
@@ -51,9 +61,11 @@ taskset -c "$(cores 0 $((ROUTER_CORES + PER > CORES ? CORES : ROUTER_CORES + PER
 PIDS+=($!)
 wait_log "$WORK/one.log" ready
 answers > "$WORK/answers-one.jsonl"
+load "\"server\": \"sieve serve, one index\", \"cores\": $CORES, \"pinned\": \"$(cores 0 $((ROUTER_CORES + PER > CORES ? CORES : ROUTER_CORES + PER)))\""
 stop_all
 
-for shards in ${SHARDS_LIST:-1 2 4 8}; do
+for shards in ${SHARDS_LIST:-2 4 8}; do
+  ((shards >= 2)) || { echo "bench_shard_scaling: a shard set has 2 shards or more, not $shards" >&2; exit 2; }
   need=$((ROUTER_CORES + shards * PER))
   if ((need > CORES)) && [[ "${OVERSUBSCRIBE:-0}" != 1 ]]; then
     echo "{\"shards\": $shards, \"skipped\": \"needs $need cores, the machine has $CORES\"}"
@@ -82,12 +94,6 @@ for shards in ${SHARDS_LIST:-1 2 4 8}; do
   answers > "$WORK/answers-$shards.jsonl"
   equal=false
   cmp -s "$WORK/answers-one.jsonl" "$WORK/answers-$shards.jsonl" && equal=true
-  for name in dense hybrid_gate; do
-    for c in $CONNECTIONS; do
-      line=$(BODIES="$WORK/$name.jsonl" wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${SECS}s" --timeout 30s --latency \
-        -s bench/wrk/post.lua "$URL/v1/search" | tail -1)
-      echo "{\"shards\": $shards, \"cores\": $CORES, \"needs\": $need, \"router_cores\": $ROUTER_CORES, \"cores_per_shard\": $PER, \"answers_equal\": $equal, \"case\": \"$name\", \"connections\": $c, ${line#\{}"
-    done
-  done
+  load "\"server\": \"router + shard servers\", \"shards\": $shards, \"cores\": $CORES, \"needs\": $need, \"router_cores\": $ROUTER_CORES, \"cores_per_shard\": $PER, \"answers_equal\": $equal"
   stop_all
 done

@@ -3,8 +3,6 @@
 #include "index/shard_set.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -24,6 +22,7 @@
 #include "index/fan_out.h"
 #include "index/ingest.h"
 #include "index/lexical_index.h"
+#include "index/shard_bm25.h"
 #include "index/manifest.h"
 #include "index/token_store.h"
 #include "sieve/error.h"
@@ -415,7 +414,7 @@ class ShardSetImpl final : public Index {
     }
     std::vector<Ranked> bls(n);
     if (plan.lexical && lexical_remote_) {
-      bls = remote_bm25(queries, depth, p);
+      bls = remote_bm25(*lexical_remote_, remote_, *pool_, m_, bm25_stats_, queries, depth, p);
     } else if (plan.lexical) {
       for (size_t q = 0; q < n; ++q)
         for (const ShardHit& h : lexical_->search_shards(queries[q], depth, limits_, nullptr, allowed_ptrs))
@@ -430,84 +429,6 @@ class ShardSetImpl final : public Index {
   }
 
  private:
-  // BM25 at the shards (LexicalRemote): the queries' terms, every shard's statistics of them
-  // summed, then every shard's own best `depth` with those statistics, merged as the one search
-  // over every database merges (score, then lower shard, then lower id: lower set id).
-  std::vector<Ranked> remote_bm25(const std::vector<std::string>& queries, size_t depth, const SearchParams& p) const {
-    const size_t n = queries.size();
-    std::vector<Ranked> out(n);
-    std::vector<std::map<std::string, unsigned>> terms(n);
-    std::set<std::string> all;
-    for (size_t q = 0; q < n; ++q) {
-      terms[q] = bm25_terms(queries[q]);
-      for (const auto& [t, c] : terms[q]) all.insert(t);
-    }
-    if (all.empty() || depth == 0) return out;
-    const auto list = std::make_shared<const std::vector<std::string>>(all.begin(), all.end());
-    std::vector<size_t> every(shards_.size());
-    for (size_t s = 0; s < every.size(); ++s) every[s] = s;
-    const LexicalRemote* lr = lexical_remote_;
-    const std::vector<Bm25Stats> parts = fan_out<Bm25Stats>(
-        *pool_, every, p.deadline,
-        [remote = remote_, lr, list, deadline = p.deadline, ids = identities()](size_t s) {
-          return lr->bm25_stats(s, ids[s], *list, deadline);
-        },
-        shard_name());
-    Bm25Stats global;
-    global.termfreqs.assign(list->size(), 0);
-    for (size_t s = 0; s < parts.size(); ++s) {
-      if (parts[s].termfreqs.size() != list->size())
-        throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered the statistics of " +
-                               std::to_string(parts[s].termfreqs.size()) + " terms for " +
-                               std::to_string(list->size()));
-      global.documents += parts[s].documents;
-      global.total_length += parts[s].total_length;
-      for (size_t t = 0; t < list->size(); ++t) global.termfreqs[t] += parts[s].termfreqs[t];
-    }
-    auto bq = std::make_shared<std::vector<Bm25Query>>(n);
-    for (size_t q = 0; q < n; ++q)
-      for (const auto& [t, c] : terms[q]) {
-        (*bq)[q].terms.push_back(t);
-        (*bq)[q].wqf.push_back(c);
-        (*bq)[q].termfreqs.push_back(global.termfreqs[static_cast<size_t>(
-            std::lower_bound(list->begin(), list->end(), t) - list->begin())]);
-      }
-    std::vector<size_t> asked;
-    for (size_t s = 0; s < shards_.size(); ++s)
-      if (m_.shards[s].documents > 0) asked.push_back(s);
-    std::vector<size_t> depths;
-    for (const ShardEntry& se : m_.shards) depths.push_back(std::min<size_t>(depth, se.documents));
-    const std::vector<std::vector<Ranked>> lists = fan_out<std::vector<Ranked>>(
-        *pool_, asked, p.deadline,
-        [remote = remote_, lr, bq, global, depths, p, ids = identities()](size_t s) {
-          return lr->bm25_lists(s, ids[s], *bq, global.documents, global.total_length, depths[s], p);
-        },
-        shard_name());
-    for (size_t a = 0; a < asked.size(); ++a) {
-      const size_t s = asked[a];
-      if (lists[a].size() != n)
-        throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered " + std::to_string(lists[a].size()) +
-                               " BM25 lists for " + std::to_string(n) + " queries");
-      const auto first = static_cast<uint32_t>(m_.shards[s].first);
-      for (size_t q = 0; q < n; ++q) {
-        if (lists[a][q].size() > depths[s])
-          throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a BM25 list longer than asked");
-        for (const auto& [doc, score] : lists[a][q]) {
-          if (doc >= m_.shards[s].documents || !std::isfinite(score))
-            throw ShardUnavailable("shard '" + m_.shards[s].dir + "' answered a BM25 hit that cannot be (document " +
-                                   std::to_string(doc) + ", score " + std::to_string(score) + ")");
-          out[q].emplace_back(first + doc, score);
-        }
-      }
-    }
-    for (Ranked& l : out) {
-      std::sort(l.begin(), l.end(), [](const auto& a, const auto& b) {
-        return a.second != b.second ? a.second > b.second : a.first < b.first;
-      });
-      if (l.size() > depth) l.resize(depth);
-    }
-    return out;
-  }
   // A remote shard's answers, checked before they are trusted: one list per query, no longer
   // than asked, of the shard's own documents; one token record per document, of whole rows.
   // A wrong answer is the shard's failure (ShardUnavailable), not the request's.
@@ -572,6 +493,7 @@ class ShardSetImpl final : public Index {
   std::vector<uint32_t> limits_;  // committed documents per shard (BM25 skips the rest)
   std::unique_ptr<XapianLexicalIndex> lexical_;  // null when the shards answer BM25 (lexical_remote_)
   const LexicalRemote* lexical_remote_ = nullptr;
+  mutable SetBm25Stats bm25_stats_;  // the set's BM25 statistics asked so far (this snapshot's)
   std::shared_ptr<const Encoder> encoder_;
   std::shared_ptr<const ShardRemote> remote_;  // null: every shard is local
   // Each shard's identity as this snapshot records it (what a remote call names).

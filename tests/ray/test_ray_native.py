@@ -27,7 +27,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 import sieve  # noqa: E402, F401
 from sieve import _sieve  # noqa: E402
 import sieve.ray_native as rn  # noqa: E402
-from test_ray_serve import BODIES, CLI, comparable, free_port, http, world_corpus  # noqa: E402
+from test_ray_serve import BODIES, CLI, comparable, free_port, http, same_write, world_corpus  # noqa: E402
 
 HEALTH = {"health_check_failure_threshold": 40, "health_check_period_ms": 3000, "health_check_timeout_ms": 20000}
 
@@ -190,10 +190,7 @@ def test_writes_through_the_router_reach_every_shard(world):
     so every search after a write's answer (BM25 with the new statistics too) equals one index
     given the same writes."""
     def same(method, path, body):
-        status, got = http(world["url"], path, body, method=method)
-        want_status, want, _, _ = world["one"].handle(method, path, b"" if body is None else json.dumps(body).encode(), {})
-        assert status == want_status == 200, (method, path, got)
-        return json.loads(got)
+        return same_write(world, method, path, body)
 
     new = [{"_id": f"w{i}", "text": f"the red stone bird {i} sat under the green water tree", "metadata": {"kind": "w"}}
            for i in range(9)]

@@ -160,16 +160,22 @@ def test_stage2_runs_at_the_shards(world):
     assert 0 < moved <= 20 * 4, moved
 
 
+def same_write(world, method, path, body):
+    """A write sent to the router at world["url"] and to the reference service world["one"]: both
+    200, the router's answer (JSON)."""
+    status, got = http(world["url"], path, body, method=method)
+    want_status, want, _, _ = world["one"].handle(method, path, b"" if body is None else json.dumps(body).encode(), {})
+    assert status == want_status == 200, (method, path, got)
+    return json.loads(got)
+
+
 def test_writes_through_the_router_are_seen_by_every_shard(world):
     """Adds, an upsert and deletes through the router go to the shards that own the ids (the
     library's set write on the set's folder); every search after a write's answer sees it on
     every shard (the replicas open the copy the router's snapshot names) and equals one index
     given the same writes."""
     def same(method, path, body):
-        status, got = http(world["url"], path, body, method=method)
-        want_status, want, _, _ = world["one"].handle(method, path, b"" if body is None else json.dumps(body).encode(), {})
-        assert status == want_status == 200, (method, path, got)
-        return json.loads(got)
+        return same_write(world, method, path, body)
 
     def searches_equal(when):
         for _ in range(3):  # two replicas per shard: each is asked

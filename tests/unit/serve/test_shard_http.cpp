@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "index/shard_bm25.h"
 #include "serve/service.h"
 #include "serve/shard_http.h"
 #include "serve/shard_wire.h"
@@ -192,6 +193,34 @@ TEST(ShardHttp, AReplicaThatFailsIsLeftForAnother) {
   ASSERT_EQ(seen["shards"].size(), 2u);
   EXPECT_EQ(seen["shards"][1][1]["url"], again.urls[1]);
   EXPECT_EQ(seen["shards"][1][1]["down"], false);
+}
+
+// The router's sums of the shards' BM25 statistics: asked once a term per snapshot (a query whose
+// terms are all known asks nothing), summed over the shards, the documents and length included.
+TEST(ShardBm25, TheSetsStatisticsAreSummedAndAskedOnceATerm) {
+  index::SetBm25Stats stats;
+  std::vector<std::vector<std::string>> asked;
+  const auto ask = [&](std::shared_ptr<const std::vector<std::string>> terms) {
+    asked.push_back(*terms);
+    std::vector<index::Bm25Stats> parts(2);
+    for (size_t s = 0; s < 2; ++s) {
+      parts[s].documents = 10 + s;
+      parts[s].total_length = 100 + s;
+      for (const std::string& t : *terms) parts[s].termfreqs.push_back(t.size() + s);  // "dog": 3 and 4
+    }
+    return parts;
+  };
+  index::Bm25Stats a = stats.get({"bit", "dog"}, ask);
+  EXPECT_EQ(a.documents, 21u);
+  EXPECT_EQ(a.total_length, 201u);
+  EXPECT_EQ(a.termfreqs, (std::vector<uint64_t>{7, 7}));
+  index::Bm25Stats b = stats.get({"dog"}, ask);  // known: no call
+  EXPECT_EQ(b.termfreqs, (std::vector<uint64_t>{7}));
+  EXPECT_EQ(b.documents, 21u);
+  index::Bm25Stats c = stats.get({"bit", "horse"}, ask);  // only the new term is asked for
+  EXPECT_EQ(c.termfreqs, (std::vector<uint64_t>{7, 11}));
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[1], std::vector<std::string>{"horse"});
 }
 
 TEST(ShardHttp, ShardAddressesAndMembershipFilesAreChecked) {
