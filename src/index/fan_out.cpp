@@ -61,4 +61,9 @@ size_t ShardCallPool::peak_running() const {
   return peak_;
 }
 
+ShardWait& shard_wait() {
+  thread_local ShardWait w;
+  return w;
+}
+
 }  // namespace sieve::index

@@ -57,6 +57,30 @@ class ShardCallPool {
   bool stopping_ = false;
 };
 
+/// What this thread has waited for shard calls so far (every fan_out it ran): seconds and
+/// fan-outs. The server reads it before and after a search for the answer's `shards_ms`.
+struct ShardWait {
+  double seconds = 0;
+  size_t fanouts = 0;
+};
+ShardWait& shard_wait();
+
+/// Adds the time from its making to its end (an answer or an exception) to shard_wait().
+class ShardWaitTimer {
+ public:
+  ShardWaitTimer() : t0_(std::chrono::steady_clock::now()) {}
+  ~ShardWaitTimer() {
+    ShardWait& w = shard_wait();
+    w.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    ++w.fanouts;
+  }
+  ShardWaitTimer(const ShardWaitTimer&) = delete;
+  ShardWaitTimer& operator=(const ShardWaitTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
 /// Runs call(shards[i]) for every i at once on `pool` and returns the answers in that order once
 /// all are in; the first failure is rethrown as soon as it arrives. Past `deadline`, ShardTimeout
 /// naming the shards still out (name_of(shard)); their calls finish on their own (or never start)
@@ -68,6 +92,7 @@ std::vector<T> fan_out(ShardCallPool& pool, const std::vector<size_t>& shards, s
   using Clock = std::chrono::steady_clock;
   const size_t n = shards.size();
   if (n == 0) return {};
+  const ShardWaitTimer timer;
   if (Clock::now() >= deadline)
     throw ShardTimeout("the request's deadline passed before the shards were asked (give a larger timeout_ms)");
   if (n == 1 && deadline == Clock::time_point::max()) return {call(shards[0])};

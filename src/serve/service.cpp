@@ -13,6 +13,7 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
+#include "index/fan_out.h"
 #include "serve/openapi_spec.h"
 #include "serve/request_json.h"
 #include "serve/web_page.h"
@@ -517,6 +518,7 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
   for (size_t qi = 0; qi < queries.size(); ++qi) {
     const std::string& q = queries[qi];
     const auto t0 = Clock::now();
+    const index::ShardWait waited0 = index::shard_wait();  // this thread's wait for shard calls so far
     json hits = json::array();
     json timings;
     int stages_run = stage2 ? 2 : 1;
@@ -565,6 +567,11 @@ Response Service::search(const std::string& body, Clock::time_point arrived) {
       } catch (const ShardTimeout&) {
         not_searched();
       }
+    }
+    if (opt_.remote && timings.is_object()) {  // where a router's time went: waiting for its shards
+      const index::ShardWait w = index::shard_wait();
+      timings["shards_ms"] = 1000 * (w.seconds - waited0.seconds);
+      timings["shard_fanouts"] = w.fanouts - waited0.fanouts;
     }
     json result = {{"query", q}, {"hits", hits}, {"timings", timings}};
     if (pp.gate && stage2 && stages_run == 2)

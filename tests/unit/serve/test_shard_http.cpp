@@ -97,6 +97,15 @@ TEST(ShardHttp, ARouterOverShardServersAnswersAsOneIndex) {
   o.remote = std::make_shared<HttpShardRemote>(shards.urls);
   Service router(o);
   for (const json& body : bodies()) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
+  // Where the router's time went: its wait for the shards, in each answer's timings (hybrid and
+  // the gate: the dense lists, BM25's statistics and lists, stage 2's scores).
+  const json gated = {{"query", "the man bit"}, {"mode", "hybrid"}, {"k", 5}, {"gate", true}, {"threshold", 0.1}};
+  const json t = json::parse(router.handle("POST", "/v1/search", gated.dump()).body)["results"][0]["timings"];
+  EXPECT_GT(t.value("shards_ms", 0.0), 0.0) << t.dump();
+  EXPECT_LE(t.value("shards_ms", 0.0), t.value("total_ms", 0.0)) << t.dump();
+  EXPECT_GE(t.value("shard_fanouts", 0), 3) << t.dump();
+  EXPECT_FALSE(json::parse(one.handle("POST", "/v1/search", gated.dump()).body)["results"][0]["timings"].contains(
+      "shards_ms"));
 
   // A shard that stops: every search needs it (BM25 too: the shards rank their own documents
   // with the set's statistics), a 503 naming the shard and its address.
