@@ -367,47 +367,7 @@ class IndexImpl final : public Index {
     SIEVE_THROW_IF_NOT(errors == 0, "the lexical index is damaged (" << errors << " errors)");
   }
 
-  void load_encoder(const IndexOpenOptions& opt) {
-    if (opt.encoder_instance) {
-      SIEVE_THROW_IF_NOT(opt.encoder_instance->dim() == m_.dim, "the given encoder's dimension differs from the index's");
-      const std::string grid = opt.encoder_instance->key_grid();
-      SIEVE_THROW_IF_NOT(int8_levels_of_grid(grid) == 0 || int8_levels_of_grid(m_.key_grid) == 0 ||
-                             key_grids_agree(m_.key_grid, grid),
-                         "the given encoder computes " << grid << " keys, but index '" << dir_ << "' holds "
-                                                       << m_.key_grid << " keys: load it on that grid "
-                                                       << "(EncoderOptions::int8_levels) or use fp32");
-      encoder_ = opt.encoder_instance;
-      return;
-    }
-    // A given model may be an installed name (sieve model list) or a folder.
-    std::string model = opt.model_dir.empty() ? m_.model_path : resolve_model_dir(opt.model_dir);
-    SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
-                                                    << "model (a name or folder: --model)");
-    std::string identity = model_identity_like(model, m_.model_identity);
-    SIEVE_THROW_IF_NOT(identity == m_.model_identity,
-                       "the model at '" << model << "' is not the one index '" << dir_ << "' was built with (identity "
-                                        << identity << ", the index records " << m_.model_identity
-                                        << "); use that model or rebuild the index");
-    EncoderOptions eo = opt.encoder;
-    eo.pooling = pooling_from_name(m_.pooling);
-    eo.max_length = m_.max_length;
-    // int8 queries run on the grid the index's int8 keys were built on (127 or 63 weight levels,
-    // which depends on the building CPU), so that they meet the keys' own arithmetic.
-    take_key_grid(m_, eo);
-    SIEVE_THROW_IF_NOT(eo.precision != Precision::Int8 || eo.int8_levels != 127 || PackedLinear::cpu_has_vnni(),
-                       "index '" << dir_ << "' holds " << m_.key_grid << " keys, and int8 queries must use that grid, "
-                                 << "which needs a CPU with VNNI; this one has none (search it with --precision fp32, "
-                                 << "or rebuild it on this CPU)");
-    encoder_ = Encoder::load(model, eo);
-    SIEVE_THROW_IF_NOT(encoder_->dim() == m_.dim, "the model's dimension differs from the index's");
-    // int8 queries must meet the keys' whole recipe: the weight grid (taken above) and the
-    // attention's arithmetic, which this CPU decides (bf16 products or not).
-    if (eo.precision == Precision::Int8 && int8_levels_of_grid(m_.key_grid) > 0)
-      SIEVE_THROW_IF_NOT(key_grids_agree(m_.key_grid, encoder_->key_grid()),
-                         "index '" << dir_ << "' holds " << m_.key_grid << " keys, but int8 queries on this CPU compute "
-                                   << encoder_->key_grid() << " (another attention arithmetic: bf16 attention needs a "
-                                   << "CPU with bf16 products); search it with --precision fp32, or rebuild it on this CPU");
-  }
+  void load_encoder(const IndexOpenOptions& opt) { encoder_ = load_index_encoder(m_, dir_, opt); }
 
   void fill_stats() {
     const std::string codec_file = m_.codec.file.empty() ? kCodecFile : m_.codec.file;
@@ -546,6 +506,51 @@ std::shared_ptr<const Index> extend_snapshot(const Index& prev, const Manifest& 
   const auto* impl = dynamic_cast<const IndexImpl*>(&prev);
   SIEVE_THROW_IF_NOT(impl != nullptr, "internal: not an index of this library");
   return std::make_shared<IndexImpl>(*impl, m, std::move(rewritten), added_keys);
+}
+
+// The encoder an index (or a shard set's router) searches with: the given one, checked, or the
+// model its manifest records (or opt.model_dir), checked against the recorded identity and grid.
+std::shared_ptr<const Encoder> load_index_encoder(const Manifest& m, const std::string& dir,
+                                                const IndexOpenOptions& opt) {
+  if (opt.encoder_instance) {
+    SIEVE_THROW_IF_NOT(opt.encoder_instance->dim() == m.dim, "the given encoder's dimension differs from the index's");
+    const std::string grid = opt.encoder_instance->key_grid();
+    SIEVE_THROW_IF_NOT(int8_levels_of_grid(grid) == 0 || int8_levels_of_grid(m.key_grid) == 0 ||
+                           key_grids_agree(m.key_grid, grid),
+                       "the given encoder computes " << grid << " keys, but index '" << dir << "' holds "
+                                                     << m.key_grid << " keys: load it on that grid "
+                                                     << "(EncoderOptions::int8_levels) or use fp32");
+    return opt.encoder_instance;
+  }
+  // A given model may be an installed name (sieve model list) or a folder.
+  std::string model = opt.model_dir.empty() ? m.model_path : resolve_model_dir(opt.model_dir);
+  SIEVE_THROW_IF_NOT(is_dir(model), "the model '" << model << "' this index was built with is not there; pass the "
+                                                  << "model (a name or folder: --model)");
+  std::string identity = model_identity_like(model, m.model_identity);
+  SIEVE_THROW_IF_NOT(identity == m.model_identity,
+                     "the model at '" << model << "' is not the one index '" << dir << "' was built with (identity "
+                                      << identity << ", the index records " << m.model_identity
+                                      << "); use that model or rebuild the index");
+  EncoderOptions eo = opt.encoder;
+  eo.pooling = pooling_from_name(m.pooling);
+  eo.max_length = m.max_length;
+  // int8 queries run on the grid the index's int8 keys were built on (127 or 63 weight levels,
+  // which depends on the building CPU), so that they meet the keys' own arithmetic.
+  take_key_grid(m, eo);
+  SIEVE_THROW_IF_NOT(eo.precision != Precision::Int8 || eo.int8_levels != 127 || PackedLinear::cpu_has_vnni(),
+                     "index '" << dir << "' holds " << m.key_grid << " keys, and int8 queries must use that grid, "
+                               << "which needs a CPU with VNNI; this one has none (search it with --precision fp32, "
+                               << "or rebuild it on this CPU)");
+  std::shared_ptr<const Encoder> encoder = Encoder::load(model, eo);
+  SIEVE_THROW_IF_NOT(encoder->dim() == m.dim, "the model's dimension differs from the index's");
+  // int8 queries must meet the keys' whole recipe: the weight grid (taken above) and the
+  // attention's arithmetic, which this CPU decides (bf16 products or not).
+  if (eo.precision == Precision::Int8 && int8_levels_of_grid(m.key_grid) > 0)
+    SIEVE_THROW_IF_NOT(key_grids_agree(m.key_grid, encoder->key_grid()),
+                       "index '" << dir << "' holds " << m.key_grid << " keys, but int8 queries on this CPU compute "
+                                 << encoder->key_grid() << " (another attention arithmetic: bf16 attention needs a "
+                                 << "CPU with bf16 products); search it with --precision fp32, or rebuild it on this CPU");
+  return encoder;
 }
 
 std::vector<Ranked> dense_lists(const Index& shard, size_t n, const float* pooled, size_t depth,

@@ -22,6 +22,7 @@
 #include "index/fan_out.h"
 #include "index/ingest.h"
 #include "index/lexical_index.h"
+#include "index/remote_shards.h"
 #include "index/shard_bm25.h"
 #include "index/manifest.h"
 #include "index/token_store.h"
@@ -179,6 +180,12 @@ class ShardSetImpl final : public Index {
       o.load_vectors = false;
     }
     given.resize(m_.shards.size());
+    // Shards that answer BM25 themselves: no database of theirs is searched here.
+    lexical_remote_ = dynamic_cast<const LexicalRemote*>(remote_.get());
+    if (manifest_only(dir, given)) {
+      open_from_shards(opt);
+      return;
+    }
     if (!o.encoder_instance)
       for (const auto& g : given)
         if (g && opt.load_encoder) o.encoder_instance = g->shared_encoder();
@@ -207,12 +214,43 @@ class ShardSetImpl final : public Index {
       shards_.push_back(std::move(shard));
     }
     encoder_ = shards_.front()->shared_encoder();
-    // Shards that answer BM25 themselves: no database of theirs is searched here.
-    lexical_remote_ = dynamic_cast<const LexicalRemote*>(remote_.get());
     if (!lexical_remote_) lexical_ = std::make_unique<XapianLexicalIndex>(lexical_dirs);
-    const IndexStats& s0 = shards_.front()->stats();
+    std::vector<IndexStats> each;
+    for (const auto& sh : shards_) each.push_back(sh->stats());
+    fill_stats(each);
+  }
+
+  // A router that holds only the set's manifest: sieve's shard servers answer everything (the
+  // remote reads documents too), and no shard folder lies beside shardset.json.
+  bool manifest_only(const std::string& dir, const std::vector<std::shared_ptr<const Index>>& given) const {
+    if (!remote_ || !lexical_remote_ || dynamic_cast<const ShardReader*>(remote_.get()) == nullptr) return false;
+    for (size_t i = 0; i < m_.shards.size(); ++i)
+      if (given[i] || is_dir(path_join(dir, m_.shards[i].dir))) return false;
+    return true;
+  }
+
+  void open_from_shards(const IndexOpenOptions& opt) {
+    data_ = std::make_unique<RemoteShardData>(*dynamic_cast<const ShardReader*>(remote_.get()), remote_, *pool_, m_);
+    const std::vector<IndexStats> each = data_->shard_stats();
+    for (const ShardEntry& e : m_.shards) limits_.push_back(static_cast<uint32_t>(e.documents));
+    if (opt.load_encoder) {
+      Manifest em;  // what the encoder is checked against: the set's model, the shards' key grid
+      em.dim = m_.dim;
+      em.model_identity = m_.model_identity;
+      em.model_path = m_.model_path;
+      em.pooling = m_.pooling;
+      em.max_length = m_.max_length;
+      em.key_grid = each.front().key_grid;
+      encoder_ = load_index_encoder(em, dir_, opt);
+    }
+    fill_stats(each);
+  }
+
+  // The set's statistics from its shards' (`each`, in order).
+  void fill_stats(const std::vector<IndexStats>& each) {
+    const IndexStats& s0 = each.front();
     stats_.documents = m_.documents;
-    stats_.shards = shards_.size();
+    stats_.shards = m_.shards.size();
     stats_.dim = m_.dim;
     stats_.vector_factory = s0.vector_factory;
     stats_.token_codec = s0.token_codec;
@@ -220,10 +258,10 @@ class ShardSetImpl final : public Index {
     stats_.model_identity = s0.model_identity;
     stats_.key_grid = s0.key_grid;
     stats_.model_path = s0.model_path;
-    stats_.file_bytes.emplace_back(kShardSetFile, fs::file_size(fs::path(dir) / kShardSetFile));
+    stats_.file_bytes.emplace_back(kShardSetFile, fs::file_size(fs::path(dir_) / kShardSetFile));
     stats_.bytes_on_disk = stats_.file_bytes.back().second;
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      const IndexStats& si = shards_[i]->stats();
+    for (size_t i = 0; i < each.size(); ++i) {
+      const IndexStats& si = each[i];
       stats_.tokens += si.tokens;
       stats_.deleted += si.deleted;
       stats_.has_metadata = stats_.has_metadata || si.has_metadata;
@@ -234,26 +272,35 @@ class ShardSetImpl final : public Index {
 
   const std::string& dir() const { return dir_; }
   const ShardSetManifest& manifest() const { return m_; }
-  const std::vector<std::shared_ptr<const Index>>& shards() const { return shards_; }
+  const std::vector<std::shared_ptr<const Index>>& shards() const {
+    SIEVE_THROW_IF_NOT(!data_, "this router holds only the shard set's manifest (its shards' folders are on the "
+                               "shard servers): write to the set where its folder is, then restart the shard servers");
+    return shards_;
+  }
   const IndexOpenOptions& open_options() const { return open_; }
+  bool reads_from_shards() const { return data_ != nullptr; }
 
   const IndexStats& stats() const override { return stats_; }
   size_t size() const override { return m_.documents; }
   Document document(uint32_t doc) const override {
+    if (data_) return data_->document(doc);
     auto [s, local] = locate(doc);
     return shards_[s]->document(local);
   }
   int64_t find(const std::string& id) const override {
+    if (data_) return data_->find(id);
     for (size_t s = 0; s < shards_.size(); ++s)
       if (int64_t local = shards_[s]->find(id); local >= 0) return static_cast<int64_t>(m_.shards[s].first) + local;
     return -1;
   }
   bool live(uint32_t doc, double now) const override {
     if (doc >= m_.documents) return false;
+    if (data_) return data_->live(doc, now);
     auto [s, local] = locate(doc);
     return shards_[s]->live(local, now);
   }
   std::vector<uint32_t> matching(const Filter& filter, double now) const override {
+    if (data_) return data_->matching(filter, now);
     std::vector<uint32_t> out;
     for (size_t s = 0; s < shards_.size(); ++s)
       for (uint32_t d : shards_[s]->matching(filter, now)) out.push_back(static_cast<uint32_t>(m_.shards[s].first) + d);
@@ -319,6 +366,7 @@ class ShardSetImpl final : public Index {
     return out;
   }
   std::vector<int32_t> token_ids(uint32_t doc) const override {
+    SIEVE_THROW_IF_NOT(!data_, "token ids are read at the shards (this router holds only the set's manifest)");
     auto [s, local] = locate(doc);
     return shards_[s]->token_ids(local);
   }
@@ -380,7 +428,7 @@ class ShardSetImpl final : public Index {
     if (!any_limit) allowed_ptrs.clear();
     if (plan.dense && n > 0) {
       std::vector<size_t> asked;
-      for (size_t s = 0; s < shards_.size(); ++s)
+      for (size_t s = 0; s < m_.shards.size(); ++s)
         if (std::min<size_t>(depth, m_.shards[s].documents) > 0) asked.push_back(s);
       std::vector<std::vector<Ranked>> parts;
       if (remote_) {  // every shard at once, until the deadline
@@ -423,6 +471,14 @@ class ShardSetImpl final : public Index {
     for (size_t q = 0; q < n; ++q) {
       const Ranked& bl = bls[q];
       out[q] = result_from_lists(dls[q], bl, p, e, q);
+    }
+    if (data_) {  // every hit's document in one call per shard (kept for the answer's JSON)
+      std::vector<uint32_t> docs;
+      for (const SearchResult& r : out)
+        for (const Hit& h : r.hits) docs.push_back(h.doc);
+      data_->prefetch(docs);
+    }
+    for (size_t q = 0; q < n; ++q) {
       for (Hit& h : out[q].hits) h.id = document(h.doc).id;
     }
     return out;
@@ -457,13 +513,13 @@ class ShardSetImpl final : public Index {
     std::vector<size_t> asked;
   };
   ByShard by_shard(const std::vector<uint32_t>& docs) const {
-    ByShard g{std::vector<std::vector<uint32_t>>(shards_.size()), std::vector<std::vector<size_t>>(shards_.size()), {}};
+    ByShard g{std::vector<std::vector<uint32_t>>(m_.shards.size()), std::vector<std::vector<size_t>>(m_.shards.size()), {}};
     for (size_t i = 0; i < docs.size(); ++i) {
       auto [s, l] = locate(docs[i]);
       g.local[s].push_back(l);
       g.where[s].push_back(i);
     }
-    for (size_t s = 0; s < shards_.size(); ++s)
+    for (size_t s = 0; s < m_.shards.size(); ++s)
       if (!g.local[s].empty()) g.asked.push_back(s);
     return g;
   }
@@ -493,7 +549,8 @@ class ShardSetImpl final : public Index {
   std::vector<uint32_t> limits_;  // committed documents per shard (BM25 skips the rest)
   std::unique_ptr<XapianLexicalIndex> lexical_;  // null when the shards answer BM25 (lexical_remote_)
   const LexicalRemote* lexical_remote_ = nullptr;
-  mutable SetBm25Stats bm25_stats_;  // the set's BM25 statistics asked so far (this snapshot's)
+  mutable SetBm25Stats bm25_stats_;
+  std::unique_ptr<RemoteShardData> data_;  // a router that holds only the manifest (manifest_only)  // the set's BM25 statistics asked so far (this snapshot's)
   std::shared_ptr<const Encoder> encoder_;
   std::shared_ptr<const ShardRemote> remote_;  // null: every shard is local
   // Each shard's identity as this snapshot records it (what a remote call names).
@@ -545,6 +602,7 @@ const ShardSetImpl& as_set(const Index& set) {
 
 const ShardSetManifest& shard_set_manifest_of(const Index& set) { return as_set(set).manifest(); }
 const std::vector<std::shared_ptr<const Index>>& shards_of(const Index& set) { return as_set(set).shards(); }
+bool reads_from_shards(const Index& set) { return as_set(set).reads_from_shards(); }
 const IndexOpenOptions& shard_set_open_options(const Index& set) { return as_set(set).open_options(); }
 
 std::unique_ptr<Index> open_shard_copy(const RecordedShard& at, const IndexOpenOptions& opt) {

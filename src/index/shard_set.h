@@ -76,6 +76,35 @@ class LexicalRemote {
                                          const SearchParams& p) const = 0;
 };
 
+/// What a router that holds only the set's manifest reads from the shards themselves (sieve's
+/// shard servers): documents, ids, deletions and expiry, filters, and each shard's statistics.
+/// A set opened with such a remote and no shard folder beside its shardset.json reads nothing
+/// else from disk (docs/scale.md, "The native shard path").
+class ShardReader {
+ public:
+  virtual ~ShardReader() = default;
+  virtual std::vector<Document> documents(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                          std::chrono::steady_clock::time_point deadline) const = 0;
+  /// Index::find of each id in the shard (-1: none there).
+  virtual std::vector<int64_t> find(size_t shard, const std::string& identity, const std::vector<std::string>& ids,
+                                    std::chrono::steady_clock::time_point deadline) const = 0;
+  /// Index::live of each document at `now`.
+  virtual std::vector<bool> live(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                 double now, std::chrono::steady_clock::time_point deadline) const = 0;
+  /// Index::matching: the shard's documents passing `filter`, live at `now`.
+  virtual std::vector<uint32_t> matching(size_t shard, const std::string& identity, const Filter& filter, double now,
+                                         std::chrono::steady_clock::time_point deadline) const = 0;
+  /// The shard's IndexStats.
+  virtual IndexStats shard_stats(size_t shard, const std::string& identity,
+                                 std::chrono::steady_clock::time_point deadline) const = 0;
+};
+
+/// The encoder an index searches with (IndexOpenOptions: the given one, or the model `m`
+/// records or opt.model_dir), checked against m's model identity, width and key grid; `dir`
+/// names the index in messages.
+struct Manifest;
+std::shared_ptr<const Encoder> load_index_encoder(const Manifest& m, const std::string& dir, const IndexOpenOptions& opt);
+
 /// Opens a shard set (Index::open calls it for a folder with shardset.json).
 std::unique_ptr<Index> open_shard_set(const std::string& dir, const IndexOpenOptions& opt);
 
@@ -101,6 +130,8 @@ std::shared_ptr<const Index> shard_set_snapshot(const std::string& dir, const In
 /// its open options. sieve::Error for another kind of Index.
 const ShardSetManifest& shard_set_manifest_of(const Index& set);
 const std::vector<std::shared_ptr<const Index>>& shards_of(const Index& set);
+/// Whether the set was opened holding only its manifest (ShardReader: everything from the shards).
+bool reads_from_shards(const Index& set);
 const IndexOpenOptions& shard_set_open_options(const Index& set);
 
 /// Where a compaction writes the compacted copy of the index at `dir`: `dir` + this.

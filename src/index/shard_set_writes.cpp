@@ -69,12 +69,22 @@ bool same_set(const ShardSetManifest& a, const ShardSetManifest& b) {
   return true;
 }
 
+// `dir`, when the set `snap` was opened with its shards' folders (a router that holds only the
+// manifest cannot write: sieve::Error before anything is locked or touched).
+const std::string& writable_set(const std::string& dir, const Index& snap) {
+  SIEVE_THROW_IF_NOT(!reads_from_shards(snap), "this router holds only the shard set's manifest (its shards' folders are "
+                                               "on the shard servers): write to the set where its folder is, then "
+                                               "restart the shard servers");
+  return dir;
+}
+
 // One set write: the set's lock, what an interrupted write left settled, the caller's snapshot
 // brought to the set's latest commit, then each shard's part prepared and the whole committed
 // (or, when the write fails before its commit, every prepared part discarded).
 class SetWrite {
  public:
-  SetWrite(const std::string& dir, std::shared_ptr<const Index>& snap) : dir_(dir), snap_(snap), lock_(dir) {
+  SetWrite(const std::string& dir, std::shared_ptr<const Index>& snap)
+      : dir_(writable_set(dir, *snap)), snap_(snap), lock_(dir) {
     recover_shard_set(dir);
     m_ = read_shard_set_manifest(dir);
     bool stale = !same_set(m_, shard_set_manifest_of(*snap_));

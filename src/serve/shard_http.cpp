@@ -31,6 +31,9 @@ void answer(httplib::Response& res, Fn&& fn) {
   } catch (const Error& e) {
     res.status = 400;
     res.set_content(e.what(), "text/plain");
+  } catch (const nlohmann::json::exception& e) {
+    res.status = 400;
+    res.set_content(e.what(), "text/plain");
   } catch (const std::exception& e) {
     res.status = 500;
     res.set_content(e.what(), "text/plain");
@@ -38,6 +41,15 @@ void answer(httplib::Response& res, Fn&& fn) {
 }
 
 std::string identity_of(const httplib::Request& req) { return req.get_header_value(kIdentityHeader); }
+
+// A JSON request body (a malformed one: sieve::Error, the 400).
+nlohmann::json json_body(const std::string& body) {
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("not JSON: ") + e.what());
+  }
+}
 
 void check_replicas(const ShardReplicas& replicas) {
   SIEVE_THROW_IF_NOT(!replicas.empty(), "no shard addresses");
@@ -94,6 +106,36 @@ ShardHttpServer::ShardHttpServer(std::shared_ptr<const ShardService> service, co
       return shard_wire::encode_lists(
           s.bm25_lists(identity_of(req), r.queries, r.documents, r.total_length, r.depth, p));
     });
+  });
+  // A router that holds only the set's manifest reads documents, ids, states and statistics here.
+  svr_->Post("/shard/v1/documents", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] {
+      const auto j = json_body(req.body);
+      return shard_wire::documents_json(s.documents(identity_of(req), j.at("docs").get<std::vector<uint32_t>>()));
+    });
+  });
+  svr_->Post("/shard/v1/find", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] {
+      const auto j = json_body(req.body);
+      return nlohmann::json(s.find(identity_of(req), j.at("ids").get<std::vector<std::string>>())).dump();
+    });
+  });
+  svr_->Post("/shard/v1/live", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] {
+      const auto j = json_body(req.body);
+      return nlohmann::json(s.live(identity_of(req), j.at("docs").get<std::vector<uint32_t>>(), j.at("now").get<double>()))
+          .dump();
+    });
+  });
+  svr_->Post("/shard/v1/matching", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] {
+      const auto j = json_body(req.body);
+      const Filter f = j.at("filter").is_null() ? Filter{} : Filter::parse(j.at("filter").dump());
+      return nlohmann::json(s.matching(identity_of(req), f, j.at("now").get<double>())).dump();
+    });
+  });
+  svr_->Post("/shard/v1/stats", [&s](const httplib::Request& req, httplib::Response& res) {
+    answer(res, [&] { return shard_wire::stats_json(s.stats(identity_of(req))); });
   });
   svr_->Post("/shard/v1/tokens", [&s](const httplib::Request& req, httplib::Response& res) {
     answer(res, [&] {
@@ -472,6 +514,67 @@ std::vector<std::vector<std::pair<uint32_t, double>>> HttpShardRemote::bm25_list
   r.total_length = total_length;
   r.queries = queries;
   return shard_wire::decode_lists(call(shard, "/shard/v1/bm25", identity, shard_wire::encode(r), p.deadline));
+}
+
+namespace {
+// A JSON answer of a shard (a malformed one is the shard's failure).
+template <class T>
+T json_answer(const std::string& body, size_t shard) {
+  try {
+    return nlohmann::json::parse(body).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ShardUnavailable("shard " + std::to_string(shard) + " answered what cannot be: " + e.what());
+  }
+}
+}  // namespace
+
+std::vector<Document> HttpShardRemote::documents(size_t shard, const std::string& identity,
+                                                 const std::vector<uint32_t>& docs,
+                                                 std::chrono::steady_clock::time_point deadline) const {
+  const std::string body = call(shard, "/shard/v1/documents", identity, nlohmann::json{{"docs", docs}}.dump(), deadline);
+  std::vector<Document> out;
+  try {
+    out = shard_wire::decode_documents(body);
+  } catch (const Error& e) {
+    throw ShardUnavailable("shard " + std::to_string(shard) + ": " + e.what());
+  }
+  if (out.size() != docs.size())
+    throw ShardUnavailable("shard " + std::to_string(shard) + " answered " + std::to_string(out.size()) +
+                           " documents for " + std::to_string(docs.size()));
+  return out;
+}
+
+std::vector<int64_t> HttpShardRemote::find(size_t shard, const std::string& identity, const std::vector<std::string>& ids,
+                                           std::chrono::steady_clock::time_point deadline) const {
+  auto out = json_answer<std::vector<int64_t>>(
+      call(shard, "/shard/v1/find", identity, nlohmann::json{{"ids", ids}}.dump(), deadline), shard);
+  if (out.size() != ids.size()) throw ShardUnavailable("shard " + std::to_string(shard) + " answered another count of ids");
+  return out;
+}
+
+std::vector<bool> HttpShardRemote::live(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                        double now, std::chrono::steady_clock::time_point deadline) const {
+  auto out = json_answer<std::vector<bool>>(
+      call(shard, "/shard/v1/live", identity, nlohmann::json{{"docs", docs}, {"now", now}}.dump(), deadline), shard);
+  if (out.size() != docs.size()) throw ShardUnavailable("shard " + std::to_string(shard) + " answered another count of states");
+  return out;
+}
+
+std::vector<uint32_t> HttpShardRemote::matching(size_t shard, const std::string& identity, const Filter& filter,
+                                                double now, std::chrono::steady_clock::time_point deadline) const {
+  const nlohmann::json f = filter.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(filter.to_json());
+  return json_answer<std::vector<uint32_t>>(
+      call(shard, "/shard/v1/matching", identity, nlohmann::json{{"filter", f}, {"now", now}}.dump(), deadline), shard);
+}
+
+IndexStats HttpShardRemote::shard_stats(size_t shard, const std::string& identity,
+                                        std::chrono::steady_clock::time_point deadline) const {
+  const std::string body = call(shard, "/shard/v1/stats", identity, "{}", deadline);
+  try {
+    return shard_wire::decode_stats(body);
+  } catch (const Error& e) {
+    throw ShardUnavailable("shard " + std::to_string(shard) + ": " + e.what());
+  }
 }
 
 std::vector<TokenStates> HttpShardRemote::tokens(size_t shard, const std::string& identity,

@@ -82,7 +82,7 @@ struct ReplicaState {
 /// last); one that does not answer, answers for another copy (409) or fails (5xx) is left for the
 /// next, within the request's deadline; a malformed request (400) is not tried again. The
 /// replicas can be replaced while calls run (set_replicas: the membership Ray publishes).
-class HttpShardRemote final : public ShardRemote, public index::LexicalRemote {
+class HttpShardRemote final : public ShardRemote, public index::LexicalRemote, public index::ShardReader {
  public:
   /// `timeout_ms`: a call's own limit when the request has no deadline.
   explicit HttpShardRemote(ShardReplicas replicas, int timeout_ms = 30000);
@@ -106,6 +106,16 @@ class HttpShardRemote final : public ShardRemote, public index::LexicalRemote {
                                                                    const std::vector<index::Bm25Query>& queries,
                                                                    uint64_t documents, uint64_t total_length,
                                                                    size_t depth, const SearchParams& p) const override;
+  std::vector<Document> documents(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs,
+                                  std::chrono::steady_clock::time_point deadline) const override;
+  std::vector<int64_t> find(size_t shard, const std::string& identity, const std::vector<std::string>& ids,
+                            std::chrono::steady_clock::time_point deadline) const override;
+  std::vector<bool> live(size_t shard, const std::string& identity, const std::vector<uint32_t>& docs, double now,
+                         std::chrono::steady_clock::time_point deadline) const override;
+  std::vector<uint32_t> matching(size_t shard, const std::string& identity, const Filter& filter, double now,
+                                 std::chrono::steady_clock::time_point deadline) const override;
+  IndexStats shard_stats(size_t shard, const std::string& identity,
+                         std::chrono::steady_clock::time_point deadline) const override;
   size_t shards() const;
   /// New replicas for every shard (as many shards as before; sieve::Error else, and nothing
   /// changes). Calls under way finish on the replicas they chose; kept-alive connections to

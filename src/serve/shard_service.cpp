@@ -58,6 +58,36 @@ std::vector<std::vector<std::pair<uint32_t, double>>> ShardService::bm25_lists(
   return index::bm25_lists(*c->index, queries, documents, total_length, std::min<size_t>(depth, c->index->size()), p);
 }
 
+std::vector<Document> ShardService::documents(const std::string& identity, const std::vector<uint32_t>& docs) const {
+  const auto c = copy(identity);
+  std::vector<Document> out;
+  for (uint32_t d : docs) {
+    SIEVE_THROW_IF_NOT(d < c->index->size(), "document " << d << " is not in this shard");
+    out.push_back(c->index->document(d));
+  }
+  return out;
+}
+
+std::vector<int64_t> ShardService::find(const std::string& identity, const std::vector<std::string>& ids) const {
+  const auto c = copy(identity);
+  std::vector<int64_t> out;
+  for (const std::string& id : ids) out.push_back(c->index->find(id));
+  return out;
+}
+
+std::vector<bool> ShardService::live(const std::string& identity, const std::vector<uint32_t>& docs, double now) const {
+  const auto c = copy(identity);
+  std::vector<bool> out;
+  for (uint32_t d : docs) out.push_back(c->index->live(d, now));
+  return out;
+}
+
+std::vector<uint32_t> ShardService::matching(const std::string& identity, const Filter& filter, double now) const {
+  return copy(identity)->index->matching(filter, now);
+}
+
+IndexStats ShardService::stats(const std::string& identity) const { return copy(identity)->index->stats(); }
+
 std::vector<TokenStates> ShardService::tokens(const std::string& identity, const std::vector<uint32_t>& docs,
                                               size_t max_rows) const {
   const auto c = copy(identity);

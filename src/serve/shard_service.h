@@ -48,6 +48,14 @@ class ShardService {
                                                                    uint64_t documents, uint64_t total_length,
                                                                    size_t depth, const SearchParams& p) const;
 
+  /// ShardReader's calls (a router that holds only the set's manifest): the shard's documents,
+  /// Index::find of ids, Index::live, Index::matching and its statistics.
+  std::vector<Document> documents(const std::string& identity, const std::vector<uint32_t>& docs) const;
+  std::vector<int64_t> find(const std::string& identity, const std::vector<std::string>& ids) const;
+  std::vector<bool> live(const std::string& identity, const std::vector<uint32_t>& docs, double now) const;
+  std::vector<uint32_t> matching(const std::string& identity, const Filter& filter, double now) const;
+  IndexStats stats(const std::string& identity) const;
+
   /// The identity of the latest copy opened.
   std::string identity() const { return copies_.latest(); }
   size_t size(const std::string& identity = "") const;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "sieve/error.h"
 
 namespace sieve::serve::shard_wire {
@@ -324,6 +326,74 @@ Bm25Request decode_bm25_request(const std::string& body) {
   }
   rd.done();
   return r;
+}
+
+namespace {
+template <class Fn>
+auto from_json(const std::string& body, const char* what, Fn&& fn) {
+  try {
+    return fn(nlohmann::json::parse(body));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string(what) + ": not the JSON expected (" + e.what() + ")");
+  }
+}
+}  // namespace
+
+std::string documents_json(const std::vector<Document>& docs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const Document& d : docs)
+    a.push_back({{"id", d.id}, {"title", d.title}, {"text", d.text}, {"metadata", d.metadata}, {"expires_at", d.expires_at}});
+  return a.dump();
+}
+
+std::vector<Document> decode_documents(const std::string& body) {
+  return from_json(body, "documents answer", [](const nlohmann::json& a) {
+    SIEVE_THROW_IF_NOT(a.is_array(), "documents answer: not a list");
+    std::vector<Document> out;
+    for (const auto& j : a) {
+      Document d;
+      d.id = j.at("id").get<std::string>();
+      d.title = j.at("title").get<std::string>();
+      d.text = j.at("text").get<std::string>();
+      d.metadata = j.at("metadata").get<std::string>();
+      d.expires_at = j.at("expires_at").get<double>();
+      out.push_back(std::move(d));
+    }
+    return out;
+  });
+}
+
+std::string stats_json(const IndexStats& s) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& [name, bytes] : s.file_bytes) files.push_back({name, bytes});
+  return nlohmann::json{{"documents", s.documents}, {"dim", s.dim}, {"tokens", s.tokens},
+                        {"vector_factory", s.vector_factory}, {"token_codec", s.token_codec},
+                        {"token_code_bytes", s.token_code_bytes}, {"model_identity", s.model_identity},
+                        {"model_path", s.model_path}, {"key_grid", s.key_grid}, {"bytes_on_disk", s.bytes_on_disk},
+                        {"file_bytes", files}, {"shards", s.shards}, {"deleted", s.deleted},
+                        {"has_metadata", s.has_metadata}}
+      .dump();
+}
+
+IndexStats decode_stats(const std::string& body) {
+  return from_json(body, "statistics answer", [](const nlohmann::json& j) {
+    IndexStats s;
+    s.documents = j.at("documents").get<size_t>();
+    s.dim = j.at("dim").get<size_t>();
+    s.tokens = j.at("tokens").get<uint64_t>();
+    s.vector_factory = j.at("vector_factory").get<std::string>();
+    s.token_codec = j.at("token_codec").get<std::string>();
+    s.token_code_bytes = j.at("token_code_bytes").get<size_t>();
+    s.model_identity = j.at("model_identity").get<std::string>();
+    s.model_path = j.at("model_path").get<std::string>();
+    s.key_grid = j.at("key_grid").get<std::string>();
+    s.bytes_on_disk = j.at("bytes_on_disk").get<uint64_t>();
+    for (const auto& f : j.at("file_bytes")) s.file_bytes.emplace_back(f.at(0).get<std::string>(), f.at(1).get<uint64_t>());
+    s.shards = j.at("shards").get<size_t>();
+    s.deleted = j.at("deleted").get<size_t>();
+    s.has_metadata = j.at("has_metadata").get<bool>();
+    return s;
+  });
 }
 
 }  // namespace sieve::serve::shard_wire

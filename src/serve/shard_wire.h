@@ -13,6 +13,7 @@
 
 #include "index/lexical_index.h"
 #include "sieve/encoder.h"
+#include "sieve/index.h"
 
 namespace sieve::serve::shard_wire {
 
@@ -78,5 +79,14 @@ struct Bm25Request {
 };
 std::string encode(const Bm25Request& r);
 Bm25Request decode_bm25_request(const std::string& body);
+
+/// The calls of a router that holds only the set's manifest (index::ShardReader), in JSON:
+/// POST /shard/v1/documents {"docs": [...]}, /shard/v1/find {"ids": [...]}, /shard/v1/live
+/// {"docs": [...], "now": t}, /shard/v1/matching {"filter": F or null, "now": t} and
+/// /shard/v1/stats {}. Documents carry their metadata as the string stored (not re-serialised).
+std::string documents_json(const std::vector<Document>& docs);
+std::vector<Document> decode_documents(const std::string& body);
+std::string stats_json(const IndexStats& s);
+IndexStats decode_stats(const std::string& body);
 
 }  // namespace sieve::serve::shard_wire

@@ -117,6 +117,42 @@ TEST(ShardHttp, ARouterOverShardServersAnswersAsOneIndex) {
   }
 }
 
+// A router that holds only the set's manifest (shardset.json alone in its folder: what a router
+// on another machine than the shards has) reads documents, ids and statistics from the shard
+// servers too, and answers as one index: searches in every mode, with texts, a document by id, a
+// missing one, /v1/info's counts. A write is refused with the reason (the set's folder is not here).
+TEST(ShardHttp, ARouterWithOnlyTheManifestAnswersAsOneIndex) {
+  const std::string dir = test::make_temp_dir("shard_http_manifest");
+  write_set(dir, 36, 3);
+  std::filesystem::create_directories(dir + "/router");
+  std::filesystem::copy_file(dir + "/set/shardset.json", dir + "/router/shardset.json");
+  Servers shards(dir + "/set", 3, {"F1"});
+  ServeOptions o = test_util::f1_options(dir + "/one");
+  Service one(o);
+  o.index_dir = dir + "/router";
+  o.remote = std::make_shared<HttpShardRemote>(shards.urls);
+  Service router(o);
+  std::vector<json> all = bodies();
+  all.push_back(json{{"query", "the red car"}, {"mode", "hybrid"}, {"k", 6}, {"with_text", true}});
+  for (const json& body : all) EXPECT_EQ(answer(one, body), answer(router, body)) << body.dump();
+  for (const char* id : {"d0", "d17", "d39", "nope"}) {
+    const Response a = one.handle("GET", std::string("/v1/documents/") + id, "");
+    const Response b = router.handle("GET", std::string("/v1/documents/") + id, "");
+    EXPECT_EQ(a.status, b.status) << id;
+    EXPECT_EQ(a.body, b.body) << id;
+  }
+  const json ia = json::parse(one.handle("GET", "/v1/info", "").body)["index"];
+  const json ib = json::parse(router.handle("GET", "/v1/info", "").body)["index"];
+  for (const char* k : {"documents", "tokens", "token_codec", "deleted"}) EXPECT_EQ(ia[k], ib[k]) << k;
+  const Response w = router.handle("POST", "/v1/documents", json{{"documents", {{{"_id", "x1"}, {"text", "a new one"}}}}}.dump());
+  EXPECT_NE(w.status, 200) << w.body;
+  EXPECT_NE(w.body.find("only the shard set's manifest"), std::string::npos) << w.body;
+  // Nothing of the shards is on the router's disk: it holds the manifest alone.
+  size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir + "/router")) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
+}
+
 // A shard server of another set (the same model, other documents) is refused by the copy
 // check on the first call: a 503 naming the shard, never a merged answer.
 TEST(ShardHttp, AShardOfAnotherSetIsRefused) {
