@@ -32,6 +32,7 @@ done
 
 PACKAGES=(
   build-essential cmake pkg-config jq
+  util-linux  # taskset: the pinned shard processes of tests/python/test_shard_processes.py (Essential in Debian)
   libtorch-dev libopenblas-dev libgloo-dev libdnnl-dev libisal-dev
   libfaiss-dev libxapian-dev zlib1g-dev
   libutf8proc-dev libsentencepiece-dev libpcre2-dev libssl-dev

@@ -123,14 +123,8 @@ def _node_ip():
     return ray.util.get_node_ip_address()
 
 
-class ShardServer:
-    """A Ray actor owning one `sieve shard serve` process (one replica of one shard)."""
-
-    def __init__(self, sieve, shard_dir, args=(), host="", ready_timeout=300):
-        host = host or _node_ip()
-        self._p = _Process([sieve, "shard", "serve", "--index", shard_dir, "--host", host, "--port", "0", *args])
-        m, _ = self._p.wait_for(r"on (http://\S+) ready", ready_timeout)
-        self._url = m.group(1)
+class _Owned:
+    """What a Ray actor that owns one sieve process answers: its address, pid, node, end."""
 
     def url(self):
         return self._url
@@ -150,7 +144,17 @@ class ShardServer:
         self._p.stop()
 
 
-class Router:
+class ShardServer(_Owned):
+    """A Ray actor owning one `sieve shard serve` process (one replica of one shard)."""
+
+    def __init__(self, sieve, shard_dir, args=(), host="", ready_timeout=300):
+        host = host or _node_ip()
+        self._p = _Process([sieve, "shard", "serve", "--index", shard_dir, "--host", host, "--port", "0", *args])
+        m, _ = self._p.wait_for(r"on (http://\S+) ready", ready_timeout)
+        self._url = m.group(1)
+
+
+class Router(_Owned):
     """A Ray actor owning one `sieve serve` over a shard set whose shards are the membership's."""
 
     def __init__(self, sieve, index, membership, port, host="", args=(), ready_timeout=600):
@@ -171,16 +175,6 @@ class Router:
             json.dump({"shards": membership}, f)
         os.replace(tmp, self._file)
 
-    def url(self):
-        return self._url
-
-    def pid(self):
-        return self._p.proc.pid
-
-    def node_id(self):
-        import ray
-        return ray.get_runtime_context().get_node_id()
-
     def set_membership(self, membership, timeout=60):
         """Writes the membership and has the router read it (SIGHUP); returns its generation
         once the router has logged it."""
@@ -193,12 +187,6 @@ class Router:
             raise RuntimeError("the router refused the membership: " + m.group(1))
         self._generation = int(m.group(2))
         return self._generation
-
-    def wait_exit(self):
-        return self._p.proc.wait()
-
-    def stop(self):
-        self._p.stop()
 
 
 def shard_count(index):

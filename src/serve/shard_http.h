@@ -50,6 +50,13 @@ class ShardHttpServer {
 /// replicas (http://HOST:PORT; any one of them may answer for the shard).
 using ShardReplicas = std::vector<std::vector<std::string>>;
 
+/// The header naming the shard copy a call means, and the binary bodies' content type.
+inline constexpr const char* kIdentityHeader = "X-Sieve-Shard-Identity";
+inline constexpr const char* kBinary = "application/octet-stream";
+
+/// Throws sieve::Error for no shard, a shard with no address, or an address not http://HOST:PORT.
+void check_shard_replicas(const ShardReplicas& replicas);
+
 /// `--shard-url` values, one per shard, each "URL[,URL...]" (the shard's replicas). Throws
 /// sieve::Error for an empty list or an address that is not http://HOST:PORT.
 ShardReplicas parse_shard_urls(const std::vector<std::string>& values);

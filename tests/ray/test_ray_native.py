@@ -10,9 +10,7 @@ Every wait is on the deployment's own events, never a fixed sleep. Run by ctest 
 with build/ray-venv's interpreter; skipped when Ray is not installed (a failure under CI=true)."""
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import threading
 
@@ -27,7 +25,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 import sieve  # noqa: E402, F401
 from sieve import _sieve  # noqa: E402
 import sieve.ray_native as rn  # noqa: E402
-from test_ray_serve import BODIES, CLI, comparable, free_port, http, same_write, world_corpus  # noqa: E402
+from test_ray_serve import BODIES, CLI, check_contract, comparable, free_port, http, same_write, world_corpus  # noqa: E402
 
 HEALTH = {"health_check_failure_threshold": 40, "health_check_period_ms": 3000, "health_check_timeout_ms": 20000}
 
@@ -209,19 +207,4 @@ def test_the_router_keeps_the_service_contract(world):
     """schemathesis against the native router's spec, as against the Ray Serve router
     (test_ray_serve.py): every operation, every check, a small fixed budget. Last: its generated
     writes reach the set."""
-    build = os.environ.get("SIEVE_BUILD_DIR") or os.path.dirname(os.path.abspath(CLI))
-    st = os.path.join(build, "contract-venv", "bin", "schemathesis")
-    if not os.path.exists(st):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{st} is missing (scripts/setup.sh --oracles installs it)")
-        pytest.skip(f"{st} is missing")
-    work = world["dir"] / "schemathesis"
-    work.mkdir(exist_ok=True)
-    r = subprocess.run([st, "run", world["url"] + "/openapi.json", "--checks", "all", "--max-examples", "15",
-                        "--seed", "20261207", "--phases", "examples,coverage,fuzzing,stateful", "--no-color"],
-                       cwd=work, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
-    loaded = re.search(r"Operations:\s*(\d+) selected / (\d+) total", r.stdout)
-    tested = re.search(r"Tested:\s*(\d+)", r.stdout)
-    assert loaded and tested and int(loaded.group(2)) >= 10, r.stdout[-3000:]
-    assert int(tested.group(1)) == int(loaded.group(1)) == int(loaded.group(2)), r.stdout[-3000:]
+    check_contract(world["url"], world["dir"] / "schemathesis", 20261207)
